@@ -1,0 +1,3 @@
+from ad.cli import main
+
+main()

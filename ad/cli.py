@@ -1,0 +1,65 @@
+"""The `ad` command line: ``ad <group> [<name>] [--options]``.
+
+Groups with a name (``generate``, ``train``) look the name up in
+:mod:`ad.registry`; single commands (``inspect``, ``eval``, ``demo``) are
+registered under the group "ad". User errors exit with code 2 and one message.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+from ad import registry
+from ad.config import parse_config
+from ad.errors import UserError
+
+GROUPS = ("generate", "train")
+
+
+def _usage() -> str:
+    lines = ["usage: ad <command> [options]", "", "commands:"]
+    for name, cmd in sorted(registry.commands("ad").items()):
+        lines.append(f"  {name:<22} {cmd.help}")
+    for group in GROUPS:
+        for name, cmd in sorted(registry.commands(group).items()):
+            lines.append(f"  {group + ' ' + name:<22} {cmd.help}")
+    lines.append("")
+    lines.append("`ad <command> --help` lists a command's options.")
+    return "\n".join(lines)
+
+
+def run(argv: Sequence[str]) -> int:
+    """Dispatch one command; returns the process exit code."""
+    argv = list(argv)
+    import ad.commands  # noqa: F401  (registers inspect / eval / demo)
+
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_usage())
+        return 0 if argv else 2
+    head, rest = argv[0], argv[1:]
+    if head in GROUPS:
+        if not rest or rest[0].startswith("-"):
+            names = ", ".join(sorted(registry.commands(head))) or "none"
+            print(f"usage: ad {head} <name> [options]   (names: {names})", file=sys.stderr)
+            return 2
+        cmd = registry.get(head, rest[0])
+        prog, rest = f"ad {head} {rest[0]}", rest[1:]
+    else:
+        cmd = registry.get("ad", head)
+        prog = f"ad {head}"
+    config = parse_config(cmd.config_cls, rest, prog=prog, description=cmd.help)
+    result = cmd.run(config)
+    return int(result) if isinstance(result, int) else 0
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point."""
+    try:
+        code = run(sys.argv[1:] if argv is None else argv)
+    except UserError as err:
+        print(f"error: {err}", file=sys.stderr)
+        code = 2
+    except KeyboardInterrupt:
+        print("interrupted; re-run the same command to resume", file=sys.stderr)
+        code = 130
+    sys.exit(code)

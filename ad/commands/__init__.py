@@ -1,0 +1,9 @@
+"""Single `ad` commands (inspect, eval, demo): importing this package registers them."""
+from importlib import import_module
+
+for _name in ("inspect", "evaluate", "demo"):
+    try:
+        import_module(f"ad.commands.{_name}")
+    except ModuleNotFoundError as _err:  # a command not written yet
+        if _err.name != f"ad.commands.{_name}":
+            raise

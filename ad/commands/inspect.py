@@ -1,0 +1,63 @@
+"""`ad inspect PATH`: what a learning-history dataset holds, as a table (and learning curves as a PNG)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ad.config import option
+from ad.registry import register
+
+
+@dataclass
+class InspectConfig:
+    """Summarise a learning-history dataset."""
+
+    path: str = option("data/darkroom", "dataset folder or URL", positional=True)
+    plot: str | None = option(None, "write per-task learning curves to this PNG")
+    fraction: float = option(0.1, "share of each stream's episodes averaged for the first/last return columns")
+
+    def __post_init__(self) -> None:
+        from ad.errors import UserError
+
+        if not 0 < self.fraction <= 0.5:
+            raise UserError(f"--fraction must be in (0, 0.5], got {self.fraction}")
+
+
+def inspect(config: InspectConfig) -> list[dict]:
+    """Print the summary table; return its rows."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from ad.history import HistoryReader, summarize
+
+    reader = HistoryReader(config.path)
+    rows = summarize(reader, config.fraction)
+    pct = int(config.fraction * 100)
+    table = Table(title=f"{config.path}  ({reader.family}, {reader.num_transitions():,} transitions)")
+    for name in ("task", "runs", "streams", "episodes", "transitions", "bytes/transition",
+                 f"return first {pct}%", f"return last {pct}%"):
+        table.add_column(name, justify="left" if name == "task" else "right")
+    for row in rows:
+        table.add_row(row["task"], str(row["runs"]), str(row["streams"]), f"{row['episodes']:,}",
+                      f"{row['transitions']:,}", f"{row['bytes_per_transition']:.2f}",
+                      f"{row['return_first']:.3f}", f"{row['return_last']:.3f}")
+    console = Console(width=140)
+    console.print(table)
+    split = reader.metadata.get("split") or {}
+    if split:
+        console.print(f"split: {len(split.get('train', []))} train tasks, {len(split.get('heldout', []))} held-out")
+    if config.plot:
+        from ad.history.summary import learning_curves
+        from ad.plots import plot_learning_curves
+
+        curves = learning_curves(reader)
+        out = plot_learning_curves(curves, config.plot, title=f"Learning curves: {config.path}")
+        console.print(f"wrote {out}")
+    return rows
+
+
+def run(config: InspectConfig) -> int:
+    inspect(config)
+    return 0
+
+
+register("ad", "inspect", InspectConfig, run, "summarise a learning-history dataset (table, --plot PNG)")

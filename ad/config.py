@@ -1,0 +1,154 @@
+"""Typed config dataclasses -> command-line options.
+
+Every option is a dataclass field with ``metadata={"help": ...}``; the field's
+type decides parsing. Values are resolved in this order (later wins):
+field defaults < ``PRESETS[preset]`` (if the class defines presets) <
+``--config file.yaml|json`` < explicit command-line flags. ``__post_init__``
+of the dataclass validates and raises :class:`ad.errors.UserError`.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import types
+import typing
+from pathlib import Path
+from typing import Any, Sequence
+
+from ad.errors import UserError
+
+
+def option(default: Any = dataclasses.MISSING, help: str = "", positional: bool = False, **kwargs: Any) -> Any:
+    """A dataclass field with help text (use as ``x: int = option(3, "what x is")``).
+
+    ``positional=True`` makes it an optional positional argument (``ad inspect PATH``) that
+    can also be given as ``--name``.
+    """
+    meta = {"help": help, "positional": positional}
+    if isinstance(default, (list, dict, set)):
+        value = default
+        return dataclasses.field(default_factory=lambda: type(value)(value), metadata=meta, **kwargs)
+    return dataclasses.field(default=default, metadata=meta, **kwargs)
+
+
+def _base_type(tp: Any) -> tuple[Any, bool]:
+    """Strip Optional[...]; return (type, is_optional)."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return args[0], True
+    return tp, False
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = str(text).lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
+
+
+def _converter(tp: Any):
+    tp, _ = _base_type(tp)
+    origin = typing.get_origin(tp)
+    if tp is bool:
+        return _parse_bool, None
+    if origin in (list, tuple):
+        (inner, *_rest) = typing.get_args(tp) or (str,)
+        conv, _ = _converter(inner)
+        return conv, "+"
+    if tp in (int, float, str):
+        return tp, None
+    return str, None
+
+
+def build_parser(config_cls: type, prog: str, description: str = "") -> argparse.ArgumentParser:
+    """An argparse parser whose options are the dataclass fields (all default to None)."""
+    parser = argparse.ArgumentParser(prog=prog, description=description or (config_cls.__doc__ or ""))
+    parser.add_argument("--config", default=None, help="YAML or JSON file of option values (flags override it)")
+    hints = typing.get_type_hints(config_cls)
+    for field in dataclasses.fields(config_cls):
+        if not field.init:
+            continue
+        conv, nargs = _converter(hints[field.name])
+        default = field.default if field.default is not dataclasses.MISSING else (
+            field.default_factory() if field.default_factory is not dataclasses.MISSING else None)  # type: ignore[misc]
+        help_text = field.metadata.get("help", "")
+        if default is not None:
+            help_text += f" (default: {default})"
+        kwargs: dict[str, Any] = {"type": conv, "default": None, "help": help_text, "dest": field.name}
+        if nargs:
+            kwargs["nargs"] = nargs
+        if _base_type(hints[field.name])[0] is bool:
+            kwargs["nargs"] = "?"
+            kwargs["const"] = True
+            kwargs["metavar"] = "BOOL"
+        if field.metadata.get("positional"):
+            parser.add_argument(f"_{field.name}_positional", nargs="?", default=None, type=conv, help=help_text,
+                                metavar=field.name.upper())
+        parser.add_argument("--" + field.name.replace("_", "-"), **kwargs)
+    return parser
+
+
+def load_config_file(path: str) -> dict[str, Any]:
+    """Read a YAML or JSON mapping of option values."""
+    file = Path(path)
+    if not file.is_file():
+        raise UserError(f"config file {path} does not exist")
+    text = file.read_text()
+    try:
+        if file.suffix in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text)
+        else:
+            data = json.loads(text)
+    except Exception as err:  # noqa: BLE001 - any parse failure is the user's file
+        raise UserError(f"config file {path} is not valid YAML/JSON: {err}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"config file {path} must hold a mapping of option names to values")
+    return data
+
+
+def make_config(config_cls: type, values: dict[str, Any], source: str = "options") -> Any:
+    """Instantiate ``config_cls`` from a dict, applying its preset first; unknown keys are an error."""
+    names = {f.name for f in dataclasses.fields(config_cls) if f.init}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise UserError(f"unknown option(s) in {source}: {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+    merged: dict[str, Any] = {}
+    presets = getattr(config_cls, "PRESETS", None)
+    if presets is not None and "preset" in names:
+        preset = values.get("preset") or next(
+            f.default for f in dataclasses.fields(config_cls) if f.name == "preset")
+        if preset not in presets:
+            raise UserError(f"unknown preset {preset!r}; choose one of: {', '.join(sorted(presets))}")
+        merged.update(presets[preset])
+    merged.update(values)
+    try:
+        return config_cls(**merged)
+    except TypeError as err:
+        raise UserError(f"bad {source}: {err}") from None
+
+
+def parse_config(config_cls: type, argv: Sequence[str], prog: str, description: str = "") -> Any:
+    """Parse command-line ``argv`` into an instance of ``config_cls``."""
+    parser = build_parser(config_cls, prog, description)
+    args = vars(parser.parse_args(list(argv)))
+    file = args.pop("config")
+    for key in [k for k in args if k.startswith("_") and k.endswith("_positional")]:
+        value = args.pop(key)
+        name = key[1:-len("_positional")]
+        if value is not None and args.get(name) is None:
+            args[name] = value
+    values: dict[str, Any] = load_config_file(file) if file else {}
+    values.update({k: v for k, v in args.items() if v is not None})
+    return make_config(config_cls, values, source=f"{prog} options")
+
+
+def config_to_dict(config: Any) -> dict[str, Any]:
+    """A JSON-safe dict of a config dataclass."""
+    return json.loads(json.dumps(dataclasses.asdict(config), default=str))

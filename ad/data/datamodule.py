@@ -1,0 +1,71 @@
+"""`RLDataModule`: owns the train / held-out split and the loaders of RL-format windows."""
+from __future__ import annotations
+
+from typing import Any
+
+import lightning as L
+
+from ad.data.rl_dataset import RLTrajectoryDataset
+from ad.data.splits import task_split
+from ad.errors import UserError
+from ad.history.reader import HistoryReader
+
+
+class RLDataModule(L.LightningDataModule):
+    """RL-format windows of training tasks for fitting, of held-out tasks for validation.
+
+    Args:
+        path: dataset folder or URL.
+        window: transitions per window.
+        batch_size: windows per batch.
+        subsample: keep every k-th episode of each stream.
+        expert_only: train on the last ``expert_fraction`` of each stream's episodes only.
+        expert_fraction: fraction of episodes that counts as expert data.
+        stride: distance between window starts.
+        steps_per_epoch: batches in one "epoch" of random windows.
+        val_batches: held-out batches per validation run.
+        num_workers, seed: loader settings.
+    """
+
+    def __init__(self, path: Any, window: int = 80, batch_size: int = 64, subsample: int = 1,
+                 expert_only: bool = False, expert_fraction: float = 0.1, stride: int = 1,
+                 steps_per_epoch: int = 1000, val_batches: int = 4, num_workers: int = 0, seed: int = 0) -> None:
+        super().__init__()
+        self.path = path
+        self.window = window
+        self.batch_size = batch_size
+        self.subsample = subsample
+        self.expert_fraction = expert_fraction if expert_only else None
+        self.stride = stride
+        self.steps_per_epoch = steps_per_epoch
+        self.val_batches = val_batches
+        self.num_workers = num_workers
+        self.seed = seed
+        self.reader = HistoryReader(path)
+        self.spec = self.reader.spec
+        self.metadata = self.reader.metadata
+        self.train_tasks, self.heldout_tasks = task_split(self.reader)
+        self.train_set: RLTrajectoryDataset | None = None
+        self.val_set: RLTrajectoryDataset | None = None
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.train_set is None:
+            self.train_set = RLTrajectoryDataset(self.reader, self.train_tasks, self.window, self.stride,
+                                                 self.subsample, self.expert_fraction)
+        if self.val_set is None and self.heldout_tasks:
+            try:
+                self.val_set = RLTrajectoryDataset(self.reader, self.heldout_tasks, self.window,
+                                                   max(self.stride, self.window), self.subsample, None)
+            except UserError:
+                self.val_set = None
+
+    def train_dataloader(self):
+        assert self.train_set is not None, "call setup() first"
+        return self.train_set.loader(self.batch_size, num_samples=self.steps_per_epoch * self.batch_size,
+                                     seed=self.seed, num_workers=self.num_workers)
+
+    def val_dataloader(self):
+        if self.val_set is None:
+            return []
+        return self.val_set.loader(self.batch_size, num_samples=self.val_batches * self.batch_size,
+                                   seed=self.seed + 1, num_workers=0)

@@ -1,0 +1,70 @@
+"""`RLTrajectoryDataset`: RL-format windows as a torch Dataset with batched fetching."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from ad.formats.rl import WindowSource, load_window_source, to_torch
+from ad.history.reader import HistoryReader
+
+
+class RLTrajectoryDataset(Dataset):
+    """Windows of ``window`` consecutive transitions of one stream, crossing episode boundaries.
+
+    Items are dicts of tensors: states (T,) int64 [or (T, D) float32], actions (T,) int64,
+    rewards (T,) float32, logprobs (T,) float32, timesteps (T,) int64, mask (T,) bool.
+    ``__getitems__`` fetches a whole batch in one gather, so use :func:`collate_batch`
+    (what :meth:`loader` does) to keep it.
+
+    Args:
+        source: a dataset path/URL, a :class:`HistoryReader`, or a prepared :class:`WindowSource`.
+        tasks: tasks to include (default: all).
+        window: transitions per window.
+        stride: distance between consecutive window starts.
+        subsample: keep every k-th episode of each stream (the AD paper's subsampling).
+        expert_fraction: if set, keep only this last fraction of each stream's episodes (expert data).
+    """
+
+    def __init__(self, source: Any, tasks: Sequence[str] | None = None, window: int = 80, stride: int = 1,
+                 subsample: int = 1, expert_fraction: float | None = None) -> None:
+        if isinstance(source, WindowSource):
+            self.source = source
+        else:
+            reader = source if isinstance(source, HistoryReader) else HistoryReader(source)
+            self.source = load_window_source(reader, list(tasks) if tasks is not None else reader.tasks(),
+                                             window, stride, subsample, expert_fraction)
+        self.window = self.source.window
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        batch = self.source.gather([index])
+        return {k: v[0] for k, v in to_torch(batch).items()}
+
+    def __getitems__(self, indices: Sequence[int]) -> dict[str, torch.Tensor]:
+        return to_torch(self.source.gather(np.asarray(indices)))
+
+    def loader(self, batch_size: int, num_samples: int | None = None, seed: int = 0, num_workers: int = 0,
+               shuffle: bool = True) -> torch.utils.data.DataLoader:
+        """A DataLoader of batches; random windows with replacement when ``shuffle``."""
+        generator = torch.Generator().manual_seed(seed)
+        sampler: Any
+        if shuffle:
+            sampler = torch.utils.data.RandomSampler(self, replacement=True, num_samples=num_samples or len(self),
+                                                     generator=generator)
+        else:
+            sampler = torch.utils.data.SequentialSampler(self)
+        return torch.utils.data.DataLoader(self, batch_size=batch_size, sampler=sampler, collate_fn=collate_batch,
+                                           num_workers=num_workers, drop_last=shuffle,
+                                           persistent_workers=num_workers > 0)
+
+
+def collate_batch(batch: Any) -> dict[str, torch.Tensor]:
+    """Pass a batch fetched by ``__getitems__`` through; stack single items otherwise."""
+    if isinstance(batch, dict):
+        return batch
+    return {key: torch.stack([item[key] for item in batch]) for key in batch[0]}

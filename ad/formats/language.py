@@ -1,0 +1,137 @@
+"""Language format: windows of a learning history serialised as text, and parsed back.
+
+A template turns rows into *segments* ``(text, is_action)``. Tokenising segment
+by segment gives exact action-token labels for training, and the acting code
+uses the same segments, so the text an LM is trained on and acts on agree.
+Templates are looked up by name in :data:`TEMPLATES`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from ad.errors import UserError
+
+Segment = tuple[str, bool]  # (text, is the action)
+
+
+def _fmt_reward(value: float) -> str:
+    return f"{float(value):.4f}".rstrip("0").rstrip(".") if float(value) != int(value) else str(int(value))
+
+
+class Template:
+    """Base class: serialise rows of a history to text segments and parse actions back."""
+
+    name = "base"
+
+    def segments(self, rows: dict[str, Sequence[Any]]) -> list[Segment]:
+        """Segments for rows (columns: state, action, reward, step ...), in order."""
+        out: list[Segment] = []
+        for i in range(len(rows["action"])):
+            out.extend(self.row_segments({k: v[i] for k, v in rows.items()}))
+        return out
+
+    def row_segments(self, row: dict[str, Any]) -> list[Segment]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def prompt(self, row: dict[str, Any]) -> str:
+        """Text that precedes the action of ``row`` (everything before the action segment)."""
+        text = ""
+        for segment, is_action in self.row_segments(row):
+            if is_action:
+                return text
+            text += segment
+        raise AssertionError("template has no action segment")
+
+    def render(self, rows: dict[str, Sequence[Any]]) -> str:
+        return "".join(text for text, _ in self.segments(rows))
+
+    def action_text(self, action: Any) -> str:
+        return str(action)
+
+    def parse(self, text: str) -> list[dict[str, Any]]:  # pragma: no cover - abstract
+        """Rows (state, action, reward) recovered from rendered text."""
+        raise NotImplementedError
+
+    def parse_action(self, text: str) -> Any:  # pragma: no cover - abstract
+        """The action at the start of generated text; raises ValueError if there is none."""
+        raise NotImplementedError
+
+
+class CompactTemplate(Template):
+    """Small discrete envs: one line per transition, ``s40 a2 r0``; a ``|`` line starts each episode."""
+
+    name = "compact"
+    _row = re.compile(r"s(-?\d+) a(-?\d+) r(-?[\d.]+)")
+
+    def row_segments(self, row: dict[str, Any]) -> list[Segment]:
+        head = "|\n" if int(row.get("step", 1)) == 0 else ""
+        return [(f"{head}s{int(row['state'])} a", False), (str(int(row["action"])), True),
+                (f" r{_fmt_reward(row['reward'])}\n", False)]
+
+    def parse(self, text: str) -> list[dict[str, Any]]:
+        return [{"state": int(s), "action": int(a), "reward": float(r)} for s, a, r in self._row.findall(text)]
+
+    def parse_action(self, text: str) -> int:
+        match = re.match(r"\s*(\d+)", text)
+        if not match:
+            raise ValueError(f"no action number at the start of {text[:20]!r}")
+        return int(match.group(1))
+
+
+class RolloutTemplate(Template):
+    """Seed 001's prompt/completion rollouts: ``prompt: ...\\ncompletion: ...\\nreward: 0.9975\\n###\\n``."""
+
+    name = "rollout"
+    _block = re.compile(r"prompt: (.*?)\ncompletion: (.*?)\nreward: (-?[\d.eE+-]+|nan)\n###\n?", re.S)
+
+    def row_segments(self, row: dict[str, Any]) -> list[Segment]:
+        return [(f"prompt: {row['state']}\ncompletion: ", False), (str(row["action"]), True),
+                (f"\nreward: {float(row['reward']):.4f}\n###\n", False)]
+
+    def parse(self, text: str) -> list[dict[str, Any]]:
+        return [{"state": p, "action": c, "reward": float(r)} for p, c, r in self._block.findall(text)]
+
+    def parse_action(self, text: str) -> str:
+        end = text.find("\nreward:")
+        if end < 0:
+            end = text.find("\n###")
+        return text if end < 0 else text[:end]
+
+
+TEMPLATES: dict[str, Template] = {t.name: t for t in (CompactTemplate(), RolloutTemplate())}
+
+
+def get_template(name: str) -> Template:
+    """Look a template up by name (UserError listing the known ones)."""
+    if name not in TEMPLATES:
+        raise UserError(f"unknown template {name!r}; known templates: {', '.join(sorted(TEMPLATES))}")
+    return TEMPLATES[name]
+
+
+def register_template(template: Template) -> None:
+    """Add a task's own template to the registry."""
+    TEMPLATES[template.name] = template
+
+
+@dataclass
+class TokenizedText:
+    """Token ids of rendered segments and a mask of the action tokens."""
+
+    input_ids: np.ndarray  # (L,) int64
+    action_mask: np.ndarray  # (L,) bool
+
+
+def tokenize_segments(tokenizer: Any, segments: Sequence[Segment]) -> TokenizedText:
+    """Tokenise segment by segment (no special tokens) so action tokens are known exactly."""
+    ids: list[int] = []
+    mask: list[bool] = []
+    texts = [text for text, _ in segments]
+    encoded = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
+    for (_, is_action), piece in zip(segments, encoded):
+        ids.extend(piece)
+        mask.extend([is_action] * len(piece))
+    return TokenizedText(np.asarray(ids, dtype=np.int64), np.asarray(mask, dtype=bool))

@@ -1,0 +1,142 @@
+"""RL format: contiguous windows of one stream, across episode boundaries, as arrays.
+
+A :class:`WindowSource` holds the selected streams concatenated into flat
+columns plus the offsets where windows may start, so a whole batch of windows
+is one fancy-indexing gather (``flat[starts[:, None] + arange(T)]``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from ad.errors import UserError
+from ad.history.reader import HistoryReader, Stream
+
+#: RL-format keys and the history columns they come from.
+RL_COLUMNS = {"states": "state", "actions": "action", "rewards": "reward", "logprobs": "logprob",
+              "timesteps": "step"}
+_READ = ["episode", "step", "state", "action", "reward", "logprob", "terminated", "truncated"]
+
+
+def select_episodes(columns: dict[str, np.ndarray], every: int = 1,
+                    last_fraction: float | None = None) -> dict[str, np.ndarray]:
+    """Keep every ``every``-th episode of a stream, or only its last ``last_fraction`` of episodes.
+
+    Subsampling (the AD paper's trick) makes the distilled history improve faster per episode
+    than its source; ``last_fraction`` gives the expert-distillation baseline's data.
+    """
+    episode = columns["episode"]
+    if every == 1 and last_fraction is None:
+        return columns
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(episode)) + 1])  # (E,) first row of each episode
+    ordinal = np.zeros(len(episode), np.int64)
+    ordinal[starts[1:]] = 1
+    ordinal = np.cumsum(ordinal)  # (N,) episode ordinal of each row, 0..E-1
+    num_episodes = len(starts)
+    keep = np.ones(len(episode), bool)
+    if every > 1:
+        keep &= ordinal % every == 0
+    if last_fraction is not None:
+        first_kept = num_episodes - max(1, int(round(num_episodes * last_fraction)))
+        keep &= ordinal >= first_kept
+    return {name: values[keep] for name, values in columns.items()}
+
+
+@dataclass
+class WindowSource:
+    """Flat RL-format columns of many streams and the valid window start offsets.
+
+    Attributes:
+        columns: RL key -> flat array over all selected streams (N,) or (N, D) for vector states.
+        starts: (W,) int64 flat offsets where a full window of ``window`` transitions begins.
+        window: window length in transitions.
+        stream_of_start: (W,) index into ``streams`` of each window.
+        streams: (task, run, stream) of each selected stream.
+    """
+
+    columns: dict[str, np.ndarray]
+    starts: np.ndarray
+    window: int
+    stream_of_start: np.ndarray
+    streams: list[tuple[str, int, int]]
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def gather(self, indices: Sequence[int] | np.ndarray) -> dict[str, np.ndarray]:
+        """Windows number ``indices`` as arrays (B, T) or (B, T, D), plus an all-true mask."""
+        idx = self.starts[np.asarray(indices, dtype=np.int64)]  # (B,)
+        positions = idx[:, None] + np.arange(self.window)  # (B, T)
+        batch = {key: values[positions] for key, values in self.columns.items()}
+        batch["mask"] = np.ones(positions.shape, dtype=bool)
+        return batch
+
+
+def build_window_source(streams: Sequence[Stream], window: int, stride: int = 1, every: int = 1,
+                        last_fraction: float | None = None, where: str = "dataset") -> WindowSource:
+    """Concatenate streams (after episode selection) and index every full window at ``stride``."""
+    if window < 1 or stride < 1:
+        raise UserError(f"window ({window}) and stride ({stride}) must be at least 1")
+    flat: dict[str, list[np.ndarray]] = {key: [] for key in RL_COLUMNS}
+    starts, owners, names = [], [], []
+    offset, longest = 0, 0
+    for stream in streams:
+        cols = select_episodes(stream.columns, every, last_fraction)
+        n = len(cols["episode"])
+        longest = max(longest, n)
+        if n < window:
+            continue
+        index = len(names)
+        names.append((stream.task, stream.run, stream.stream))
+        for key, column in RL_COLUMNS.items():
+            flat[key].append(cols[column])
+        local = np.arange(0, n - window + 1, stride, dtype=np.int64)
+        starts.append(local + offset)
+        owners.append(np.full(len(local), index, dtype=np.int64))
+        offset += n
+    if not names:
+        raise UserError(f"window of {window} transitions is longer than every stream in {where} (longest "
+                        f"{longest} after episode selection); use a shorter window or fewer skipped episodes")
+    columns = {key: _concat(parts, key) for key, parts in flat.items()}
+    return WindowSource(columns, np.concatenate(starts), window, np.concatenate(owners), names)
+
+
+def _concat(parts: list[np.ndarray], key: str) -> np.ndarray:
+    values = np.concatenate(parts)
+    if key in ("states", "actions"):
+        return values.astype(np.int64) if values.dtype.kind in "iu" else values.astype(np.float32)
+    if key == "timesteps":
+        return values.astype(np.int64)
+    return values.astype(np.float32)
+
+
+def load_window_source(reader: HistoryReader, tasks: Sequence[str], window: int, stride: int = 1,
+                       every: int = 1, last_fraction: float | None = None) -> WindowSource:
+    """Read ``tasks`` from a dataset and index their RL-format windows."""
+    kind = reader.spec.state.kind
+    if kind not in ("discrete", "vector") or reader.spec.action.kind != "discrete" or reader.spec.logprob != "scalar":
+        raise UserError(f"dataset {reader.location.base} has {kind} states / {reader.spec.action.kind} actions; "
+                        "the RL format here needs discrete or vector states and discrete actions: "
+                        "use the Language format (LanguageTrajectoryDataset) for text histories")
+    streams = reader.streams(tasks=tasks, columns=_READ)
+    return build_window_source(streams, window, stride, every, last_fraction, where=reader.location.base)
+
+
+def reference_windows(streams: Sequence[Stream], window: int, stride: int = 1) -> list[dict[str, np.ndarray]]:
+    """Slow, obviously-correct window extraction (one Python loop per window), for tests."""
+    out = []
+    for stream in streams:
+        n = len(stream.columns["episode"])
+        for start in range(0, n - window + 1, stride):
+            out.append({key: np.asarray(stream.columns[col][start:start + window])
+                        for key, col in RL_COLUMNS.items()})
+    return out
+
+
+def to_torch(batch: dict[str, np.ndarray]) -> dict[str, Any]:
+    """numpy RL batch -> torch tensors (int64 for discrete, float32 otherwise)."""
+    import torch
+
+    return {key: torch.from_numpy(np.ascontiguousarray(value)) for key, value in batch.items()}

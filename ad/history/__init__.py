@@ -1,0 +1,14 @@
+"""The learning-history store (DESIGN.md, "The learning-history store").
+
+Write with :class:`HistoryWriter`, read with :class:`HistoryReader`; the column
+layout is a :class:`HistorySpec`.
+"""
+from ad.history.hashing import content_hash
+from ad.history.reader import HistoryReader, Stream, column_to_numpy
+from ad.history.spec import SCHEMA_VERSION, ColumnSpec, HistorySpec
+from ad.history.storage import Location
+from ad.history.summary import episode_returns, summarize
+from ad.history.writer import HistoryWriter, UnitWriter
+
+__all__ = ["HistoryWriter", "UnitWriter", "HistoryReader", "Stream", "HistorySpec", "ColumnSpec", "Location",
+           "SCHEMA_VERSION", "column_to_numpy", "episode_returns", "summarize", "content_hash"]

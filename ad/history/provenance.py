@@ -1,0 +1,40 @@
+"""Provenance recorded in every dataset: package versions, git commit, creation time."""
+from __future__ import annotations
+
+import datetime as _dt
+import subprocess
+from importlib import metadata as _metadata
+from pathlib import Path
+
+_PACKAGES = ("algorithm-distillation", "torch", "numpy", "pyarrow", "gymnasium", "transformers", "datasets",
+             "trl", "peft", "lightning")
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of the packages that shape a dataset."""
+    versions = {}
+    for name in _PACKAGES:
+        try:
+            versions[name] = _metadata.version(name)
+        except _metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def git_commit() -> str | None:
+    """The commit of the source checkout, or None outside a git checkout."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def provenance() -> dict[str, object]:
+    return {"versions": package_versions(), "git_commit": git_commit(), "created": now_iso()}

@@ -1,0 +1,181 @@
+"""Read learning-history datasets: units, tables, and each stream's columns as contiguous arrays."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ad.errors import SchemaError, UserError
+from ad.history import layout
+from ad.history.spec import SCHEMA_VERSION, HistorySpec
+from ad.history.storage import Location
+
+
+@dataclass
+class Stream:
+    """One ordered learning history (one actor / env slot of one run), columns in time order."""
+
+    task: str
+    run: int
+    stream: int
+    columns: dict[str, Any]
+
+    def __len__(self) -> int:
+        return len(self.columns["episode"]) if "episode" in self.columns else len(next(iter(self.columns.values())))
+
+
+def column_to_numpy(array: pa.Array | pa.ChunkedArray) -> Any:
+    """Arrow column -> numpy: primitives zero-copy, fixed-size lists as (n, dim), others as object arrays."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    t = array.type
+    if pa.types.is_fixed_size_list(t):
+        return array.flatten().to_numpy().reshape(len(array), t.list_size)
+    if pa.types.is_dictionary(t):
+        return array.dictionary_decode().to_numpy(zero_copy_only=False)
+    if pa.types.is_boolean(t):
+        return array.to_numpy(zero_copy_only=False)
+    if pa.types.is_primitive(t):
+        return array.to_numpy()
+    return array.to_numpy(zero_copy_only=False)
+
+
+class HistoryReader:
+    """Reads a dataset written by :class:`ad.history.HistoryWriter` (only complete units)."""
+
+    def __init__(self, path: Any, filesystem: Any = None) -> None:
+        self.location = Location.of(path, filesystem)
+        json_path = self.location.join(layout.DATASET_JSON)
+        if not self.location.exists(json_path):
+            raise UserError(f"{self.location.base} is not a learning-history dataset (no {layout.DATASET_JSON}); "
+                            f"create one with `ad generate <task> --out {self.location.base}`")
+        try:
+            meta = self.location.read_json(json_path)
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise SchemaError(f"{json_path} is corrupt ({err}); regenerate the dataset") from None
+        if meta.get("format") != layout.FORMAT_NAME:
+            raise SchemaError(f"{json_path} is not a learning-history dataset description")
+        if meta.get("schema_version") != SCHEMA_VERSION:
+            raise SchemaError(f"{json_path} has schema_version {meta.get('schema_version')}; this toolkit reads "
+                              f"version {SCHEMA_VERSION}: regenerate the dataset with this version")
+        self.metadata: dict[str, Any] = meta
+        self.spec = HistorySpec.from_dict(meta["spec"])
+        self.family: str = meta["family"]
+        self._units: list[dict[str, Any]] = sorted(meta.get("units", {}).values(),
+                                                   key=lambda u: (u["task"], int(u["run"])))
+        self._types = self.spec.column_types()
+
+    # ------------------------------------------------------------------ listing
+    def units(self, tasks: Iterable[str] | None = None, runs: Iterable[int] | None = None) -> list[dict[str, Any]]:
+        """Records of the complete units, optionally filtered."""
+        task_set = None if tasks is None else set(tasks)
+        run_set = None if runs is None else {int(r) for r in runs}
+        return [u for u in self._units if (task_set is None or u["task"] in task_set)
+                and (run_set is None or int(u["run"]) in run_set)]
+
+    def tasks(self) -> list[str]:
+        return sorted({u["task"] for u in self._units})
+
+    def num_transitions(self) -> int:
+        return sum(int(u["rows"]) for u in self._units)
+
+    def bytes_on_disk(self) -> int:
+        return sum(int(u.get("bytes", 0)) for u in self._units)
+
+    def require_units(self, units: list[dict[str, Any]], what: str = "") -> None:
+        if not units:
+            raise UserError(f"dataset {self.location.base} holds no complete units{what}; "
+                            "run (or finish) `ad generate` first")
+
+    # ------------------------------------------------------------------ reading
+    def _read_file(self, relpath: str, columns: Sequence[str] | None) -> pa.Table:
+        path = self.location.join(relpath)
+        if not self.location.exists(path):
+            raise SchemaError(f"shard {path} is missing; delete its unit folder and dataset.json entry, or "
+                              "regenerate the dataset with the same `ad generate` command")
+        try:
+            file = pq.ParquetFile(path, filesystem=self.location.fs)
+            schema = file.schema_arrow
+        except (pa.ArrowInvalid, OSError) as err:
+            raise SchemaError(f"shard {path} is corrupt or not Parquet ({err}); delete its unit folder "
+                              f"({relpath.rsplit('/', 1)[0]}) and re-run the same `ad generate` command") from None
+        wanted = list(columns) if columns is not None else list(self._types)
+        for name in wanted:
+            if name not in self._types:
+                raise UserError(f"unknown column {name!r}; dataset columns are {', '.join(self._types)}")
+            index = schema.get_field_index(name)
+            if index < 0:
+                raise SchemaError(f"shard {path} has no column {name!r}; it was written with another schema")
+            if schema.field(index).type != self._types[name]:
+                raise SchemaError(f"shard {path}: column {name!r} has type {schema.field(index).type}, expected "
+                                  f"{self._types[name]}; the file comes from another schema version or task")
+        try:
+            return file.read(columns=wanted, use_threads=True)
+        except (pa.ArrowInvalid, OSError) as err:
+            raise SchemaError(f"shard {path} is corrupt ({err}); delete its unit folder and re-run "
+                              "the same `ad generate` command") from None
+
+    def table(self, tasks: Iterable[str] | None = None, runs: Iterable[int] | None = None,
+              columns: Sequence[str] | None = None) -> pa.Table:
+        """All rows of the selected units as one Arrow table."""
+        units = self.units(tasks, runs)
+        self.require_units(units)
+        tables = [self._read_file(f, columns) for u in units for f in u["files"]]
+        return pa.concat_tables(tables)
+
+    def iter_unit_streams(self, unit: dict[str, Any], columns: Sequence[str] | None = None,
+                          streams: Iterable[int] | None = None) -> list[Stream]:
+        """Streams of one unit, each column a contiguous numpy array in time order."""
+        cols = list(columns) if columns is not None else [c for c in self._types if c not in ("task", "run")]
+        read_cols = cols if "stream" in cols else ["stream", *cols]
+        tables = [self._read_file(f, read_cols) for f in unit["files"]]
+        if not tables:
+            return []
+        table = pa.concat_tables(tables)
+        stream_ids = column_to_numpy(table.column("stream"))
+        if stream_ids.size > 1 and np.any(stream_ids[1:] < stream_ids[:-1]):
+            small = stream_ids.astype(np.int16) if stream_ids.max() < 2**15 else stream_ids
+            order = np.argsort(small, kind="stable")
+            stream_ids = stream_ids[order]
+            arrays = {c: _take(column_to_numpy(table.column(c)), order) for c in cols}
+        else:
+            arrays = {c: column_to_numpy(table.column(c)) for c in cols}
+        bounds = np.flatnonzero(np.diff(stream_ids)) + 1
+        starts = np.concatenate([[0], bounds])
+        ends = np.concatenate([bounds, [len(stream_ids)]])
+        wanted = None if streams is None else {int(s) for s in streams}
+        out = []
+        for start, end in zip(starts, ends):
+            sid = int(stream_ids[start])
+            if wanted is not None and sid not in wanted:
+                continue
+            out.append(Stream(unit["task"], int(unit["run"]), sid, {c: a[start:end] for c, a in arrays.items()}))
+        return out
+
+    def streams(self, tasks: Iterable[str] | None = None, runs: Iterable[int] | None = None,
+                streams: Iterable[int] | None = None, columns: Sequence[str] | None = None) -> list[Stream]:
+        """Every selected stream, columns as contiguous numpy arrays (time order)."""
+        units = self.units(tasks, runs)
+        self.require_units(units)
+        out: list[Stream] = []
+        for unit in units:
+            out.extend(self.iter_unit_streams(unit, columns, streams))
+        return out
+
+    def to_hf_dataset(self, tasks: Iterable[str] | None = None, columns: Sequence[str] | None = None):
+        """The selected rows as a Hugging Face ``datasets.Dataset`` (task decoded to plain strings)."""
+        import datasets
+
+        table = self.table(tasks, columns=columns)
+        if "task" in table.column_names:
+            index = table.column_names.index("task")
+            table = table.set_column(index, "task", table.column("task").cast(pa.string()))
+        return datasets.Dataset(table)
+
+
+def _take(values: Any, order: np.ndarray) -> Any:
+    return values[order]

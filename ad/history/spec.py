@@ -1,0 +1,192 @@
+"""The learning-history schema: which columns a dataset has and their Arrow types.
+
+A :class:`HistorySpec` says how a task encodes states, actions and logprobs
+(DESIGN.md, "The learning-history store"). It turns into the Arrow schema of
+every shard and validates each column batch before it is written.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ad.errors import SchemaError
+
+SCHEMA_VERSION = 1
+
+#: Core columns every task writes, except state / action / logprob (typed by the spec).
+CORE_TYPES: dict[str, pa.DataType] = {
+    "task": pa.string(),  # dictionary-encoded inside Parquet; plain string in Arrow so Hive discovery merges
+    "run": pa.int32(),
+    "stream": pa.int32(),
+    "update": pa.int64(),
+    "episode": pa.int32(),
+    "step": pa.int32(),
+    "reward": pa.float32(),
+    "terminated": pa.bool_(),
+    "truncated": pa.bool_(),
+}
+#: Order of the columns in every shard.
+CORE_ORDER = ("task", "run", "stream", "update", "episode", "step", "state", "action", "reward",
+              "terminated", "truncated", "logprob")
+
+_EXTRA_TYPES = {
+    "float32": pa.float32(), "float64": pa.float64(), "int32": pa.int32(), "int64": pa.int64(),
+    "bool": pa.bool_(), "string": pa.string(), "list<float32>": pa.list_(pa.float32()),
+    "list<int32>": pa.list_(pa.int32()),
+}
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """How one of state / action is stored.
+
+    kind: "discrete" (int in [0, n)), "vector" (fixed-size float32 list of length dim),
+    "text" (string) or "tokens" (variable-length list of int32 token ids).
+    """
+
+    kind: str
+    n: int | None = None  #: number of values, for discrete
+    dim: int | None = None  #: vector length, for vector
+
+    @staticmethod
+    def discrete(n: int) -> "ColumnSpec":
+        """Integers 0..n-1, stored in the smallest integer type that holds them."""
+        return ColumnSpec("discrete", n=int(n))
+
+    @staticmethod
+    def vector(dim: int) -> "ColumnSpec":
+        """Fixed-size float32 vectors."""
+        return ColumnSpec("vector", dim=int(dim))
+
+    @staticmethod
+    def text() -> "ColumnSpec":
+        """Strings (prompts, completions, state descriptions)."""
+        return ColumnSpec("text")
+
+    @staticmethod
+    def tokens() -> "ColumnSpec":
+        """Variable-length lists of int32 token ids."""
+        return ColumnSpec("tokens")
+
+    def arrow_type(self) -> pa.DataType:
+        """The Arrow type of this column in the shards."""
+        if self.kind == "discrete":
+            assert self.n is not None
+            if self.n <= 2**7:
+                return pa.int8()
+            if self.n <= 2**15:
+                return pa.int16()
+            return pa.int32()
+        if self.kind == "vector":
+            return pa.list_(pa.float32(), self.dim)
+        if self.kind == "text":
+            return pa.string()
+        if self.kind == "tokens":
+            return pa.list_(pa.int32())
+        raise SchemaError(f"unknown column kind {self.kind!r}; use discrete, vector, text or tokens")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in (("kind", self.kind), ("n", self.n), ("dim", self.dim)) if v is not None}
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> "ColumnSpec":
+        return ColumnSpec(data["kind"], n=data.get("n"), dim=data.get("dim"))
+
+
+@dataclass(frozen=True)
+class HistorySpec:
+    """Column layout of one learning-history dataset."""
+
+    state: ColumnSpec
+    action: ColumnSpec
+    logprob: str = "scalar"  #: "scalar" (float32 per transition) or "per_token" (list<float32>)
+    extra: dict[str, str] = field(default_factory=dict)  #: extra column name -> type name (see _EXTRA_TYPES)
+
+    def __post_init__(self) -> None:
+        if self.logprob not in ("scalar", "per_token"):
+            raise SchemaError(f"logprob must be 'scalar' or 'per_token', got {self.logprob!r}")
+        for name, type_name in self.extra.items():
+            if name in CORE_ORDER:
+                raise SchemaError(f"extra column {name!r} clashes with a core column")
+            if type_name not in _EXTRA_TYPES:
+                raise SchemaError(f"extra column {name!r} has unknown type {type_name!r}; "
+                                  f"use one of {', '.join(_EXTRA_TYPES)}")
+
+    def column_types(self) -> dict[str, pa.DataType]:
+        """Every column's Arrow type, in storage order."""
+        types = dict(CORE_TYPES)
+        types["state"] = self.state.arrow_type()
+        types["action"] = self.action.arrow_type()
+        types["logprob"] = pa.float32() if self.logprob == "scalar" else pa.list_(pa.float32())
+        ordered = {name: types[name] for name in CORE_ORDER}
+        ordered.update({name: _EXTRA_TYPES[t] for name, t in self.extra.items()})
+        return ordered
+
+    def arrow_schema(self, metadata: dict[bytes, bytes] | None = None) -> pa.Schema:
+        """The Arrow schema every shard of this dataset has."""
+        return pa.schema([pa.field(n, t, nullable=False) for n, t in self.column_types().items()],
+                         metadata=metadata)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"state": self.state.to_dict(), "action": self.action.to_dict(),
+                "logprob": self.logprob, "extra": dict(self.extra)}
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> "HistorySpec":
+        return HistorySpec(ColumnSpec.from_dict(data["state"]), ColumnSpec.from_dict(data["action"]),
+                           data.get("logprob", "scalar"), dict(data.get("extra", {})))
+
+    # ------------------------------------------------------------------ validation
+    def to_arrays(self, columns: dict[str, Any], where: str) -> dict[str, pa.Array]:
+        """Validate one column batch (task/run excluded) and convert it to Arrow arrays.
+
+        Raises SchemaError naming the column and value when something does not fit.
+        """
+        types = self.column_types()
+        expected = [n for n in types if n not in ("task", "run")]
+        missing = [n for n in expected if n not in columns]
+        unknown = [n for n in columns if n not in types]
+        if missing or unknown:
+            raise SchemaError(f"{where}: column batch is missing {missing or 'nothing'} and has unknown "
+                              f"{unknown or 'nothing'}; a batch needs exactly {expected}")
+        lengths = {n: len(columns[n]) for n in expected}
+        if len(set(lengths.values())) != 1:
+            raise SchemaError(f"{where}: columns have different lengths {lengths}")
+        arrays: dict[str, pa.Array] = {}
+        for name in expected:
+            arrays[name] = _to_arrow(name, columns[name], types[name], where, self)
+        return arrays
+
+
+def _to_arrow(name: str, values: Any, arrow_type: pa.DataType, where: str, spec: HistorySpec) -> pa.Array:
+    if pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type) or pa.types.is_boolean(arrow_type):
+        arr = np.asarray(values)
+        if arr.ndim != 1:
+            raise SchemaError(f"{where}: column {name!r} must be 1-D, got shape {arr.shape}")
+        if pa.types.is_boolean(arrow_type):
+            if arr.dtype != np.bool_:
+                raise SchemaError(f"{where}: column {name!r} must be bool, got {arr.dtype}")
+        elif pa.types.is_integer(arrow_type):
+            if arr.dtype.kind not in "iu":
+                raise SchemaError(f"{where}: column {name!r} must hold integers, got {arr.dtype}")
+            column_spec = spec.state if name == "state" else spec.action if name == "action" else None
+            if column_spec is not None and arr.size:
+                lo, hi = int(arr.min()), int(arr.max())
+                if lo < 0 or hi >= column_spec.n:  # type: ignore[operator]
+                    bad = lo if lo < 0 else hi
+                    raise SchemaError(f"{where}: column {name!r} has value {bad} outside 0..{column_spec.n - 1}")
+        elif arr.dtype.kind not in "fiu":
+            raise SchemaError(f"{where}: column {name!r} must be numeric, got {arr.dtype}")
+        return pa.array(arr.astype(arrow_type.to_pandas_dtype(), copy=False), type=arrow_type)
+    if pa.types.is_fixed_size_list(arrow_type):
+        arr = np.asarray(values, dtype=np.float32)
+        if arr.ndim != 2 or arr.shape[1] != arrow_type.list_size:
+            raise SchemaError(f"{where}: column {name!r} must have shape (n, {arrow_type.list_size}), got {arr.shape}")
+        return pa.FixedSizeListArray.from_arrays(pa.array(arr.reshape(-1)), arrow_type.list_size)
+    try:
+        return pa.array(values, type=arrow_type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as err:
+        raise SchemaError(f"{where}: column {name!r} cannot be stored as {arrow_type}: {err}") from None

@@ -1,0 +1,84 @@
+"""Where a dataset lives: a local path or any pyarrow / fsspec filesystem URL.
+
+Everything past the CLI boundary goes through :class:`Location`, never through
+POSIX paths, so ``file://``, ``s3://``, ``gs://`` and in-memory fsspec filesystems work alike.
+"""
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow.fs as pafs
+
+
+@dataclass(frozen=True)
+class Location:
+    """A filesystem plus a base directory inside it."""
+
+    fs: pafs.FileSystem
+    base: str
+
+    @staticmethod
+    def of(path: "str | os.PathLike[str] | Location", filesystem: Any = None) -> "Location":
+        """Resolve a path or URL; ``filesystem`` may be a pyarrow or fsspec filesystem."""
+        if isinstance(path, Location):
+            return path
+        text = os.fspath(path)
+        if filesystem is not None:
+            fs = filesystem if isinstance(filesystem, pafs.FileSystem) else pafs.PyFileSystem(
+                pafs.FSSpecHandler(filesystem))
+            return Location(fs, text.rstrip("/"))
+        if "://" in text:
+            fs, base = pafs.FileSystem.from_uri(text)
+            return Location(fs, base.rstrip("/"))
+        return Location(pafs.LocalFileSystem(), os.path.abspath(text))
+
+    def join(self, *parts: str) -> str:
+        return "/".join([self.base, *parts])
+
+    def child(self, *parts: str) -> "Location":
+        return Location(self.fs, self.join(*parts))
+
+    def __str__(self) -> str:
+        return self.base
+
+    # ------------------------------------------------------------------ helpers
+    def exists(self, path: str) -> bool:
+        return self.fs.get_file_info(path).type != pafs.FileType.NotFound
+
+    def is_dir(self, path: str) -> bool:
+        return self.fs.get_file_info(path).type == pafs.FileType.Directory
+
+    def makedirs(self, path: str) -> None:
+        self.fs.create_dir(path, recursive=True)
+
+    def listdir(self, path: str) -> list[str]:
+        """Base names in a directory (empty if it does not exist)."""
+        if not self.is_dir(path):
+            return []
+        infos = self.fs.get_file_info(pafs.FileSelector(path, recursive=False))
+        return sorted(info.base_name for info in infos)
+
+    def delete_dir(self, path: str) -> None:
+        if self.is_dir(path):
+            self.fs.delete_dir(path)
+
+    def move(self, src: str, dst: str) -> None:
+        self.fs.move(src, dst)
+
+    def size(self, path: str) -> int:
+        return int(self.fs.get_file_info(path).size or 0)
+
+    def read_json(self, path: str) -> Any:
+        with self.fs.open_input_stream(path) as stream:
+            return json.loads(stream.read().decode())
+
+    def write_json_atomic(self, path: str, data: Any) -> None:
+        """Write JSON to a temporary name, then rename over ``path``."""
+        tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
+        with self.fs.open_output_stream(tmp) as stream:
+            stream.write(json.dumps(data, indent=2, sort_keys=False).encode())
+        self.fs.move(tmp, path)

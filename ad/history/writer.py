@@ -1,0 +1,260 @@
+"""Append learning histories to Hive-partitioned Parquet shards, atomically and resumably.
+
+Work is split into *units* (one task x run). A unit is written into a hidden
+staging folder, then moved into place in one rename and recorded in
+``dataset.json`` (updated last, atomically). Readers only ever see complete
+units; an interrupted run leaves a dataset that reads cleanly, and the next run
+with the same arguments skips complete units and redoes the others from scratch.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ad.errors import UserError
+from ad.history import layout
+from ad.history.provenance import now_iso, provenance
+from ad.history.spec import SCHEMA_VERSION, HistorySpec
+from ad.history.storage import Location
+
+_RESERVED = {"format", "schema_version", "family", "spec", "provenance", "units", "updated"}
+#: Integer columns that grow slowly: delta encoding beats dictionaries there.
+_DELTA_COLUMNS = ("update", "episode")
+
+
+def _normalise(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+class HistoryWriter:
+    """Writes one learning-history dataset (see DESIGN.md for the schema).
+
+    Args:
+        out: folder or URL of the dataset.
+        spec: column layout (state / action / logprob kinds, extra columns).
+        family: task family name (e.g. "darkroom"); an existing dataset of another family is refused.
+        metadata: dataset-level metadata (task_spec, source, seeds, split, tasks ...). Resuming needs
+            the same metadata, so a run with different arguments cannot mix into an old dataset.
+        shard_rows: rows buffered per unit before a shard is written.
+        filesystem: optional pyarrow or fsspec filesystem for ``out``.
+    """
+
+    def __init__(self, out: Any, spec: HistorySpec, family: str, metadata: dict[str, Any] | None = None,
+                 *, shard_rows: int = 1 << 20, compression: str = "zstd", filesystem: Any = None) -> None:
+        self.location = Location.of(out, filesystem)
+        self.spec = spec
+        self.family = family
+        self.metadata = _normalise(metadata or {})
+        clash = _RESERVED & set(self.metadata)
+        if clash:
+            raise ValueError(f"metadata keys {sorted(clash)} are reserved")
+        self.shard_rows = int(shard_rows)
+        self.compression = compression
+        self._units: dict[str, dict[str, Any]] = {}
+        self._open: set[str] = set()
+        self._prepare()
+
+    # ------------------------------------------------------------------ dataset.json
+    @property
+    def _json_path(self) -> str:
+        return self.location.join(layout.DATASET_JSON)
+
+    def _header(self) -> dict[str, Any]:
+        return {"format": layout.FORMAT_NAME, "schema_version": SCHEMA_VERSION, "family": self.family,
+                "spec": self.spec.to_dict(), **self.metadata}
+
+    def _prepare(self) -> None:
+        loc = self.location
+        if loc.exists(self._json_path):
+            existing = loc.read_json(self._json_path)
+            self._check_compatible(existing)
+            self._units = dict(existing.get("units", {}))
+            self._provenance = existing.get("provenance") or provenance()
+        else:
+            visible = [n for n in loc.listdir(loc.base) if not n.startswith(".")]
+            if visible:
+                raise UserError(f"output folder {loc.base} is not empty and holds no {layout.DATASET_JSON} "
+                                f"(found {', '.join(visible[:5])}); choose an empty or new --out folder")
+            loc.makedirs(loc.base)
+            self._provenance = provenance()
+        self._adopt_orphans()
+        self._save()
+
+    def _check_compatible(self, existing: dict[str, Any]) -> None:
+        where = self._json_path
+        if existing.get("format") != layout.FORMAT_NAME:
+            raise UserError(f"{where} is not a learning-history dataset; choose another --out folder")
+        if existing.get("schema_version") != SCHEMA_VERSION:
+            raise UserError(f"{where} has schema_version {existing.get('schema_version')}, this toolkit writes "
+                            f"{SCHEMA_VERSION}; write to a new --out folder")
+        if existing.get("family") != self.family:
+            raise UserError(f"{self.location.base} holds a {existing.get('family')!r} dataset, not {self.family!r}; "
+                            "choose another --out folder (nothing was overwritten)")
+        header = self._header()
+        differing = sorted(k for k in set(header) | {k for k in existing if k not in _RESERVED}
+                           if k not in ("provenance", "units", "updated") and existing.get(k) != header.get(k))
+        if differing:
+            raise UserError(f"{self.location.base} was generated with different settings (differs in: "
+                            f"{', '.join(differing)}); re-run with the original arguments to resume, or choose "
+                            "another --out folder (nothing was overwritten)")
+
+    def _adopt_orphans(self) -> None:
+        """Record units moved into place by a run that died before updating dataset.json."""
+        loc = self.location
+        for task_dir in loc.listdir(loc.base):
+            if not task_dir.startswith("task="):
+                continue
+            for run_dir in loc.listdir(loc.join(task_dir)):
+                marker = loc.join(task_dir, run_dir, layout.UNIT_MARKER)
+                if not loc.exists(marker):
+                    continue
+                record = loc.read_json(marker)
+                key = layout.unit_key(record["task"], record["run"])
+                if key not in self._units:
+                    self._units[key] = record
+
+    def _save(self) -> None:
+        data = {**self._header(), "provenance": self._provenance, "units": self._units, "updated": now_iso()}
+        self.location.write_json_atomic(self._json_path, data)
+
+    # ------------------------------------------------------------------ units
+    def is_complete(self, task: str, run: int) -> bool:
+        """Whether this unit is already in the dataset."""
+        return layout.unit_key(task, run) in self._units
+
+    def completed_units(self) -> set[tuple[str, int]]:
+        return {(u["task"], int(u["run"])) for u in self._units.values()}
+
+    def open_unit(self, task: str, run: int) -> "UnitWriter":
+        """Start writing one unit; it stays invisible until :meth:`UnitWriter.commit`."""
+        layout.check_task_name(task)
+        key = layout.unit_key(task, run)
+        if key in self._units:
+            raise UserError(f"unit task={task} run={run} is already complete in {self.location.base}")
+        if key in self._open:
+            raise RuntimeError(f"unit {key} is already open")
+        self._open.add(key)
+        return UnitWriter(self, task, int(run))
+
+    def unit(self, task: str, run: int) -> "UnitWriter":
+        """Context manager form: commits on success, aborts on exception."""
+        return self.open_unit(task, run)
+
+    def _record(self, record: dict[str, Any]) -> None:
+        key = layout.unit_key(record["task"], record["run"])
+        self._units[key] = record
+        self._open.discard(key)
+        self._save()
+
+    def close(self) -> None:
+        """Write the final dataset.json (units still open are left unfinished)."""
+        self._save()
+
+    def __enter__(self) -> "HistoryWriter":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def file_metadata(self) -> dict[bytes, bytes]:
+        return {b"ad.dataset": json.dumps(self._header()).encode()}
+
+
+class UnitWriter:
+    """Buffers column batches of one unit and writes them as shards in a staging folder."""
+
+    def __init__(self, writer: HistoryWriter, task: str, run: int) -> None:
+        self.writer = writer
+        self.task = task
+        self.run = run
+        loc = writer.location
+        self.staging = loc.join(layout.STAGING, layout.unit_dir(task, run))
+        self.final = loc.join(layout.unit_dir(task, run))
+        # Leftovers of an interrupted attempt at this unit are discarded: it reruns from scratch.
+        loc.delete_dir(self.staging)
+        loc.delete_dir(self.final)
+        loc.makedirs(self.staging)
+        self.schema = writer.spec.arrow_schema(writer.file_metadata())
+        self._buffer: list[dict[str, pa.Array]] = []
+        self._buffered = 0
+        self.rows = 0
+        self._parts: list[str] = []
+        self._bytes = 0
+        self._done = False
+
+    def append(self, columns: dict[str, Any]) -> None:
+        """Append a column batch (numpy arrays of equal length; a stream's rows in time order)."""
+        if self._done:
+            raise RuntimeError("unit already committed or aborted")
+        arrays = self.writer.spec.to_arrays(columns, where=f"unit task={self.task} run={self.run}")
+        n = len(arrays["stream"])
+        if n == 0:
+            return
+        self._buffer.append(arrays)
+        self._buffered += n
+        if self._buffered >= self.writer.shard_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write buffered rows as one shard (rows grouped by stream, time order kept)."""
+        if not self._buffered:
+            return
+        names = list(self._buffer[0])
+        merged = {n: pa.concat_arrays([b[n] for b in self._buffer]) for n in names}
+        stream = merged["stream"].to_numpy()
+        if stream.size > 1 and np.any(stream[1:] < stream[:-1]):
+            order = pa.array(np.argsort(stream, kind="stable"))
+            merged = {n: a.take(order) for n, a in merged.items()}
+        n = len(stream)
+        merged["task"] = pa.repeat(pa.scalar(self.task), n)
+        merged["run"] = pa.array(np.full(n, self.run, np.int32))
+        table = pa.Table.from_arrays([merged[f.name] for f in self.schema], schema=self.schema)
+        name = layout.part_name(len(self._parts))
+        path = f"{self.staging}/{name}"
+        delta = [c for c in _DELTA_COLUMNS if c in table.column_names]
+        pq.write_table(table, path, filesystem=self.writer.location.fs, compression=self.writer.compression,
+                       use_dictionary=[c for c in table.column_names if c not in delta],
+                       column_encoding={c: "DELTA_BINARY_PACKED" for c in delta},
+                       row_group_size=1 << 20, write_statistics=["update", "episode", "stream"])
+        self._parts.append(name)
+        self._bytes += self.writer.location.size(path)
+        self.rows += n
+        self._buffer.clear()
+        self._buffered = 0
+
+    def commit(self, info: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Flush, move the unit into place in one rename, and record it in dataset.json."""
+        self.flush()
+        loc = self.writer.location
+        record = {"task": self.task, "run": self.run, "rows": self.rows, "bytes": self._bytes,
+                  "files": [f"{layout.unit_dir(self.task, self.run)}/{p}" for p in self._parts],
+                  "info": _normalise(info or {}), "committed": now_iso()}
+        loc.write_json_atomic(f"{self.staging}/{layout.UNIT_MARKER}", record)
+        loc.makedirs(loc.join(f"task={self.task}"))
+        loc.move(self.staging, self.final)
+        self._done = True
+        self.writer._record(record)
+        return record
+
+    def abort(self) -> None:
+        """Drop everything written for this unit."""
+        self._buffer.clear()
+        self.writer.location.delete_dir(self.staging)
+        self.writer._open.discard(layout.unit_key(self.task, self.run))
+        self._done = True
+
+    def __enter__(self) -> "UnitWriter":
+        return self
+
+    def __exit__(self, exc_type: Any, *rest: Any) -> None:
+        if self._done:
+            return
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()

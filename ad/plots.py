@@ -1,0 +1,57 @@
+"""Matplotlib figures (headless, Agg backend): learning curves and in-context curves."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def smooth(values: np.ndarray, points: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    """Average ``values`` into at most ``points`` bins; returns (bin centres, means)."""
+    values = np.asarray(values, dtype=np.float64)
+    if len(values) <= points:
+        return np.arange(len(values)), values
+    edges = np.linspace(0, len(values), points + 1).astype(int)
+    means = np.add.reduceat(values, edges[:-1]) / np.diff(edges)
+    return (edges[:-1] + edges[1:]) / 2, means
+
+
+def plot_learning_curves(curves: Mapping[str, np.ndarray], out: str | Path, title: str = "Learning curves",
+                         optimum: Mapping[str, float] | None = None) -> Path:
+    """Per-task mean episode return vs episode index (thin lines) and their mean (bold)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    normalised = bool(optimum)
+    series = []
+    for task, curve in curves.items():
+        y = np.asarray(curve, dtype=np.float64)
+        if normalised and optimum and optimum.get(task):
+            y = y / float(optimum[task])
+        x, ys = smooth(y)
+        series.append((x, ys))
+        ax.plot(x, ys, lw=0.7, alpha=0.35)
+    if series:
+        n = min(len(s[1]) for s in series)
+        ax.plot(series[0][0][:n], np.mean([s[1][:n] for s in series], axis=0), color="black", lw=2.2,
+                label=f"mean over {len(series)} tasks")
+        ax.legend(loc="lower right")
+    ax.set_xlabel("episode")
+    ax.set_ylabel("return / optimal return" if normalised else "episode return")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out

@@ -1,0 +1,1 @@
+"""Models trained on learning histories: `models.rl` (RL format) and `models.lm` (Language format)."""

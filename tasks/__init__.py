@@ -1,0 +1,1 @@
+"""Environments and source RL algorithms that produce learning histories (one folder per task)."""

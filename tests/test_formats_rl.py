@@ -1,0 +1,82 @@
+"""RL-format windows against a slow reference, episode selection, and the DataLoader path."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ad.data import RLDataModule, RLTrajectoryDataset
+from ad.errors import UserError
+from ad.formats.rl import build_window_source, reference_windows, select_episodes
+from ad.history import HistoryReader, Stream
+
+
+def _stream(sid: int, n: int, rng, episode_length: int = 4) -> Stream:
+    t = np.arange(n)
+    return Stream("task", 0, sid, {"episode": (t // episode_length).astype(np.int32),
+                                   "step": (t % episode_length).astype(np.int32),
+                                   "state": rng.integers(0, 9, n), "action": rng.integers(0, 5, n),
+                                   "reward": rng.random(n).astype(np.float32),
+                                   "logprob": -rng.random(n).astype(np.float32),
+                                   "terminated": np.zeros(n, bool), "truncated": t % episode_length == 3})
+
+
+@settings(max_examples=60, deadline=None)
+@given(lengths=st.lists(st.integers(0, 40), min_size=1, max_size=5), window=st.integers(1, 12),
+       stride=st.integers(1, 5), seed=st.integers(0, 1000))
+def test_windows_match_reference(lengths, window, stride, seed):
+    rng = np.random.default_rng(seed)
+    streams = [_stream(i, n, rng) for i, n in enumerate(lengths)]
+    if max(lengths) < window:
+        with pytest.raises(UserError, match="longer than every stream"):
+            build_window_source(streams, window, stride)
+        return
+    source = build_window_source(streams, window, stride)
+    expected = reference_windows(streams, window, stride)
+    assert len(source) == len(expected)
+    batch = source.gather(np.arange(len(source)))
+    for i, ref in enumerate(expected):
+        for key, values in ref.items():
+            np.testing.assert_allclose(batch[key][i], values)
+    assert batch["mask"].all()
+
+
+def test_windows_cross_episode_boundaries():
+    streams = [_stream(0, 20, np.random.default_rng(0), episode_length=4)]
+    batch = build_window_source(streams, 10).gather([0])
+    assert list(batch["timesteps"][0]) == [0, 1, 2, 3, 0, 1, 2, 3, 0, 1]
+
+
+def test_subsample_and_expert_selection():
+    cols = _stream(0, 40, np.random.default_rng(0)).columns  # 10 episodes of 4
+    every3 = select_episodes(cols, every=3)
+    assert sorted(set(every3["episode"].tolist())) == [0, 3, 6, 9]
+    expert = select_episodes(cols, last_fraction=0.2)
+    assert sorted(set(expert["episode"].tolist())) == [8, 9]
+
+
+def test_dataset_dataloader_batches(synthetic_dataset):
+    ds = RLTrajectoryDataset(synthetic_dataset, window=50, stride=10)
+    batch = next(iter(ds.loader(batch_size=8, num_samples=16)))
+    assert batch["states"].shape == (8, 50) and str(batch["states"].dtype) == "torch.int64"
+    assert batch["rewards"].dtype.is_floating_point and batch["mask"].all()
+    single = ds[3]
+    assert single["actions"].shape == (50,)
+
+
+def test_datamodule_splits_by_task(synthetic_dataset):
+    dm = RLDataModule(synthetic_dataset, window=40, batch_size=4, steps_per_epoch=2)
+    dm.setup()
+    reader = HistoryReader(synthetic_dataset)
+    assert set(dm.train_tasks) | set(dm.heldout_tasks) == set(reader.tasks())
+    assert not set(dm.train_tasks) & set(dm.heldout_tasks)
+    assert dm.heldout_tasks == reader.metadata["split"]["heldout"]
+    assert {s[0] for s in dm.train_set.source.streams} == set(dm.train_tasks)
+    assert len(list(dm.train_dataloader())) == 2
+    assert next(iter(dm.val_dataloader()))["states"].shape == (4, 40)
+
+
+def test_window_longer_than_every_stream_is_a_clear_error(synthetic_dataset):
+    with pytest.raises(UserError, match="longer than every stream"):
+        RLTrajectoryDataset(synthetic_dataset, window=10_000)
