@@ -62,6 +62,8 @@ def _converter(tp: Any):
         return conv, "+"
     if tp in (int, float, str):
         return tp, None
+    if tp is dict or origin is dict:
+        return json.loads, None
     return str, None
 
 

@@ -55,3 +55,31 @@ def plot_learning_curves(curves: Mapping[str, np.ndarray], out: str | Path, titl
     fig.savefig(out, dpi=120)
     plt.close(fig)
     return out
+
+
+#: Colours of the curves of an in-context comparison, by name.
+CURVE_COLOURS = {"AD": "tab:blue", "ED": "tab:orange", "source": "tab:green", "random": "tab:gray"}
+
+
+def plot_in_context(curves: Mapping[str, tuple[np.ndarray, np.ndarray]], optimum: float, out: str | Path,
+                    title: str = "In-context return on held-out tasks", source_x: np.ndarray | None = None) -> Path:
+    """Mean ± std of episode return per episode in context, for each named policy, and the optimum."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for name, (mean, std) in curves.items():
+        x = np.arange(1, len(mean) + 1)
+        colour = CURVE_COLOURS.get(name.split(" ")[0])
+        ax.plot(x, mean, label=name, color=colour, lw=2 if name.startswith("AD") else 1.4)
+        ax.fill_between(x, mean - std, mean + std, color=colour, alpha=0.15)
+    ax.axhline(optimum, color="black", ls="--", lw=1, label=f"optimal ({optimum:.1f})")
+    ax.set_xlabel("episode in context")
+    ax.set_ylabel("episode return (mean ± std over tasks × seeds)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out

@@ -15,7 +15,9 @@ from ad.errors import UserError
 #: Modules that register commands when imported. A new task is one line here.
 PLUGIN_MODULES: tuple[str, ...] = (
     "tasks.darkroom",
+    "tasks.darkroom.eval_env",
     "models.rl",
+    "models.rl.loader",
 )
 
 
@@ -67,3 +69,39 @@ def get(group: str, name: str) -> Command:
         known = ", ".join(sorted(found)) or "none"
         raise UserError(f"unknown {group} target {name!r}; known: {known}")
     return found[name]
+
+
+# ---------------------------------------------------------------------------- evaluation plug-ins
+#: task family -> factory(metadata, tasks, envs_per_task) -> EvalEnv (see ad.evaluate)
+_ENV_FACTORIES: dict[str, Callable[..., Any]] = {}
+#: name -> (detect(path) -> bool, load(path, greedy=..., seed=...) -> policy)
+_POLICY_LOADERS: dict[str, tuple[Callable[[Any], bool], Callable[..., Any]]] = {}
+
+
+def register_env_factory(family: str, factory: Callable[..., Any]) -> None:
+    """Register how to build a vectorised evaluation env for a task family's held-out tasks."""
+    _ENV_FACTORIES[family] = factory
+
+
+def env_factory(family: str) -> Callable[..., Any]:
+    """The evaluation-env factory of a task family (UserError if none)."""
+    load_plugins()
+    if family not in _ENV_FACTORIES:
+        known = ", ".join(sorted(_ENV_FACTORIES)) or "none"
+        raise UserError(f"task family {family!r} has no evaluation environment; families with one: {known}")
+    return _ENV_FACTORIES[family]
+
+
+def register_policy_loader(name: str, detect: Callable[[Any], bool], load: Callable[..., Any]) -> None:
+    """Register a loader that turns a checkpoint folder into an in-context policy."""
+    _POLICY_LOADERS[name] = (detect, load)
+
+
+def load_policy(path: Any, **kwargs: Any) -> Any:
+    """Load the policy saved in ``path`` with the first loader that recognises it."""
+    load_plugins()
+    for name, (detect, load) in _POLICY_LOADERS.items():
+        if detect(path):
+            return load(path, **kwargs)
+    raise UserError(f"{path} holds no checkpoint any model family recognises (tried: "
+                    f"{', '.join(_POLICY_LOADERS) or 'none'}); pass the --out folder of `ad train`")

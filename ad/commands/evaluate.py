@@ -1,0 +1,148 @@
+"""`ad eval`: in-context evaluation of trained policies on held-out tasks, against the baselines."""
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ad.config import option
+from ad.errors import UserError
+from ad.registry import register
+
+
+@dataclass
+class EvalConfig:
+    """Run trained models in context on held-out tasks; write eval.json, eval.csv and in_context.png."""
+
+    ckpt: str = option("runs/ad", "run folder of `ad train` (the AD model)")
+    data: str = option("data/darkroom", "dataset the tasks and the source curve come from")
+    baseline: str | None = option(None, "run folder of a second model to compare, e.g. the expert-distillation one")
+    baseline_name: str = option("ED", "label of --baseline in the table and plot")
+    name: str = option("AD", "label of --ckpt in the table and plot")
+    episodes: int = option(100, "episodes in context per env (the AD paper used up to 1000)")
+    seeds: int = option(3, "evaluation seeds (parallel envs) per task")
+    split: str = option("heldout", "which tasks: heldout, train or all")
+    max_tasks: int | None = option(None, "evaluate at most this many of the tasks")
+    greedy: bool = option(False, "greedy actions instead of sampling from the policy")
+    seed: int = option(0, "seed of the envs and of action sampling")
+    out: str | None = option(None, "output folder (default: <ckpt>/eval)")
+    progress: bool = option(True, "show progress bars")
+
+    def __post_init__(self) -> None:
+        if self.episodes <= 0:
+            raise UserError(f"--episodes must be positive, got {self.episodes}")
+        if self.seeds <= 0:
+            raise UserError(f"--seeds must be positive, got {self.seeds}")
+        if self.split not in ("heldout", "train", "all"):
+            raise UserError(f"--split must be heldout, train or all, got {self.split!r}")
+
+
+def pick_tasks(reader: Any, split: str, max_tasks: int | None) -> list[str]:
+    """The dataset's tasks of one split (UserError if there are none)."""
+    from ad.data.splits import task_split
+
+    train, heldout = task_split(reader)
+    tasks = {"heldout": heldout, "train": train, "all": sorted(train + heldout)}[split]
+    if not tasks:
+        raise UserError(f"dataset {reader.location.base} has no {split} tasks to evaluate on; generate it with "
+                        "held-out goals (e.g. --heldout-fraction 0.25) or pass --split train")
+    return tasks[:max_tasks] if max_tasks else tasks
+
+
+def check_compatible(policy: Any, reader: Any, ckpt: str) -> None:
+    """A checkpoint trained on another task's spaces cannot act in this dataset's env."""
+    spec = reader.spec
+    for attr, expected in (("num_states", spec.state.n), ("num_actions", spec.action.n)):
+        have = getattr(policy, attr, None)
+        if have is not None and expected is not None and have != expected:
+            raise UserError(f"checkpoint {ckpt} was trained with {attr}={have} but dataset {reader.location.base} "
+                            f"has {attr}={expected}: they are of different tasks; pass the dataset it was trained on")
+    length = getattr(policy, "episode_length", None)
+    data_length = reader.metadata.get("task_spec", {}).get("episode_length")
+    if length is not None and data_length is not None and int(data_length) > int(length):
+        raise UserError(f"checkpoint {ckpt} knows episodes of up to {length} steps but {reader.location.base} has "
+                        f"{data_length}-step episodes: they are of different tasks")
+
+
+def evaluate(config: EvalConfig) -> dict[str, Any]:
+    """Evaluate ``ckpt`` (and ``baseline``), random and the source curve; write files; return the summary."""
+    import numpy as np
+
+    from ad.evaluate import RandomPolicy, run_in_context, source_curve, summarise
+    from ad.history import HistoryReader
+    from ad.plots import plot_in_context
+    from ad.registry import env_factory, load_policy
+
+    reader = HistoryReader(config.data)
+    tasks = pick_tasks(reader, config.split, config.max_tasks)
+    make_env = env_factory(reader.family)
+    out = Path(config.out or Path(config.ckpt) / "eval")
+    out.mkdir(parents=True, exist_ok=True)
+
+    policies: list[tuple[str, Any]] = []
+    for name, ckpt in ((config.name, config.ckpt), (config.baseline_name, config.baseline)):
+        if ckpt is None:
+            continue
+        policy = load_policy(ckpt, greedy=config.greedy, seed=config.seed)
+        check_compatible(policy, reader, ckpt)
+        policies.append((name, policy))
+
+    results = []
+    for name, policy in policies:
+        setup = make_env(reader.metadata, tasks, config.seeds)
+        results.append(run_in_context(policy, setup, config.episodes, config.seed, name, config.progress))
+    setup = make_env(reader.metadata, tasks, config.seeds)
+    results.append(run_in_context(RandomPolicy(setup.num_actions, config.seed), setup, config.episodes,
+                                  config.seed, "random", config.progress))
+    try:
+        results.append(source_curve(reader, tasks, config.episodes))
+    except UserError as err:
+        print(f"note: no source curve ({err})")
+    optimal = float(np.mean(setup.optimal))
+
+    summary = {"tasks": tasks, "episodes": config.episodes, "seeds": config.seeds, "greedy": config.greedy,
+               "optimal_mean_return": optimal, "policies": {}}
+    for result in results:
+        mean, std = result.curve()
+        summary["policies"][result.name] = {**summarise(result), "mean": mean.tolist(), "std": std.tolist(),
+                                            "normalised": result.normalised_curve().tolist(),
+                                            "returns": result.returns.tolist()}
+    (out / "eval.json").write_text(json.dumps(summary, indent=1))
+    with open(out / "eval.csv", "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["policy", "episode", "mean_return", "std_return", "mean_normalised_return"])
+        for result in results:
+            mean, std = result.curve()
+            norm = result.normalised_curve()
+            for e in range(len(mean)):
+                writer.writerow([result.name, e + 1, f"{mean[e]:.4f}", f"{std[e]:.4f}", f"{norm[e]:.4f}"])
+    curves = {r.name: r.curve() for r in results}
+    plot_in_context(curves, optimal, out / "in_context.png",
+                    title=f"In-context return on {len(tasks)} {config.split} tasks ({reader.family})")
+    _print_table(summary)
+    print(f"wrote {out / 'eval.json'}, {out / 'eval.csv'}, {out / 'in_context.png'}")
+    summary["out"] = str(out)
+    return summary
+
+
+def _print_table(summary: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"return / optimal return, {len(summary['tasks'])} tasks x {summary['seeds']} seeds")
+    for col in ("policy", "first 5 episodes", "episodes 36-40", "last 10 episodes"):
+        table.add_column(col, justify="left" if col == "policy" else "right")
+    for name, row in summary["policies"].items():
+        table.add_row(name, f"{row['first_episodes_normalised']:.3f}",
+                      f"{row.get('episode_40_normalised', float('nan')):.3f}", f"{row['last_episodes_normalised']:.3f}")
+    Console(width=120).print(table)
+
+
+def run(config: EvalConfig) -> int:
+    evaluate(config)
+    return 0
+
+
+register("ad", "eval", EvalConfig, run, "in-context evaluation on held-out tasks (eval.json, eval.csv, in_context.png)")

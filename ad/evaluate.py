@@ -1,0 +1,165 @@
+"""In-context evaluation: run a policy on held-out tasks, all at once, for many episodes.
+
+Any policy with this interface plugs in (the RL transformer's ``ADPolicy``, the LM's
+``LMPolicy``, :class:`RandomPolicy`)::
+
+    policy.reset(num_envs)
+    actions = policy.act(obs, prev_action, prev_reward, timestep, first)   # (B,) each; first: (B,) bool
+
+Arguments are torch tensors. All B envs advance in lockstep, one transition per step, in one vectorised env with
+same-step autoreset (gymnasium ``AutoresetMode.SAME_STEP``): a finished episode's env
+shows its next episode's first observation at once, so the policy's context runs
+across episode boundaries exactly like a training window. The policy keeps each env's
+context itself (its key/value cache and window policy).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from ad.errors import UserError
+
+
+class InContextPolicy(Protocol):
+    def reset(self, num_envs: int) -> None: ...
+
+    def act(self, obs: Any, prev_action: Any, prev_reward: Any, timestep: Any, first: Any) -> Any: ...
+
+
+@dataclass
+class EvalEnv:
+    """A vectorised env over ``tasks`` x ``envs_per_task`` (sub-env i plays tasks[i // envs_per_task])."""
+
+    env: Any  #: gymnasium VectorEnv with SAME_STEP autoreset
+    tasks: list[str]
+    envs_per_task: int
+    optimal: np.ndarray  #: (tasks,) optimal return of each task
+    num_actions: int
+
+
+@dataclass
+class EvalResult:
+    """Returns of one policy: ``returns[task, seed, episode]``."""
+
+    name: str
+    tasks: list[str]
+    returns: np.ndarray  # (tasks, seeds, episodes)
+    optimal: np.ndarray  # (tasks,)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def curve(self) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and std over tasks and seeds, per episode."""
+        flat = self.returns.reshape(-1, self.returns.shape[-1])
+        return flat.mean(0), flat.std(0)
+
+    def normalised_curve(self) -> np.ndarray:
+        """Mean of return / optimal return per episode."""
+        ratio = self.returns / self.optimal[:, None, None]
+        return ratio.reshape(-1, self.returns.shape[-1]).mean(0)
+
+
+class RandomPolicy:
+    """Uniformly random actions (the floor of every comparison)."""
+
+    def __init__(self, num_actions: int, seed: int = 0) -> None:
+        self.num_actions = num_actions
+        self.rng = np.random.default_rng(seed)
+        self.num_envs = 0
+
+    def reset(self, num_envs: int) -> None:
+        self.num_envs = num_envs
+
+    def act(self, obs, prev_action, prev_reward, timestep, first):
+        return self.rng.integers(0, self.num_actions, self.num_envs)
+
+
+def _to_numpy(values: Any) -> np.ndarray:
+    if hasattr(values, "detach"):
+        values = values.detach().cpu().numpy()
+    return np.asarray(values)
+
+
+def run_in_context(policy: InContextPolicy, setup: EvalEnv, episodes: int, seed: int = 0, name: str = "policy",
+                   progress: bool = True) -> EvalResult:
+    """Run ``policy`` in every env of ``setup`` until each has finished ``episodes`` episodes.
+
+    Returns the (tasks, envs_per_task, episodes) matrix of episode returns.
+    """
+    if episodes <= 0:
+        raise UserError(f"--episodes must be positive, got {episodes}")
+    env = setup.env
+    num_envs = env.num_envs
+    obs, _ = env.reset(seed=seed)
+    policy.reset(num_envs)
+    returns = np.zeros((num_envs, episodes), dtype=np.float64)  # (E, episodes)
+    running = np.zeros(num_envs, dtype=np.float64)
+    done_episodes = np.zeros(num_envs, dtype=np.int64)
+    timestep = np.zeros(num_envs, dtype=np.int64)
+    prev_action = np.zeros(num_envs, dtype=np.int64)
+    prev_reward = np.zeros(num_envs, dtype=np.float32)
+    first = np.ones(num_envs, dtype=bool)
+    bar = _progress(progress, episodes, name)
+    try:
+        while done_episodes.min() < episodes:
+            actions = _to_numpy(policy.act(torch.as_tensor(np.asarray(obs)), torch.from_numpy(prev_action),
+                                           torch.from_numpy(prev_reward), torch.from_numpy(timestep),
+                                           torch.from_numpy(first))).astype(np.int64)
+            obs, rewards, terminated, truncated, _ = env.step(actions)
+            rewards = np.asarray(rewards, dtype=np.float32)
+            running += rewards
+            finished = np.asarray(terminated) | np.asarray(truncated)
+            record = finished & (done_episodes < episodes)
+            idx = np.flatnonzero(record)
+            returns[idx, done_episodes[idx]] = running[idx]
+            done_episodes[finished] += 1
+            running[finished] = 0.0
+            timestep = np.where(finished, 0, timestep + 1)
+            prev_action, prev_reward = actions, rewards
+            first[:] = False
+            if bar is not None:
+                bar.update(int(min(done_episodes.min(), episodes)) - bar.n)
+    finally:
+        if bar is not None:
+            bar.close()
+    shaped = returns.reshape(len(setup.tasks), setup.envs_per_task, episodes)  # (tasks, seeds, episodes)
+    return EvalResult(name, list(setup.tasks), shaped, np.asarray(setup.optimal, dtype=np.float64))
+
+
+def _progress(enabled: bool, total: int, name: str):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=f"eval {name}", unit="episode", leave=False)
+
+
+def source_curve(reader: Any, tasks: list[str], episodes: int) -> EvalResult:
+    """The source algorithm's own learning curve on ``tasks``: episode returns of each stream, from the start."""
+    from ad.history.summary import SUMMARY_COLUMNS, episode_returns
+
+    rows = []
+    for task in tasks:
+        per_stream = [episode_returns(s.columns)[:episodes]
+                      for s in reader.streams(tasks=[task], columns=SUMMARY_COLUMNS)]
+        per_stream = [r for r in per_stream if len(r) == episodes]
+        if not per_stream:
+            raise UserError(f"task {task} has streams shorter than {episodes} episodes in {reader.location.base}; "
+                            "use fewer --episodes")
+        rows.append(np.stack(per_stream))
+    streams = min(len(r) for r in rows)
+    returns = np.stack([r[:streams] for r in rows])  # (tasks, streams, episodes)
+    optimal = np.array([reader.metadata.get("tasks", {}).get(t, {}).get("optimal_return", np.nan) for t in tasks])
+    return EvalResult("source", tasks, returns, optimal)
+
+
+def summarise(result: EvalResult, first: int = 5, last: int = 10) -> dict[str, float]:
+    """Headline numbers: mean return / optimum over the first and last episodes, and at episode 40."""
+    norm = result.normalised_curve()
+    out = {"first_episodes_normalised": float(norm[:first].mean()), "last_episodes_normalised": float(norm[-last:].mean()),
+           "final_mean_return": float(result.curve()[0][-last:].mean())}
+    if len(norm) >= 40:
+        out["episode_40_normalised"] = float(norm[35:40].mean())
+    return out

@@ -1,0 +1,41 @@
+"""`report.md` of a demo run: settings, timings, the in-context table and the plots."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def write_report(out: Path, summary: dict[str, Any], timings: dict[str, float], settings: dict[str, Any],
+                 images: dict[str, str]) -> Path:
+    """Write ``out/report.md`` from an ``ad eval`` summary."""
+    policies = summary["policies"]
+    lines = ["# Algorithm Distillation on DarkRoom: in-context evaluation", "",
+             f"Held-out tasks: {len(summary['tasks'])} (never in the transformer's training data), "
+             f"{summary['seeds']} seeds each, {summary['episodes']} episodes in context, "
+             f"{'greedy' if summary['greedy'] else 'sampled'} actions. "
+             f"Mean optimal return: {summary['optimal_mean_return']:.2f}.", "",
+             "| policy | return/optimal, first 5 episodes | episodes 36-40 | last 10 episodes | final mean return |",
+             "|---|---|---|---|---|"]
+    for name, row in policies.items():
+        lines.append(f"| {name} | {row['first_episodes_normalised']:.3f} | "
+                     f"{row.get('episode_40_normalised', float('nan')):.3f} | {row['last_episodes_normalised']:.3f} | "
+                     f"{row['final_mean_return']:.2f} |")
+    ad = policies.get("AD")
+    if ad is not None:
+        reached = next((i + 1 for i, v in enumerate(ad["normalised"]) if v >= 0.9), None)
+        lines += ["", f"AD reaches 90% of the optimal return at episode {reached}." if reached else
+                  "AD does not reach 90% of the optimal return within the evaluated episodes."]
+    lines += ["", "## Plots", ""]
+    lines += [f"![{title}]({path})" for title, path in images.items()]
+    lines += ["", "## Time (2 CPU cores unless noted)", "", "| stage | seconds |", "|---|---|"]
+    lines += [f"| {stage} | {seconds:.0f} |" for stage, seconds in timings.items()]
+    lines += ["", "## Settings", "", "```"]
+    lines += [f"{key}: {_fmt(value)}" for key, value in settings.items()]
+    lines += ["```", ""]
+    path = out / "report.md"
+    path.write_text("\n".join(lines))
+    return path

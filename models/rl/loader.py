@@ -1,0 +1,45 @@
+"""Load a trained AD transformer folder as an in-context policy (registered for ``ad eval``)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ad.registry import register_policy_loader
+
+
+def model_dir(path: Any) -> Path | None:
+    """The saved-model folder inside an ``ad train rl`` run folder (or the folder itself)."""
+    for candidate in (Path(path) / "model", Path(path)):
+        config = candidate / "config.json"
+        if config.is_file():
+            try:
+                if json.loads(config.read_text()).get("model_type") == "ad-rl":
+                    return candidate
+            except ValueError:
+                continue
+    return None
+
+
+def detect(path: Any) -> bool:
+    return model_dir(path) is not None
+
+
+def load(path: Any, greedy: bool = False, seed: int = 0, threads: int | None = None) -> Any:
+    """An :class:`~models.rl.policy.ADPolicy` with ``num_states`` / ``num_actions`` attributes for checks."""
+    import torch
+
+    from models.rl.model import ADTransformer
+    from models.rl.policy import ADPolicy
+
+    if threads:
+        torch.set_num_threads(threads)
+    model = ADTransformer.from_pretrained(model_dir(path))
+    policy = ADPolicy(model, greedy=greedy, generator=torch.Generator().manual_seed(seed))
+    policy.num_states = model.config.num_states
+    policy.num_actions = model.config.num_actions
+    policy.episode_length = model.config.episode_length
+    return policy
+
+
+register_policy_loader("rl", detect, load)

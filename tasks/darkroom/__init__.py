@@ -1,0 +1,30 @@
+"""DarkRoom: the grid-world task of seed 004, its batched A2C source algorithm, and ``ad generate darkroom``.
+
+Importing this package registers the gymnasium ids (``ad/DarkRoom-9x9-v0`` ...) and the CLI command;
+torch is imported only when the command runs.
+"""
+from __future__ import annotations
+
+import gymnasium
+
+from ad.registry import register
+from tasks.darkroom.config import GenerateConfig
+
+#: gymnasium ids registered here (the one place): id -> (size, max_episode_steps).
+GYM_IDS = {"ad/DarkRoom-9x9-v0": (9, 20), "ad/DarkRoom-3x3-v0": (3, 10)}
+
+for _gym_id, (_size, _steps) in GYM_IDS.items():
+    if _gym_id not in gymnasium.registry:
+        gymnasium.register(id=_gym_id, entry_point="tasks.darkroom.env:DarkRoomEnv", max_episode_steps=_steps,
+                           kwargs={"size": _size, "random_start": False, "terminate_on_goal": False})
+
+
+def _run_generate(cfg: GenerateConfig) -> int:
+    from tasks.darkroom.generate import generate
+
+    generate(cfg)
+    return 0
+
+
+register("generate", "darkroom", GenerateConfig, _run_generate,
+         help="A2C learning histories on every DarkRoom goal (all goals batched)")

@@ -1,0 +1,83 @@
+"""Options of ``ad generate darkroom`` (importing this module does not import torch)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ad.config import option
+from ad.errors import UserError
+from tasks.darkroom.goals import check_size, resolve_goals
+
+#: seed 004's A2C hyperparameters (the default), and a faster-learning variant for short budgets.
+_SEED004 = {"hidden": 128, "num_envs": 10, "num_steps": 10, "lr": 1e-4, "adam_betas": [0.9, 0.999],
+            "adam_eps": 1e-6, "max_grad_norm": 0.5, "ent_coef": 0.01, "vf_coef": 0.99, "gamma": 0.99,
+            "gae_lambda": 1.0, "steps_per_goal": 400_000}
+
+
+@dataclass
+class GenerateConfig:
+    """Train one A2C agent per DarkRoom goal (all goals batched) and record their learning histories."""
+
+    PRESETS = {
+        "seed004": dict(_SEED004),
+        "fast": {**_SEED004, "lr": 1e-3, "steps_per_goal": 100_000},
+    }
+
+    out: str = option("data/darkroom", "output dataset folder (re-running the same command resumes)")
+    preset: str = option("seed004", "A2C preset: seed004 (seed 004's values, 400k steps/goal) or fast (lr 1e-3, 100k steps/goal)")
+    size: int = option(9, "grid side; states are cells row*size+col")
+    goals: list[str] = option(["all"], "goals to train: 'all' (every cell but the centre) or 'row,col' items")
+    steps_per_goal: int = option(400_000, "env steps per goal (over its parallel envs); rounded up to whole updates")
+    seed: int = option(0, "run seed: agent init, action sampling and the train/held-out split; recorded as run")
+    heldout_fraction: float = option(0.25, "fraction of the goals held out from training the transformer")
+    episode_length: int = option(20, "steps per episode (truncation)")
+    random_start: bool = option(False, "start each episode in a random cell instead of the centre")
+    terminate_on_goal: bool = option(True, "end the episode when the goal is reached (seed 004's choice)")
+    # A2C (defaults = the seed004 preset)
+    hidden: int = option(128, "width of the shared embedding layer")
+    num_envs: int = option(10, "parallel envs per goal (one history stream each)")
+    num_steps: int = option(10, "rollout length per update")
+    lr: float = option(1e-4, "Adam learning rate")
+    adam_betas: list[float] = option([0.9, 0.999], "Adam betas")
+    adam_eps: float = option(1e-6, "Adam epsilon")
+    max_grad_norm: float = option(0.5, "gradient-norm clip, applied to each goal's agent separately")
+    ent_coef: float = option(0.01, "entropy bonus coefficient")
+    vf_coef: float = option(0.99, "value-loss coefficient")
+    gamma: float = option(0.99, "discount")
+    gae_lambda: float = option(1.0, "GAE lambda; 1.0 = plain n-step returns (seed 004)")
+    # running
+    goals_per_batch: int = option(0, "goals trained together in one batch (0 = all); batches commit one by one")
+    threads: int = option(1, "torch CPU threads; 1 is fastest for these small tensors (0 = torch's default)")
+    tensorboard: bool = option(True, "write TensorBoard scalars (per goal) under <out>/_run/tb")
+    log_every: int = option(500, "updates between TensorBoard / progress-bar statistics")
+    plots: bool = option(True, "save learning curves (PNG) and greedy-policy GIFs next to the dataset")
+    gif_goals: int = option(4, "goals shown in the greedy-policy GIF")
+    progress: bool = option(True, "show a progress bar")
+
+    def __post_init__(self) -> None:
+        check_size(self.size)
+        if self.preset not in self.PRESETS:
+            raise UserError(f"unknown preset {self.preset!r}; choose one of: {', '.join(sorted(self.PRESETS))}")
+        if self.steps_per_goal <= 0:
+            raise UserError(f"--steps-per-goal must be positive, got {self.steps_per_goal}")
+        for name in ("episode_length", "hidden", "num_envs", "num_steps", "log_every"):
+            if getattr(self, name) <= 0:
+                raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
+        if self.goals_per_batch < 0 or self.threads < 0 or self.gif_goals < 0:
+            raise UserError("--goals-per-batch, --threads and --gif-goals must be >= 0")
+        if not 0.0 <= self.heldout_fraction < 1.0:
+            raise UserError(f"--heldout-fraction must be in [0, 1), got {self.heldout_fraction}")
+        if self.lr <= 0 or self.adam_eps <= 0 or self.max_grad_norm <= 0:
+            raise UserError("--lr, --adam-eps and --max-grad-norm must be positive")
+        if len(self.adam_betas) != 2 or not all(0.0 <= b < 1.0 for b in self.adam_betas):
+            raise UserError(f"--adam-betas needs two values in [0, 1), got {self.adam_betas}")
+        if not (0.0 <= self.gamma <= 1.0 and 0.0 <= self.gae_lambda <= 1.0):
+            raise UserError("--gamma and --gae-lambda must be in [0, 1]")
+        if isinstance(self.goals, str):
+            self.goals = [self.goals]
+        resolve_goals(self.goals, self.size)  # raises UserError for a goal off the grid
+
+    @property
+    def updates(self) -> int:
+        """Optimiser steps per goal: ceil(steps_per_goal / (num_envs * num_steps))."""
+        per_update = self.num_envs * self.num_steps
+        return -(-self.steps_per_goal // per_update)

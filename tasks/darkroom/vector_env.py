@@ -1,0 +1,95 @@
+"""A natively vectorised DarkRoom over (goals x parallel envs), in numpy.
+
+Follows gymnasium's ``VectorEnv`` conventions: batched spaces, ``metadata["autoreset_mode"]``
+(``SAME_STEP``: a finished sub-env is reset inside the same ``step``; its last observation is in
+``infos["final_obs"]`` where ``infos["_final_obs"]`` is True). Sub-env ``i`` plays goal
+``goals[i // envs_per_goal]``; ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i`` like
+``SyncVectorEnv``, so it matches single :class:`~tasks.darkroom.env.DarkRoomEnv` copies wrapped in
+``TimeLimit`` transition for transition. One step is a table lookup for all sub-envs at once.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from tasks.darkroom.goals import NUM_ACTIONS, check_size, start_cell, transition_table
+
+
+class DarkRoomVectorEnv(VectorEnv):
+    """``len(goals) * envs_per_goal`` DarkRoom sub-envs, goal-major (sub-env i -> goal i // envs_per_goal)."""
+
+    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+
+    def __init__(self, goals: Sequence[tuple[int, int]], envs_per_goal: int = 1, size: int = 9,
+                 episode_length: int = 20, random_start: bool = False, terminate_on_goal: bool = False):
+        check_size(size)
+        self.size = int(size)
+        self.goals = np.asarray(goals, dtype=np.int64).reshape(-1, 2)  # (G, 2)
+        self.envs_per_goal = int(envs_per_goal)
+        self.num_envs = len(self.goals) * self.envs_per_goal
+        self.episode_length = int(episode_length)
+        self.random_start = bool(random_start)
+        self.terminate_on_goal = bool(terminate_on_goal)
+
+        self.single_observation_space = spaces.Discrete(self.size * self.size)
+        self.single_action_space = spaces.Discrete(NUM_ACTIONS)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+
+        self._next_cell = transition_table(self.size)  # (S, A)
+        goal_cells = self.goals[:, 0] * self.size + self.goals[:, 1]  # (G,)
+        self.goal_cell = np.repeat(goal_cells, self.envs_per_goal)  # (E,)
+        row, col = start_cell(self.size)
+        self._start = row * self.size + col
+        self.cell = np.full(self.num_envs, self._start, dtype=np.int64)  # (E,) current observation
+        self.elapsed = np.zeros(self.num_envs, dtype=np.int64)  # (E,) steps taken in the current episode
+        self.episode = np.zeros(self.num_envs, dtype=np.int64)  # (E,) index of the current episode
+        self._rngs: list[np.random.Generator] | None = None
+
+    # ------------------------------------------------------------------ gymnasium API
+    def reset(self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None):
+        """Reset every sub-env; episode counters restart at 0."""
+        if seed is not None or self._rngs is None:
+            seeds = [None] * self.num_envs if seed is None else (
+                [seed + i for i in range(self.num_envs)] if isinstance(seed, int) else list(seed))
+            assert len(seeds) == self.num_envs, "one seed per sub-env"
+            self._rngs = [seeding.np_random(s)[0] for s in seeds]
+        self.elapsed[:] = 0
+        self.episode[:] = 0
+        self.cell[:] = self._start_cells(np.arange(self.num_envs))
+        return self.cell.copy(), {}
+
+    def step(self, actions):
+        """Move every sub-env; finished ones are reset in the same call (SAME_STEP autoreset)."""
+        actions = np.asarray(actions, dtype=np.int64)
+        self.cell = self._next_cell[self.cell, actions]  # (E,)
+        rewards = (self.cell == self.goal_cell).astype(np.float32)  # (E,)
+        terminations = rewards > 0 if self.terminate_on_goal else np.zeros(self.num_envs, dtype=bool)
+        self.elapsed += 1
+        truncations = self.elapsed >= self.episode_length  # (E,) like TimeLimit: may be True with terminated
+        done = terminations | truncations
+        infos: dict[str, Any] = {}
+        if done.any():
+            infos["final_obs"] = self.cell.copy()
+            infos["_final_obs"] = done
+            idx = np.flatnonzero(done)
+            self.cell[idx] = self._start_cells(idx)
+            self.elapsed[idx] = 0
+            self.episode[idx] += 1
+        return self.cell.copy(), rewards, terminations, truncations, infos
+
+    # ------------------------------------------------------------------ helpers
+    def _start_cells(self, idx: np.ndarray) -> np.ndarray:
+        """Start cells for the sub-envs ``idx`` (centre, or drawn from each sub-env's own generator)."""
+        if not self.random_start:
+            return np.full(len(idx), self._start, dtype=np.int64)
+        cells = np.empty(len(idx), dtype=np.int64)
+        for j, i in enumerate(idx):  # only with random_start: one draw per finished sub-env
+            row, col = self._rngs[i].integers(0, self.size, size=2)
+            cells[j] = int(row) * self.size + int(col)
+        return cells
