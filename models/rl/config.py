@@ -1,0 +1,180 @@
+"""Configs of the AD transformer (`ADConfig`) and of `ad train rl` (`TrainRLConfig`).
+
+This module imports no torch so that `ad --help` stays fast. `TrainRLConfig`
+extends `ADConfig`: the model options are the same fields, and the model's own
+config is the `ADConfig` subset of a training config (`model_config_of`).
+Fields that describe the data (`num_states`, `state_dim`, `num_actions`,
+`episode_length`) are 0 in a training config ("take it from the dataset").
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from ad.config import option
+from ad.errors import UserError
+
+LAYOUTS = ("transition", "separate")
+REWARD_KINDS = ("discrete", "continuous")
+
+
+@dataclass
+class ADConfig:
+    """A causal transformer over RL-format windows (Algorithm Distillation)."""
+
+    layout: str = option("transition", "token layout: 'transition' = one token per transition "
+                                       "(state_t + previous action + previous reward); 'separate' = "
+                                       "state, action and reward tokens as in the AD paper (3x the tokens)")
+    n_layer: int = option(2, "transformer blocks")
+    n_head: int = option(4, "attention heads (must divide n_embd)")
+    n_embd: int = option(64, "width of the residual stream")
+    n_ff: int = option(256, "hidden width of each block's feed-forward layer")
+    attn_dropout: float = option(0.0, "dropout on attention weights")
+    resid_dropout: float = option(0.0, "dropout on each block's attention / feed-forward output")
+    embd_dropout: float = option(0.0, "dropout on the token embeddings")
+    context: int = option(80, "context length in transitions (the training window length)")
+    num_states: int = option(0, "number of discrete states (0: vector states, or take it from the dataset)")
+    state_dim: int = option(0, "length of vector states (0: discrete states, or take it from the dataset)")
+    num_actions: int = option(0, "number of discrete actions (0: take it from the dataset)")
+    episode_length: int = option(0, "longest episode: in-episode time steps 0..episode_length-1 are embedded "
+                                     "(0: take it from the dataset)")
+    grid_size: int = option(0, "discrete states that are cells of a square grid of this side: embed state s as "
+                                "row (s // n) + column (s % n) embeddings, which generalises to cells never seen in "
+                                "training (0: one learned embedding per state)")
+    position_embedding: bool = option(False, "add a learned embedding of each transition's position in the window "
+                                             "(besides the in-episode time step)")
+    reward_kind: str = option("discrete", "'discrete': rewards are the integers 0..num_rewards-1, embedded and "
+                                          "classified; 'continuous': a float, projected and regressed (MSE)")
+    num_rewards: int = option(2, "number of reward values when reward_kind is discrete")
+    action_weight: float = option(1.0, "loss weight of the action head (predicts a_t from the context up to s_t)")
+    state_weight: float = option(0.1, "loss weight of the next-state head (predicts s_t+1 given s_t and the "
+                                      "true a_t); 0 turns the head off")
+    reward_weight: float = option(0.1, "loss weight of the reward head (predicts r_t given s_t and the true "
+                                       "a_t); 0 turns the head off")
+    logprob_weight: float = option(0.0, "loss weight of the logprob head (regresses the behaviour policy's "
+                                        "log-probability of a_t); 0 turns the head off")
+
+    def __post_init__(self) -> None:
+        if self.layout not in LAYOUTS:
+            raise UserError(f"layout must be one of {', '.join(LAYOUTS)}, got {self.layout!r}")
+        if self.reward_kind not in REWARD_KINDS:
+            raise UserError(f"reward_kind must be one of {', '.join(REWARD_KINDS)}, got {self.reward_kind!r}")
+        for name in ("n_layer", "n_head", "n_embd", "n_ff", "context"):
+            if getattr(self, name) < 1:
+                raise UserError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.n_embd % self.n_head:
+            raise UserError(f"n_embd ({self.n_embd}) must be a multiple of n_head ({self.n_head})")
+        for name in ("attn_dropout", "resid_dropout", "embd_dropout"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise UserError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+        if self.grid_size < -1:
+            raise UserError(f"grid_size must be >= 0 (or -1: from the dataset), got {self.grid_size}")
+        if self.grid_size > 0 and self.num_states and self.num_states != self.grid_size ** 2:
+            raise UserError(f"grid_size {self.grid_size} needs num_states = {self.grid_size ** 2}, got {self.num_states}")
+        for name in ("num_states", "state_dim", "num_actions", "episode_length"):
+            if getattr(self, name) < 0:
+                raise UserError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.num_states and self.state_dim:
+            raise UserError("set num_states (discrete states) or state_dim (vector states), not both")
+        if self.reward_kind == "discrete" and self.num_rewards < 1:
+            raise UserError(f"num_rewards must be at least 1 for discrete rewards, got {self.num_rewards}")
+        weights = [self.action_weight, self.state_weight, self.reward_weight, self.logprob_weight]
+        if min(weights) < 0 or max(weights) == 0:
+            raise UserError("loss weights must be >= 0 and at least one of them > 0")
+
+    def check_complete(self) -> None:
+        """Raise a UserError unless the data-dependent sizes are set (needed to build a model)."""
+        if not (self.num_states or self.state_dim):
+            raise UserError("the model config needs num_states (discrete states) or state_dim (vector states)")
+        if not self.num_actions:
+            raise UserError("the model config needs num_actions")
+        if not self.episode_length:
+            raise UserError("the model config needs episode_length")
+
+    @property
+    def tokens_per_transition(self) -> int:
+        """1 for the 'transition' layout, 3 for 'separate'."""
+        return 1 if self.layout == "transition" else 3
+
+    @property
+    def max_tokens(self) -> int:
+        """Most tokens the model ever attends over (a full window)."""
+        return self.context * self.tokens_per_transition
+
+
+def model_config_of(config: Any, **overrides: Any) -> ADConfig:
+    """The `ADConfig` part of a config holding (at least) ADConfig's fields."""
+    values = {f.name: getattr(config, f.name) for f in dataclasses.fields(ADConfig)}
+    values.update(overrides)
+    return ADConfig(**values)
+
+
+@dataclass
+class TrainRLConfig(ADConfig):
+    """Train the AD transformer on an RL-format learning-history dataset (`ad train rl`)."""
+
+    PRESETS = {
+        # The field defaults: a small model that trains at useful speed on 2 CPU cores.
+        "demo": {},
+        # Seed 004's Decision-Transformer AD run (its training took 24h+ on one machine).
+        "seed004": dict(layout="separate", batch_size=32, context=256, n_embd=64, n_layer=4, n_head=4,
+                        n_ff=2048, attn_dropout=0.5, resid_dropout=0.1, embd_dropout=0.0, lr=3e-4,
+                        beta1=0.9, beta2=0.99, weight_decay=0.0, grad_clip=1.0, min_lr=2e-6,
+                        warmup_steps=0, max_steps=22_000, action_weight=1.0, state_weight=0.0,
+                        reward_weight=0.0, logprob_weight=0.0),
+    }
+
+    grid_size: int = option(-1, "embed discrete states as grid row + column (generalises to unseen cells): -1 = when "
+                                 "the dataset's task_spec.size says the states are the cells of a square grid; "
+                                 "0 = one embedding per state; n = an n x n grid")
+    data: str = option("data/darkroom", "learning-history dataset folder (written by `ad generate ...`)")
+    out: str = option("runs/ad", "run folder: checkpoints/, tb/ (TensorBoard), config.yaml, model/")
+    preset: str = option("demo", "named set of option values applied first: demo, seed004")
+    resume: bool = option(False, "continue the run in --out from its last checkpoint (same options)")
+    expert_only: bool = option(False, "train on the expert part of each stream only (its last episodes): "
+                                      "the 'expert distillation' baseline of the AD paper")
+    max_steps: int = option(3000, "optimiser steps in total (a resumed run continues up to this count)")
+    batch_size: int = option(32, "windows per optimiser step")
+    subsample: int = option(1, "train on every k-th episode of each stream (the AD paper's subsampling: the distilled "
+                                   "history improves k times faster per episode than its source)")
+    lr: float = option(1e-3, "peak learning rate (AdamW)")
+    min_lr: float = option(1e-5, "learning rate floor at the end of the cosine decay")
+    warmup_steps: int = option(100, "linear learning-rate warm-up steps")
+    decay_steps: int = option(0, "step at which the cosine decay reaches min_lr (0: max_steps)")
+    weight_decay: float = option(0.01, "AdamW weight decay on matrices (not on biases, norms, embeddings)")
+    beta1: float = option(0.9, "AdamW beta1")
+    beta2: float = option(0.99, "AdamW beta2")
+    grad_clip: float = option(1.0, "clip the gradient norm to this value (0: no clipping)")
+    val_every: int = option(250, "run validation on held-out tasks every this many steps (0: never)")
+    val_batches: int = option(8, "held-out batches per validation")
+    log_every: int = option(25, "log training metrics every this many steps")
+    checkpoint_every: int = option(250, "write checkpoints/last.ckpt every this many steps")
+    num_workers: int = option(0, "data-loader worker processes")
+    seed: int = option(0, "random seed (weights, window sampling, dropout)")
+    threads: int = option(0, "torch CPU threads (0: torch's default)")
+    compile: bool = option(False, "torch.compile the model (slow start, faster steps on some machines)")
+    progress: bool = option(True, "show a progress bar")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.preset not in self.PRESETS:
+            raise UserError(f"unknown preset {self.preset!r}; choose one of: {', '.join(sorted(self.PRESETS))}")
+        for name in ("max_steps", "batch_size", "subsample", "log_every", "checkpoint_every", "val_batches"):
+            if getattr(self, name) < 1:
+                raise UserError(f"{name} must be at least 1, got {getattr(self, name)}")
+        for name in ("warmup_steps", "decay_steps", "val_every", "num_workers", "threads"):
+            if getattr(self, name) < 0:
+                raise UserError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not 0 < self.lr or not 0 <= self.min_lr <= self.lr:
+            raise UserError(f"need 0 < lr and 0 <= min_lr <= lr, got lr={self.lr}, min_lr={self.min_lr}")
+        if not (0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
+            raise UserError(f"beta1 and beta2 must be in [0, 1), got {self.beta1}, {self.beta2}")
+        if self.weight_decay < 0 or self.grad_clip < 0:
+            raise UserError("weight_decay and grad_clip must be >= 0")
+
+
+#: Options that may change when a run is resumed (everything else must match the saved config).
+RESUMABLE_CHANGES = frozenset({"resume", "max_steps", "val_every", "val_batches", "log_every", "checkpoint_every",
+                               "num_workers", "threads", "progress", "compile", "data", "preset"})
+

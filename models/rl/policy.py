@@ -1,0 +1,134 @@
+"""Acting with a trained AD transformer, in context, in B environments that advance in lockstep.
+
+Window policy (the same in every code path, shared through :class:`ContextWindow`):
+the context holds at most ``config.context`` transitions, the newest one only
+partly known (its state; its action is being chosen). When a new state arrives
+and the window is full, the oldest transitions are dropped so that the most
+recent ``context // 2`` complete transitions remain; those are re-encoded from
+scratch (a window's first token then uses the START ids, exactly as a training
+window that starts there), and the new state is appended. Between two shifts
+every step appends the new tokens to the KV cache, so a step costs one token
+(transition layout) or three (separate layout), plus one re-encode of half a
+window every ``context - context // 2`` steps.
+
+:class:`ADPolicy` keeps one KV cache for all B envs; :class:`ADPolicyReference`
+recomputes the full forward over the window at every step (slow; for tests).
+"""
+from __future__ import annotations
+
+import torch
+
+from models.rl.model import ADTransformer
+
+
+class ContextWindow:
+    """The raw transitions of the current context window of B lockstep envs."""
+
+    def __init__(self, model: ADTransformer, num_envs: int, device=None):
+        cfg = model.config
+        self.context = cfg.context
+        self.keep = cfg.context // 2
+        state_shape = (num_envs, cfg.context) if cfg.num_states else (num_envs, cfg.context, cfg.state_dim)
+        state_dtype = torch.long if cfg.num_states else torch.float32
+        self.states = torch.zeros(state_shape, dtype=state_dtype, device=device)  # (B, K) or (B, K, D)
+        self.actions = torch.zeros(num_envs, cfg.context, dtype=torch.long, device=device)  # (B, K)
+        self.rewards = torch.zeros(num_envs, cfg.context, dtype=torch.float32, device=device)  # (B, K)
+        self.timesteps = torch.zeros(num_envs, cfg.context, dtype=torch.long, device=device)  # (B, K)
+        self.n = 0  # transitions in the window (the last one partial)
+
+    def push(self, obs, prev_action, prev_reward, timestep, first) -> bool:
+        """Add the new state; returns True when the window was (re)started and must be encoded from scratch."""
+        first = torch.as_tensor(first, dtype=torch.bool)
+        if bool(first.any()):
+            if not bool(first.all()):
+                raise ValueError("`first` must be True for all envs at once (they advance in lockstep)")
+            self.n = 0
+        restart = self.n == 0
+        if self.n > 0:  # complete the previous transition
+            self.actions[:, self.n - 1] = prev_action
+            self.rewards[:, self.n - 1] = prev_reward
+        if self.n == self.context:  # full: keep the most recent `keep` transitions
+            lo = self.n - self.keep
+            for buf in (self.states, self.actions, self.rewards, self.timesteps):
+                buf[:, : self.keep] = buf[:, lo : self.n].clone()
+            self.n = self.keep
+            restart = True
+        self.states[:, self.n] = obs
+        self.timesteps[:, self.n] = timestep
+        self.actions[:, self.n] = 0  # unknown yet (never read by the tokens that are used)
+        self.rewards[:, self.n] = 0.0
+        self.n += 1
+        return restart
+
+    def view(self, start: int = 0) -> tuple[torch.Tensor, ...]:
+        """(states, actions, rewards, timesteps) of transitions start .. n-1 of the window."""
+        return (self.states[:, start : self.n], self.actions[:, start : self.n],
+                self.rewards[:, start : self.n], self.timesteps[:, start : self.n])
+
+
+class ADPolicy:
+    """Acts with one KV cache shared by B envs (see the module docstring for the window policy).
+
+    Usage: ``policy.reset(num_envs)``, then each step
+    ``actions = policy.act(obs, prev_action, prev_reward, timestep, first)`` where ``first`` is True only at the
+    very first step. ``policy.logits(...)`` returns the action logits (B, A) instead.
+    """
+
+    def __init__(self, model: ADTransformer, greedy: bool = True, generator: torch.Generator | None = None):
+        self.model = model
+        self.greedy = greedy
+        self.generator = generator
+        self.window: ContextWindow | None = None
+        self.cache = None
+
+    def reset(self, num_envs: int) -> None:
+        """Start fresh for ``num_envs`` envs (empties the context)."""
+        self.model.eval()
+        device = next(self.model.parameters()).device
+        dtype = next(self.model.parameters()).dtype
+        self.window = ContextWindow(self.model, num_envs, device=device)
+        self.cache = self.model.new_cache(num_envs, device=device, dtype=dtype)
+
+    def _check(self, timestep) -> None:
+        if self.window is None:
+            raise RuntimeError("call reset(num_envs) before acting")
+        t = torch.as_tensor(timestep)
+        if bool((t < 0).any()) or bool((t >= self.model.config.episode_length).any()):
+            raise ValueError(f"timestep must be in [0, {self.model.config.episode_length}) "
+                             f"(the model's episode_length), got {t.tolist()}")
+
+    @torch.no_grad()
+    def logits(self, obs, prev_action, prev_reward, timestep, first) -> torch.Tensor:
+        """Action logits (B, A) for the new states ``obs`` (B,) [or (B, D)]."""
+        self._check(timestep)
+        model, window = self.model, self.window
+        if window.push(obs, prev_action, prev_reward, timestep, first):
+            self.cache.reset()
+            x = model.tokens(*window.view())[:, : model.num_tokens(window.n)]  # (B, L, C)
+        else:  # tokens added by the new state, from the last two transitions' tokens
+            x = model.tokens(*window.view(window.n - 2), start=window.n - 2)
+            x = x[:, model.num_tokens(1) : model.num_tokens(2)]  # (B, 1|3, C): the new transition's tokens
+        h = model.transformer(x, self.cache)[:, -1]  # (B, C)
+        return model.action_head(h)
+
+    def act(self, obs, prev_action, prev_reward, timestep, first) -> torch.Tensor:
+        """Actions (B,) for the new states: argmax if greedy, else sampled."""
+        return _choose(self.logits(obs, prev_action, prev_reward, timestep, first), self.greedy, self.generator)
+
+
+class ADPolicyReference(ADPolicy):
+    """The slow reference: same window policy, but a full forward over the whole window every step."""
+
+    @torch.no_grad()
+    def logits(self, obs, prev_action, prev_reward, timestep, first) -> torch.Tensor:
+        self._check(timestep)
+        model, window = self.model, self.window
+        window.push(obs, prev_action, prev_reward, timestep, first)
+        x = model.tokens(*window.view())[:, : model.num_tokens(window.n)]  # (B, L, C)
+        return model.action_head(model.transformer(x)[:, -1])
+
+
+def _choose(logits: torch.Tensor, greedy: bool, generator: torch.Generator | None) -> torch.Tensor:
+    if greedy:
+        return logits.argmax(-1)
+    return torch.multinomial(torch.softmax(logits.float(), -1), 1, generator=generator).squeeze(-1)

@@ -1,0 +1,110 @@
+"""`ad train rl`: files written, resume continues step count and optimiser state, NaN stops, bad input exits 2."""
+import math
+
+import pytest
+import torch
+
+from ad.cli import main
+from ad.config import make_config
+from ad.errors import UserError
+from models.rl.config import TrainRLConfig
+from models.rl.model import ADTransformer
+from models.rl.module import OptimConfig, lr_multiplier
+from models.rl.synthetic import write_synthetic_dataset
+from models.rl.train import train
+
+TINY = dict(n_layer=1, n_head=2, n_embd=16, n_ff=32, context=20, batch_size=4, warmup_steps=2, val_every=3,
+            val_batches=2, log_every=2, checkpoint_every=2, progress=False, threads=1)
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    return write_synthetic_dataset(tmp_path_factory.mktemp("data") / "syn", num_tasks=3, length=200)
+
+
+def config(data, out, **kw):
+    return make_config(TrainRLConfig, {**TINY, "data": str(data), "out": str(out), **kw})
+
+
+def read_ckpt(out):
+    return torch.load(out / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
+
+
+def test_lr_schedule_warms_up_then_decays_to_the_floor():
+    optim = OptimConfig(lr=1e-3, min_lr=1e-5, warmup_steps=10, decay_steps=110)
+    assert lr_multiplier(0, optim) == pytest.approx(0.1)
+    assert lr_multiplier(9, optim) == pytest.approx(1.0)
+    assert lr_multiplier(60, optim) == pytest.approx(0.01 + 0.99 * 0.5)
+    assert lr_multiplier(110, optim) == pytest.approx(0.01)
+    assert lr_multiplier(10_000, optim) == pytest.approx(0.01)
+    assert all(lr_multiplier(s, optim) >= lr_multiplier(s + 1, optim) for s in range(10, 200))
+    assert not math.isnan(lr_multiplier(0, OptimConfig(warmup_steps=0, decay_steps=0)))
+
+
+def test_train_writes_run_files_and_resume_continues(dataset, tmp_path):
+    out = tmp_path / "run"
+    model_dir = train(config(dataset, out, max_steps=4))
+    assert model_dir == out / "model"
+    assert (out / "config.yaml").is_file() and (out / "model" / "config.json").is_file()
+    assert list((out / "tb").glob("events.out.tfevents*"))
+    first = read_ckpt(out)
+    assert first["global_step"] == 4
+    adam_step = lambda ckpt: float(next(iter(ckpt["optimizer_states"][0]["state"].values()))["step"])  # noqa: E731
+    assert adam_step(first) == 4
+    model = ADTransformer.from_pretrained(model_dir)
+    assert model.config.num_states == 9 and model.config.num_actions == 5 and model.config.episode_length == 10
+
+    with pytest.raises(UserError, match="already holds a training run"):
+        train(config(dataset, out, max_steps=8))
+    with pytest.raises(UserError, match="same options"):
+        train(config(dataset, out, max_steps=8, resume=True, lr=0.5))
+    train(config(dataset, out, max_steps=8, resume=True))
+    second = read_ckpt(out)
+    assert second["global_step"] == 8 and adam_step(second) == 8  # optimiser state carried over, not restarted
+
+
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(dataset, tmp_path):
+    out = tmp_path / "run"
+    train(config(dataset, out, max_steps=2, reward_kind="continuous"))
+    bad = write_synthetic_dataset(tmp_path / "nan", num_tasks=3, length=200, nan_rewards=True)
+    with pytest.raises(UserError, match="loss became nan"):
+        train(config(bad, out, max_steps=6, resume=True, reward_kind="continuous"))
+    ckpt = read_ckpt(out)
+    assert ckpt["global_step"] == 2
+    assert all(torch.isfinite(v).all() for v in ckpt["state_dict"].values())
+
+
+def test_expert_only_trains(dataset, tmp_path):
+    train(config(dataset, tmp_path / "expert", max_steps=2, expert_only=True, context=10))
+    assert (tmp_path / "expert" / "model" / "model.safetensors").is_file()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--preset", "nope"], "unknown preset 'nope'"),
+    (["--context", "5000"], "longer than every stream"),
+    (["--num-actions", "7"], "does not fit dataset"),
+    (["--num-rewards", "1"], "not one of the integers"),
+    (["--resume"], "nothing to resume"),
+])
+def test_bad_input_exits_2(dataset, tmp_path, capsys, args, message):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "rl", "--data", str(dataset), "--out", str(tmp_path / "r"), "--progress", "false", *args])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unreadable_checkpoint_exits_2(dataset, tmp_path, capsys):
+    out = tmp_path / "r"
+    (out / "checkpoints").mkdir(parents=True)
+    (out / "checkpoints" / "last.ckpt").write_bytes(b"not a checkpoint")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "rl", "--data", str(dataset), "--out", str(out), "--resume", "--progress", "false"])
+    assert exit_info.value.code == 2
+    assert "unreadable" in capsys.readouterr().err
+
+
+def test_missing_dataset_exits_2(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "rl", "--data", str(tmp_path / "none"), "--out", str(tmp_path / "r")])
+    assert exit_info.value.code == 2
+    assert "not a learning-history dataset" in capsys.readouterr().err
