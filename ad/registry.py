@@ -18,6 +18,8 @@ PLUGIN_MODULES: tuple[str, ...] = (
     "tasks.darkroom.eval_env",
     "models.rl",
     "models.rl.loader",
+    "models.lm",
+    "models.lm.loader",
 )
 
 

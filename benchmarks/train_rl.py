@@ -33,7 +33,7 @@ from benchmarks.common import figure, report  # noqa: E402
 from ad.config import make_config  # noqa: E402
 from models.rl.config import TrainRLConfig, model_config_of  # noqa: E402
 from models.rl.model import ADTransformer  # noqa: E402
-from models.rl.module import fast_adamw_kwargs  # noqa: E402
+from ad.training import fast_adamw_kwargs  # noqa: E402
 from models.rl.synthetic import synthetic_batches, write_synthetic_dataset  # noqa: E402
 
 NUM_STATES, NUM_ACTIONS, EPISODE_LENGTH = 81, 5, 20  # DarkRoom 9x9 sizes

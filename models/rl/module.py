@@ -1,46 +1,14 @@
 """`ADLightningModule`: the training / validation steps and the optimiser of the AD transformer, nothing else."""
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 
 import lightning as L
 import torch
 
+from ad.training import NonFiniteLossError, OptimConfig, fast_adamw_kwargs, lr_multiplier  # noqa: F401
 from models.rl.config import ADConfig
 from models.rl.model import ADTransformer
-
-
-class NonFiniteLossError(RuntimeError):
-    """The training loss became NaN or inf; the run stops before the bad step changes the weights."""
-
-    def __init__(self, step: int, metrics: dict[str, float]):
-        self.step = step
-        self.metrics = metrics
-        super().__init__(f"loss is not finite at step {step}: {metrics}")
-
-
-@dataclass
-class OptimConfig:
-    """AdamW with linear warm-up then cosine decay to a floor (a subset of TrainRLConfig)."""
-
-    lr: float = 1e-3
-    min_lr: float = 1e-5
-    warmup_steps: int = 100
-    decay_steps: int = 3000  #: step at which the cosine reaches min_lr
-    weight_decay: float = 0.01
-    beta1: float = 0.9
-    beta2: float = 0.99
-
-
-def lr_multiplier(step: int, optim: OptimConfig) -> float:
-    """Learning rate at ``step`` divided by the peak: linear warm-up, cosine decay, then the floor."""
-    if step < optim.warmup_steps:
-        return (step + 1) / optim.warmup_steps
-    span = max(1, optim.decay_steps - optim.warmup_steps)
-    progress = min(1.0, (step - optim.warmup_steps) / span)
-    floor = optim.min_lr / optim.lr
-    return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
 class ADLightningModule(L.LightningModule):
@@ -79,15 +47,6 @@ class ADLightningModule(L.LightningModule):
                                       **fast_adamw_kwargs())
         schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_multiplier(step, self.optim))
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
-
-
-def fast_adamw_kwargs() -> dict:
-    """The fused AdamW kernel where this torch has it on CPU, else the multi-tensor one."""
-    try:
-        torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], fused=True)
-        return {"fused": True}
-    except (RuntimeError, TypeError):
-        return {"foreach": True}
 
 
 def optim_config_of(config) -> dict:

@@ -1,0 +1,190 @@
+"""LM acting: batched action scoring (ours) vs one-at-a-time ``generate`` + parse, and in-context learning.
+
+1. Acting speed, side by side on the same contexts. Both policies replay the same held-out DarkRoom
+   learning-history transitions (so their contexts are identical token for token, compact template): after a
+   warm-up of ``--warmup`` transitions, both act for ``--steps`` more (ours is timed on all of them, which
+   include a window shift and its re-encoding; the slow reference on every ``--ref-every``-th, evenly spread).
+   * ours: :class:`models.lm.policy.LMPolicy`, every valid action's log-likelihood for all envs in one batched
+     forward pass over one KV cache that only receives the new tokens each step;
+   * reference: how seed 002 and common LLM-agent libraries act: per env, ``model.generate`` on its full
+     context, then the template parses the text (:class:`models.lm.policy.GeneratePolicy`); outputs that are
+     not a valid action are counted.
+   Figures: env steps/s and the invalid-action rate of each.
+2. In-context learning (full run only, or ``--icl``): a short ``ad train lm`` (SmolLM2-135M + LoRA) on the
+   dataset, then ``LMPolicy`` in context on held-out goals for ``--episodes`` episodes; return at the last
+   episode vs episode 1, next to a random policy, with the plot ``benchmarks/results/lm_acting_icl.png``.
+
+    ad generate darkroom --out /tmp/lm_dr --steps-per-goal 50000 --preset fast --terminate-on-goal false
+    python benchmarks/lm_acting.py --data /tmp/lm_dr            # speed + ICL (~10 min training)
+    python benchmarks/lm_acting.py --data /tmp/lm_dr --quick    # speed only, small, under a minute
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import RESULTS, figure, report  # noqa: E402
+
+from ad.config import make_config  # noqa: E402
+from ad.history import HistoryReader  # noqa: E402
+
+
+def replay_inputs(reader: HistoryReader, tasks: list[str], length: int) -> list[dict[str, torch.Tensor]]:
+    """Per step, the evaluator-style inputs (obs, prev_action, prev_reward, timestep, first) of one stream per task."""
+    cols = [reader.streams(tasks=[t], columns=["state", "action", "reward", "step"])[0].columns for t in tasks]
+    steps = []
+    for i in range(length):
+        steps.append({
+            "obs": torch.tensor([int(c["state"][i]) for c in cols]),
+            "prev_action": torch.tensor([int(c["action"][i - 1]) if i else 0 for c in cols]),
+            "prev_reward": torch.tensor([float(c["reward"][i - 1]) if i else 0.0 for c in cols]),
+            "timestep": torch.tensor([int(c["step"][i]) for c in cols]),
+            "first": torch.full((len(cols),), i == 0),
+        })
+    return steps
+
+
+def time_policy(policy, inputs: list[dict[str, torch.Tensor]], warmup: int, prefill, every: int = 1
+                ) -> tuple[float, int, list]:
+    """(seconds, timed steps, actions) of the decisions after ``warmup`` steps, timing every ``every``-th step.
+
+    Untimed steps (the warm-up and, with ``every`` > 1, the steps between) only fill the contexts (``prefill``).
+    """
+    policy.reset(len(inputs[0]["obs"]))
+    for step in inputs[:warmup]:
+        prefill(step)
+    actions, seconds, timed = [], 0.0, 0
+    for i, step in enumerate(inputs[warmup:]):
+        if i % every:
+            prefill(step)
+            continue
+        start = time.perf_counter()
+        actions.append(policy.act(step["obs"], step["prev_action"], step["prev_reward"], step["timestep"],
+                                  step["first"]))
+        seconds += time.perf_counter() - start
+        timed += 1
+    return seconds, timed, actions
+
+
+def acting_speed(model, tokenizer, reader, tasks, args) -> list[dict]:
+    from models.lm.policy import GeneratePolicy, LMPolicy
+
+    inputs = replay_inputs(reader, tasks, args.warmup + args.steps)
+    window = dict(context=args.context, max_tokens=args.max_tokens)
+    ours = LMPolicy(model, tokenizer, "compact", range(5), greedy=True, **window)
+    ref = GeneratePolicy(model, tokenizer, "compact", range(5), greedy=True, max_new_tokens=2, **window)
+
+    def prefill_ours(step):  # ours builds its KV cache as it goes (not timed)
+        ours.scores(step["obs"], step["prev_action"], step["prev_reward"], step["timestep"], step["first"])
+
+    def prefill_ref(step):  # the reference keeps text contexts only
+        ref.book.push(step["obs"], step["prev_action"], step["prev_reward"], step["timestep"], step["first"])
+
+    with torch.inference_mode():
+        ours_s, ours_steps, ours_actions = time_policy(ours, inputs, args.warmup, prefill_ours)
+        ref_s, ref_steps, _ = time_policy(ref, inputs, args.warmup, prefill_ref, args.ref_every)
+    taken = torch.stack(ours_actions)
+    invalid_ours = float(((taken < 0) | (taken >= 5)).float().mean())
+    context_tokens = float(np.mean([len(ours.book.context_ids(b)) for b in range(len(tasks))]))
+    print(f"acting: {len(tasks)} envs; ours {ours_steps} steps in {ours_s:.1f}s, generate+parse {ref_steps} steps "
+          f"in {ref_s:.1f}s; final contexts ~{context_tokens:.0f} tokens; generate invalid {ref.invalid}/{ref.decisions} "
+          f"(e.g. {ref.invalid_examples[:3]})")
+    return [
+        figure("acting speed: batched action scoring vs per-env generate+parse (SmolLM2-135M, DarkRoom contexts)",
+               "env steps/s", len(tasks) * ours_steps / ours_s, len(tasks) * ref_steps / ref_s, ">= 8x"),
+        figure("invalid-action rate (ours scoring vs generate+parse)", "fraction of decisions", invalid_ours,
+               ref.invalid_rate, "0 for ours", higher_is_better=False),
+    ]
+
+
+def in_context_learning(reader, data: str, args) -> list[dict]:
+    from ad.commands.evaluate import pick_tasks
+    from ad.evaluate import RandomPolicy, run_in_context
+    from ad.plots import plot_in_context
+    from models.lm.config import TrainLMConfig
+    from models.lm.loader import load
+    from models.lm.train import train
+    from tasks.darkroom.eval_env import make_eval_env
+
+    out = Path(args.run)
+    config = make_config(TrainLMConfig, {"data": data, "out": str(out), "model": args.model, "context": args.context,
+                                         "max_tokens": args.max_tokens, "batch_size": args.batch_size,
+                                         "max_steps": args.train_steps, "warmup_steps": 5, "val_every": 0,
+                                         "checkpoint_every": 10, "threads": args.threads,
+                                         "resume": (out / "checkpoints" / "last.ckpt").exists()})
+    start = time.perf_counter()
+    train(config)
+    train_s = time.perf_counter() - start
+    policy = load(out, greedy=False, seed=0)
+    tasks = pick_tasks(reader, "heldout", args.icl_tasks)
+    setup = make_eval_env(reader.metadata, tasks, 1)
+    start = time.perf_counter()
+    with torch.inference_mode():
+        result = run_in_context(policy, setup, args.episodes, seed=0, name="LM (SmolLM2+LoRA)")
+    eval_s = time.perf_counter() - start
+    random = run_in_context(RandomPolicy(5, 0), make_eval_env(reader.metadata, tasks, 1), args.episodes,
+                            seed=0, name="random", progress=False)
+    mean, _ = result.curve()
+    rmean, _ = random.curve()
+    plot = RESULTS / "lm_acting_icl.png"
+    plot_in_context({r.name: r.curve() for r in (result, random)}, float(np.mean(setup.optimal)), plot,
+                    title=f"LM in context on {len(tasks)} held-out DarkRoom goals ({args.train_steps} LoRA steps)")
+    print(f"ICL: trained {args.train_steps} steps in {train_s:.0f}s, evaluated in {eval_s:.0f}s; return per episode "
+          f"{np.round(mean, 2).tolist()} (random {np.round(rmean, 2).tolist()}, optimum "
+          f"{np.mean(setup.optimal):.1f}); plot {plot}")
+    last = len(mean)
+    return [figure(f"in-context return on held-out goals: episode {last} vs episode 1 ({args.train_steps}-step "
+                   "LoRA run)", "mean return", float(mean[-1]), float(mean[0]), "> 1x (improves in context)"),
+            figure(f"in-context return at episode {last}: LM vs random policy", "mean return", float(mean[-1]),
+                   float(rmean[-1]), "> 1x")]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", default="data/darkroom", help="DarkRoom dataset (ad generate darkroom)")
+    parser.add_argument("--model", default="smollm2-135m", help="base model")
+    parser.add_argument("--quick", action="store_true", help="speed only, small sizes (under a minute)")
+    parser.add_argument("--icl", action=argparse.BooleanOptionalAction, default=None,
+                        help="run the in-context-learning part (default: on unless --quick)")
+    parser.add_argument("--speed", action=argparse.BooleanOptionalAction, default=True, help="run the speed part")
+    parser.add_argument("--envs", type=int, default=8, help="envs (held-out tasks) acting together")
+    parser.add_argument("--warmup", type=int, default=30, help="transitions in context before timing")
+    parser.add_argument("--steps", type=int, default=20, help="decisions per env after the warm-up (ours times "
+                        "all: they include a context shift; the reference every --ref-every-th)")
+    parser.add_argument("--ref-every", type=int, default=5, help="time the (slow) reference on every n-th step")
+    parser.add_argument("--context", type=int, default=40, help="transitions per context window")
+    parser.add_argument("--max-tokens", type=int, default=512, help="token budget per context")
+    parser.add_argument("--train-steps", type=int, default=40, help="LoRA optimiser steps of the ICL run")
+    parser.add_argument("--batch-size", type=int, default=2, help="windows per LoRA step")
+    parser.add_argument("--episodes", type=int, default=10, help="episodes in context for the ICL figure")
+    parser.add_argument("--icl-tasks", type=int, default=8, help="held-out goals in the ICL evaluation")
+    parser.add_argument("--run", default="runs/lm_bench", help="run folder of the ICL training")
+    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    args = parser.parse_args()
+    if args.quick:
+        args.envs, args.warmup, args.steps, args.ref_every, args.context = 4, 8, 8, 4, 12
+    icl = (not args.quick) if args.icl is None else args.icl
+    torch.set_num_threads(args.threads)
+
+    from ad.data.splits import task_split
+    from ad.pretrained import load_base
+
+    reader = HistoryReader(args.data)
+    figures = []
+    if args.speed:
+        model, tokenizer = load_base(args.model)
+        _, heldout = task_split(reader)
+        figures += acting_speed(model.eval(), tokenizer, reader, (heldout or reader.tasks())[:args.envs], args)
+    if icl:
+        figures += in_context_learning(reader, args.data, args)
+    report("lm_acting", figures, args.quick)
+
+
+if __name__ == "__main__":
+    main()

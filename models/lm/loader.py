@@ -1,0 +1,71 @@
+"""Load an `ad train lm` run folder as an in-context policy (registered for ``ad eval``)."""
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+from ad.registry import register_policy_loader
+
+MODEL_TYPE = "ad-lm"
+
+
+def model_dir(path: Any) -> Path | None:
+    """The saved-model folder inside an ``ad train lm`` run folder (or the folder itself)."""
+    for candidate in (Path(path) / "model", Path(path)):
+        info = candidate / "lm.json"
+        if info.is_file():
+            try:
+                if json.loads(info.read_text()).get("model_type") == MODEL_TYPE:
+                    return candidate
+            except ValueError:
+                continue
+    return None
+
+
+def detect(path: Any) -> bool:
+    return model_dir(path) is not None
+
+
+def load_model(path: Any) -> tuple[Any, Any, dict[str, Any]]:
+    """(model with the adapters merged in, tokenizer, lm.json) of a run folder."""
+    from peft import PeftModel
+    from transformers import AutoTokenizer
+
+    from ad.pretrained import ensure_pad_token, load_base
+
+    folder = model_dir(path)
+    info = json.loads((folder / "lm.json").read_text())
+    base, _ = load_base(info["base_model"], info.get("dtype", "float32"))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*")  # peft calls a deprecated API
+        model = PeftModel.from_pretrained(base, folder / "adapter").merge_and_unload()  # acting: no LoRA overhead
+    tokenizer = ensure_pad_token(AutoTokenizer.from_pretrained(folder / "tokenizer"))
+    return model.eval(), tokenizer, info
+
+
+def load(path: Any, greedy: bool = False, seed: int = 0, threads: int | None = None) -> Any:
+    """An :class:`~models.lm.policy.LMPolicy` (``num_states`` / ``num_actions`` attributes for checks).
+
+    A model trained on open-text actions acts by free generation instead (``GeneratePolicy``: output that does
+    not parse raises).
+    """
+    import torch
+
+    from models.lm.policy import GeneratePolicy, LMPolicy
+
+    if threads:
+        torch.set_num_threads(threads)
+    model, tokenizer, info = load_model(path)
+    window = {"greedy": greedy, "generator": torch.Generator().manual_seed(seed), "context": info["context"],
+              "max_tokens": info["max_tokens"]}
+    if info["actions"] is None:
+        policy = GeneratePolicy(model, tokenizer, info["template"], None, on_invalid="error", **window)
+    else:
+        policy = LMPolicy(model, tokenizer, info["template"], info["actions"], **window)
+    policy.num_states = info.get("num_states")
+    return policy
+
+
+register_policy_loader("lm", detect, load)

@@ -1,0 +1,81 @@
+"""`LMLightningModule`: training / validation steps and the optimiser of a LoRA-adapted causal LM.
+
+Checkpoints hold only the trainable (LoRA) weights and the optimiser state: the frozen base model is
+rebuilt from its name when a run resumes, so a checkpoint of SmolLM2 + LoRA is a few MB, not 500.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import lightning as L
+import torch
+
+from ad.training import NonFiniteLossError, OptimConfig, fast_adamw_kwargs, lr_multiplier
+
+LORA_OPTIONS = ("lora_r", "lora_alpha", "lora_dropout", "target_modules")
+
+
+def add_lora(model: Any, lora: dict[str, Any]) -> Any:
+    """Wrap ``model`` in a peft ``PeftModel`` with LoRA adapters; only the adapters are trainable."""
+    import warnings
+
+    from peft import LoraConfig, get_peft_model
+
+    targets = lora["target_modules"]
+    config = LoraConfig(r=int(lora["lora_r"]), lora_alpha=float(lora["lora_alpha"]),
+                        lora_dropout=float(lora["lora_dropout"]),
+                        target_modules="all-linear" if list(targets) == ["all-linear"] else list(targets),
+                        task_type="CAUSAL_LM")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*")  # peft calls a deprecated API
+        return get_peft_model(model, config)
+
+
+def sequence_loss(model: Any, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Mean next-token cross-entropy over the labelled tokens (labels -100 elsewhere), and metrics."""
+    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits  # (B, L, V)
+    targets = batch["labels"][:, 1:]  # (B, L-1): token t+1 is predicted at position t
+    logits = logits[:, :-1].float()  # (B, L-1, V)
+    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1),
+                                             ignore_index=-100)
+    labelled = targets != -100  # (B, L-1)
+    accuracy = ((logits.argmax(-1) == targets) & labelled).sum() / labelled.sum().clamp(min=1)
+    return loss, {"loss": loss.detach(), "token_accuracy": accuracy.detach(),
+                  "tokens": batch["attention_mask"].sum().float()}
+
+
+class LMLightningModule(L.LightningModule):
+    """Trains the LoRA adapters of a ``PeftModel``; metrics go to the logger as train/* and val/*."""
+
+    def __init__(self, model: Any, optim: dict, log_every: int = 10):
+        super().__init__()
+        self.save_hyperparameters(ignore=["model"])
+        self.model = model
+        self.optim = OptimConfig(**optim)
+        self.log_every = log_every
+        self.strict_loading = False  # checkpoints hold the trainable weights only
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        loss, metrics = sequence_loss(self.model, batch)
+        if not torch.isfinite(loss):
+            raise NonFiniteLossError(self.global_step, {k: float(v) for k, v in metrics.items()})
+        self.log("loss", metrics["loss"], prog_bar=True, logger=False)
+        if (self.global_step + 1) % self.log_every == 0:
+            self.log_dict({f"train/{k}": v for k, v in metrics.items()}, batch_size=batch["input_ids"].size(0))
+            self.log("train/lr", self.trainer.optimizers[0].param_groups[0]["lr"], batch_size=1)
+        return loss
+
+    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        _, metrics = sequence_loss(self.model, batch)
+        self.log_dict({f"val/{k}": v for k, v in metrics.items()}, batch_size=batch["input_ids"].size(0))
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        trainable = {f"model.{n}" for n, p in self.model.named_parameters() if p.requires_grad}
+        checkpoint["state_dict"] = {k: v for k, v in checkpoint["state_dict"].items() if k in trainable}
+
+    def configure_optimizers(self):
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(params, lr=self.optim.lr, betas=(self.optim.beta1, self.optim.beta2),
+                                      weight_decay=self.optim.weight_decay, **fast_adamw_kwargs())
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_multiplier(step, self.optim))
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
