@@ -16,6 +16,7 @@ from ad.errors import UserError
 PLUGIN_MODULES: tuple[str, ...] = (
     "tasks.darkroom",
     "tasks.darkroom.eval_env",
+    "tasks.rlhf",
     "models.rl",
     "models.rl.loader",
     "models.lm",

@@ -1,0 +1,62 @@
+"""Options of ``ad generate rlhf`` (importing this module does not import torch or trl)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ad.config import option
+from ad.errors import UserError
+
+#: The bundled story openers (written for this project, CC0).
+BUNDLED_PROMPTS = str(Path(__file__).with_name("prompts.txt"))
+
+
+@dataclass
+class GenerateConfig:
+    """Train a causal LM toward positive sentiment with trl's GRPO and log every completion as a learning history."""
+
+    out: str = option("data/rlhf", "output dataset folder (re-running the same command resumes)")
+    model: str = option("smollm2-135m", "policy: smollm2-135m (offline, packaged), a save_pretrained folder or a "
+                        "cached hub id")
+    reward: str = option("vader", "reward: 'vader' (VADER compound score of the completion) or 'module:function' "
+                         "called like a trl reward function: f(prompts=[...], completions=[...], **kw) -> list[float]")
+    prompts: str = option(BUNDLED_PROMPTS, "text file with one prompt per line ('#' lines are comments)")
+    heldout_fraction: float = option(0.2, "fraction of the prompts held out from training (recorded in metadata)")
+    steps: int = option(150, "GRPO optimiser steps (training iterations)")
+    chunk_steps: int = option(10, "training iterations per committed unit (resume granularity)")
+    num_generations: int = option(8, "completions per prompt (GRPO group size); one history stream per position")
+    prompts_per_step: int = option(2, "prompts per training iteration")
+    max_new_tokens: int = option(32, "completion length limit in tokens")
+    temperature: float = option(1.0, "sampling temperature of the behaviour policy")
+    lr: float = option(2e-4, "AdamW learning rate (LoRA parameters, or all parameters without LoRA)")
+    beta: float = option(0.0, "KL coefficient toward the base model (0 = none, trl's default)")
+    lora: bool = option(True, "train a LoRA adapter instead of all weights")
+    lora_r: int = option(16, "LoRA rank")
+    lora_alpha: int = option(32, "LoRA alpha")
+    seed: int = option(0, "seed of sampling, prompt order and the prompt split; recorded as run")
+    eval_prompts: int = option(32, "held-out prompts scored before and after training (0 = skip)")
+    threads: int = option(0, "torch CPU threads (0 = torch's default)")
+    tensorboard: bool = option(True, "write TensorBoard scalars under <out>/_run/tb")
+    plots: bool = option(True, "save the reward curve (PNG) next to the dataset")
+    progress: bool = option(True, "show a progress bar")
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "chunk_steps", "num_generations", "prompts_per_step", "max_new_tokens", "lora_r",
+                     "lora_alpha"):
+            if getattr(self, name) <= 0:
+                raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
+        if self.num_generations < 2:
+            raise UserError("--num-generations must be at least 2: GRPO's advantage compares completions of a group")
+        if self.temperature <= 0:
+            raise UserError(f"--temperature must be positive, got {self.temperature}")
+        if self.lr <= 0 or self.beta < 0:
+            raise UserError("--lr must be positive and --beta non-negative")
+        if not 0.0 < self.heldout_fraction < 1.0:
+            raise UserError(f"--heldout-fraction must be in (0, 1), got {self.heldout_fraction}")
+        if self.eval_prompts < 0 or self.threads < 0:
+            raise UserError("--eval-prompts and --threads must be >= 0")
+
+    @property
+    def completions_per_step(self) -> int:
+        """Rows logged per training iteration."""
+        return self.num_generations * self.prompts_per_step

@@ -1,0 +1,169 @@
+"""``ad generate rlhf``: GRPO toward positive sentiment, every completion logged as a learning history.
+
+Units are chunks of ``chunk_steps`` training iterations (task ``sentiment-c0000``, ``-c0001`` ..., run = seed).
+After each chunk the trainer writes ``<out>/_run/checkpoints/checkpoint-<step>`` (adapter, optimiser, scheduler,
+RNG) and only then the chunk's rows are committed. Re-running the same command resumes from the checkpoint of the
+last committed unit (newer checkpoints are deleted), so no row is lost or duplicated.
+``<out>/_run/`` also holds TensorBoard scalars (tb/), reward_curve.png and summary.json.
+"""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ad.config import config_to_dict
+from ad.errors import UserError
+from ad.history import HistoryWriter
+from ad.pretrained import load_base
+from tasks.rlhf.config import GenerateConfig
+from tasks.rlhf.evaluate import evaluate_policy
+from tasks.rlhf.prompts import load_prompts, split_prompts
+from tasks.rlhf.reward import checked_reward, load_reward
+from tasks.rlhf.rollouts import SPEC, RolloutLog, chunk_task
+
+#: Options that do not change the data (a resume may change them).
+_RUN_ONLY = ("out", "threads", "tensorboard", "plots", "progress", "eval_prompts")
+
+
+def dataset_metadata(cfg: GenerateConfig, train: list[str], heldout: list[str]) -> dict[str, Any]:
+    """Dataset-level metadata: task spec, source algorithm + config, seeds, split and the prompt split."""
+    import trl
+
+    chunks = math.ceil(cfg.steps / cfg.chunk_steps)
+    tasks = {chunk_task(k): {"chunk": k, "updates": [k * cfg.chunk_steps, min((k + 1) * cfg.chunk_steps, cfg.steps)]}
+             for k in range(chunks)}
+    source = {k: v for k, v in config_to_dict(cfg).items() if k not in _RUN_ONLY}
+    return {
+        "task_spec": {"kind": "text-rlhf", "reward": cfg.reward, "model": cfg.model,
+                      "max_new_tokens": cfg.max_new_tokens, "temperature": cfg.temperature,
+                      "template": "rollout", "episode": "one completion (step 0)"},
+        "source": {"algorithm": "GRPO", "library": f"trl {trl.__version__}", "config": source},
+        "seeds": [cfg.seed],
+        "split": {"train": sorted(tasks), "heldout": []},  # held-out *prompts* below; every unit trains
+        "prompts": {"train": train, "heldout": heldout},
+        "tasks": tasks,
+    }
+
+
+def _resume_point(writer: HistoryWriter, cfg: GenerateConfig, ckpt_dir: Path) -> str | None:
+    """Checkpoint to resume from (None = fresh start); deletes checkpoints newer than the last committed unit."""
+    done = sorted(int(task.rsplit("-c", 1)[1]) for task, run in writer.completed_units() if run == cfg.seed)
+    if done != list(range(len(done))):
+        raise UserError(f"{cfg.out} holds units {done}, not a prefix 0..k-1; use a new --out folder")
+    step = min(len(done) * cfg.chunk_steps, cfg.steps)
+    for old in ckpt_dir.glob("checkpoint-*") if ckpt_dir.is_dir() else []:
+        if int(old.name.split("-")[1]) > step:
+            shutil.rmtree(old)  # saved, but its unit was never committed: those rows are regenerated
+    if step == 0:
+        return None
+    path = ckpt_dir / f"checkpoint-{step}"
+    if not path.is_dir():
+        raise UserError(f"{cfg.out} has {len(done)} committed units but no {path}; the training state to resume "
+                        "from is gone: use a new --out folder")
+    return str(path)
+
+
+def build_trainer(cfg: GenerateConfig, model: Any, tokenizer: Any, train_prompts: list[str], reward_fn: Any,
+                  log: RolloutLog | None, ckpt_dir: Path, callbacks: list[Any]) -> Any:
+    """A LoggingGRPOTrainer (or, with ``log=None``, one that logs nothing) set up from ``cfg``."""
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    from tasks.rlhf.trainer import LoggingGRPOTrainer
+
+    args = GRPOConfig(
+        output_dir=str(ckpt_dir), max_steps=cfg.steps, learning_rate=cfg.lr, beta=cfg.beta, seed=cfg.seed,
+        per_device_train_batch_size=cfg.completions_per_step, gradient_accumulation_steps=1,
+        num_generations=cfg.num_generations, max_completion_length=cfg.max_new_tokens, temperature=cfg.temperature,
+        top_k=0, top_p=1.0, logging_steps=1, save_strategy="no", report_to="none", use_cpu=True, bf16=False,
+        disable_tqdm=not cfg.progress, dataloader_num_workers=0, log_completions=False, save_only_model=False,
+    )
+    peft_config = None
+    if cfg.lora:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0, task_type="CAUSAL_LM",
+                                 target_modules="all-linear")
+    tokenizer.padding_side = "left"
+    trainer = LoggingGRPOTrainer(model=model, reward_funcs=reward_fn, args=args, processing_class=tokenizer,
+                                 train_dataset=Dataset.from_dict({"prompt": train_prompts}), peft_config=peft_config,
+                                 callbacks=callbacks, rollout_log=log)
+    return trainer
+
+
+def generate(cfg: GenerateConfig) -> dict[str, Any]:
+    """Run (or resume) the RLHF run of ``cfg``; returns the summary also written to ``<out>/_run/summary.json``."""
+    from tasks.rlhf.trainer import ChunkCallback, TensorBoardCallback
+
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    prompts = load_prompts(cfg.prompts)
+    train, heldout = split_prompts(prompts, cfg.heldout_fraction, cfg.seed)
+    user_reward = load_reward(cfg.reward)
+    model, tokenizer = load_base(cfg.model)
+
+    out = Path(cfg.out)
+    writer = HistoryWriter(str(out), spec=SPEC, family="rlhf", metadata=dataset_metadata(cfg, train, heldout))
+    run_dir = out / "_run"
+    ckpt_dir = run_dir / "checkpoints"
+    resume = _resume_point(writer, cfg, ckpt_dir)
+    summary_path = run_dir / "summary.json"
+    summary: dict[str, Any] = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    eval_set = heldout[:cfg.eval_prompts]
+
+    if eval_set and "before" not in summary:  # the base policy, once per dataset
+        summary["before"] = evaluate_policy(model, tokenizer, eval_set, user_reward, cfg.max_new_tokens,
+                                            cfg.temperature, cfg.seed)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        summary_path.write_text(json.dumps(summary, indent=2))
+
+    log = RolloutLog(writer, run=cfg.seed, num_generations=cfg.num_generations)
+    trainer_ref: dict[str, Any] = {}
+
+    def where() -> str:
+        trainer = trainer_ref.get("trainer")
+        return f"training iteration {trainer.state.global_step if trainer else '?'}"
+
+    reward_fn = checked_reward(user_reward, cfg.reward, lambda *batch: trainer_ref["trainer"].scored(*batch), where)
+
+    def on_commit(chunk: int, rows: int) -> None:
+        if cfg.progress:
+            print(f"\ncommitted unit {chunk_task(chunk)}: {rows} rows", flush=True)
+
+    callbacks: list[Any] = [ChunkCallback(log, cfg.chunk_steps, on_commit)]
+    if cfg.tensorboard:
+        callbacks.append(TensorBoardCallback(str(run_dir / "tb")))
+    trainer = build_trainer(cfg, model, tokenizer, train, reward_fn, log, ckpt_dir, callbacks)
+    trainer_ref["trainer"] = trainer
+
+    start = time.perf_counter()
+    if resume is None or int(Path(resume).name.split("-")[1]) < cfg.steps:
+        trainer.train(resume_from_checkpoint=resume)
+    elif resume is not None:  # everything is committed: load the final adapter for evaluation
+        trainer._load_from_checkpoint(resume)
+    elapsed = time.perf_counter() - start
+    writer.close()
+
+    if eval_set:
+        summary["after"] = evaluate_policy(trainer.model, tokenizer, eval_set, user_reward, cfg.max_new_tokens,
+                                           cfg.temperature, cfg.seed)
+    summary["train_seconds_this_run"] = elapsed
+    summary["rows_this_run"] = log.rows_logged
+    summary["steps"] = cfg.steps
+    run_dir.mkdir(parents=True, exist_ok=True)
+    summary_path.write_text(json.dumps(summary, indent=2))
+    if cfg.plots:
+        from tasks.rlhf.plots import plot_reward_curve
+
+        plot_reward_curve(out, run_dir / "reward_curve.png")
+    if eval_set:
+        print(f"held-out mean reward ({len(eval_set)} prompts): before {summary['before']['mean_reward']:+.3f}, "
+              f"after {summary['after']['mean_reward']:+.3f}")
+    print(f"{log.rows_logged} completions logged in {elapsed:.1f}s -> {out}")
+    return summary

@@ -1,0 +1,45 @@
+"""The reward curve of an RLHF run: mean reward of the completions of each training iteration."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ad.history import HistoryReader
+from ad.plots import smooth
+
+
+def reward_per_update(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """(updates ``(U,)``, mean reward ``(U,)``) over every logged completion."""
+    table = HistoryReader(str(path)).table(columns=["update", "reward"])
+    update = table.column("update").to_numpy()
+    reward = table.column("reward").to_numpy().astype(np.float64)
+    updates, inverse = np.unique(update, return_inverse=True)
+    sums = np.bincount(inverse, weights=reward)
+    return updates, sums / np.bincount(inverse)
+
+
+def plot_reward_curve(path: str | Path, out: str | Path, title: str = "RLHF reward per training iteration") -> Path:
+    """Save the per-iteration mean reward (thin) and its smoothed curve (bold) as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    updates, means = reward_per_update(path)
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    ax.plot(updates, means, lw=0.7, alpha=0.4, label="mean reward of the iteration's completions")
+    x, ys = smooth(means, points=max(1, len(means) // 5))
+    if len(updates):
+        ax.plot(np.interp(x, np.arange(len(updates)), updates), ys, lw=2.2, color="black", label="smoothed")
+    ax.set_xlabel("training iteration (update)")
+    ax.set_ylabel("reward")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
