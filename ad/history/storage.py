@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 
@@ -32,9 +33,12 @@ class Location:
                 pafs.FSSpecHandler(filesystem))
             return Location(fs, text.rstrip("/"))
         if "://" in text:
-            fs, base = pafs.FileSystem.from_uri(text)
-            return Location(fs, base.rstrip("/"))
+            return _from_url(text)
         return Location(pafs.LocalFileSystem(), os.path.abspath(text))
+
+    def local_path(self) -> str | None:
+        """The POSIX path of this location when it is on the local disk (a plain path or file:// URL), else None."""
+        return self.base if isinstance(self.fs, pafs.LocalFileSystem) else None
 
     def join(self, *parts: str) -> str:
         return "/".join([self.base, *parts])
@@ -82,3 +86,22 @@ class Location:
         with self.fs.open_output_stream(tmp) as stream:
             stream.write(json.dumps(data, indent=2, sort_keys=False).encode())
         self.fs.move(tmp, path)
+
+
+def _from_url(url: str) -> Location:
+    """A URL through pyarrow's own filesystems (file, s3, gs, hdfs), else through fsspec (memory, ...)."""
+    try:
+        fs, base = pafs.FileSystem.from_uri(url)
+        return Location(fs, base.rstrip("/"))
+    except pa.ArrowInvalid as arrow_err:  # a scheme pyarrow does not know: try fsspec
+        reason = str(arrow_err)
+    try:
+        import fsspec
+
+        fs, base = fsspec.core.url_to_fs(url)
+    except (ImportError, ValueError) as err:
+        from ad.errors import UserError
+
+        raise UserError(f"cannot open {url!r}: neither pyarrow ({reason}) nor fsspec ({err}) knows its scheme; "
+                        "install the fsspec package for that storage (e.g. s3fs, gcsfs) or pass a local path") from None
+    return Location(pafs.PyFileSystem(pafs.FSSpecHandler(fs)), base.rstrip("/"))

@@ -42,10 +42,15 @@ class HistoryWriter:
             the same metadata, so a run with different arguments cannot mix into an old dataset.
         shard_rows: rows buffered per unit before a shard is written.
         filesystem: optional pyarrow or fsspec filesystem for ``out``.
+        worker: write units only, never ``dataset.json`` (for a distributed worker; see
+            :mod:`ad.distributed`). The dataset must already exist (a driver created it); committed
+            units are moved into place with their marker, and the driver records them with
+            :meth:`record_unit` (or a later run adopts them).
     """
 
     def __init__(self, out: Any, spec: HistorySpec, family: str, metadata: dict[str, Any] | None = None,
-                 *, shard_rows: int = 1 << 20, compression: str = "zstd", filesystem: Any = None) -> None:
+                 *, shard_rows: int = 1 << 20, compression: str = "zstd", filesystem: Any = None,
+                 worker: bool = False) -> None:
         self.location = Location.of(out, filesystem)
         self.spec = spec
         self.family = family
@@ -55,6 +60,7 @@ class HistoryWriter:
             raise ValueError(f"metadata keys {sorted(clash)} are reserved")
         self.shard_rows = int(shard_rows)
         self.compression = compression
+        self.worker = worker
         self._units: dict[str, dict[str, Any]] = {}
         self._open: set[str] = set()
         self._prepare()
@@ -70,11 +76,16 @@ class HistoryWriter:
 
     def _prepare(self) -> None:
         loc = self.location
+        if self.worker and not loc.exists(self._json_path):
+            raise RuntimeError(f"{self._json_path} does not exist: the driver creates the dataset before workers "
+                               "write units into it")
         if loc.exists(self._json_path):
             existing = loc.read_json(self._json_path)
             self._check_compatible(existing)
             self._units = dict(existing.get("units", {}))
             self._provenance = existing.get("provenance") or provenance()
+            if self.worker:
+                return
         else:
             visible = [n for n in loc.listdir(loc.base) if not n.startswith(".")]
             if visible:
@@ -149,11 +160,22 @@ class HistoryWriter:
         key = layout.unit_key(record["task"], record["run"])
         self._units[key] = record
         self._open.discard(key)
-        self._save()
+        if not self.worker:
+            self._save()
+
+    def record_unit(self, record: dict[str, Any]) -> None:
+        """Record a unit that a worker committed (the record its ``UnitWriter.commit`` returned)."""
+        if self.worker:
+            raise RuntimeError("a worker writer does not record units; the driver does")
+        marker = self.location.join(layout.unit_dir(record["task"], record["run"]), layout.UNIT_MARKER)
+        if not self.location.exists(marker):
+            raise RuntimeError(f"unit task={record['task']} run={record['run']} is not in place ({marker} missing)")
+        self._record(dict(record))
 
     def close(self) -> None:
-        """Write the final dataset.json (units still open are left unfinished)."""
-        self._save()
+        """Write the final dataset.json (units still open are left unfinished); a worker writes nothing."""
+        if not self.worker:
+            self._save()
 
     def __enter__(self) -> "HistoryWriter":
         return self

@@ -128,14 +128,18 @@ class TrainRLConfig(ADConfig):
     grid_size: int = option(-1, "embed discrete states as grid row + column (generalises to unseen cells): -1 = when "
                                  "the dataset's task_spec.size says the states are the cells of a square grid; "
                                  "0 = one embedding per state; n = an n x n grid")
-    data: str = option("data/darkroom", "learning-history dataset folder (written by `ad generate ...`)")
-    out: str = option("runs/ad", "run folder: checkpoints/, tb/ (TensorBoard), config.yaml, model/")
+    position_embedding: bool = option(True, "add a learned embedding of each transition's position in the window "
+                                            "(besides the in-episode time step)")
+    data: str = option("data/darkroom", "learning-history dataset folder or URL (file://, s3://, gs://, memory:// "
+                                        "...), written by `ad generate ...`")
+    out: str = option("runs/ad", "run folder on the local disk: checkpoints/, tb/ (TensorBoard), config.yaml, model/")
     preset: str = option("demo", "named set of option values applied first: demo, seed004")
     resume: bool = option(False, "continue the run in --out from its last checkpoint (same options)")
     expert_only: bool = option(False, "train on the expert part of each stream only (its last episodes): "
                                       "the 'expert distillation' baseline of the AD paper")
     max_steps: int = option(3000, "optimiser steps in total (a resumed run continues up to this count)")
-    batch_size: int = option(32, "windows per optimiser step")
+    batch_size: int = option(32, "windows per optimiser step, over all processes (each of devices x num_nodes "
+                                 "processes trains on its share of the same global batch)")
     subsample: int = option(1, "train on every k-th episode of each stream (the AD paper's subsampling: the distilled "
                                    "history improves k times faster per episode than its source)")
     lr: float = option(1e-3, "peak learning rate (AdamW)")
@@ -155,9 +159,22 @@ class TrainRLConfig(ADConfig):
     threads: int = option(0, "torch CPU threads (0: torch's default)")
     compile: bool = option(False, "torch.compile the model (slow start, faster steps on some machines)")
     progress: bool = option(True, "show a progress bar")
+    # several processes / machines (Lightning)
+    accelerator: str = option("auto", "Lightning accelerator: auto, cpu, gpu, ...")
+    devices: int = option(1, "training processes per machine (GPUs, or CPU processes with --accelerator cpu)")
+    num_nodes: int = option(1, "machines; launch the same command on each (Lightning reads MASTER_ADDR, "
+                               "MASTER_PORT, NODE_RANK from the environment, or SLURM / torchrun's variables)")
+    strategy: str = option("auto", "Lightning strategy: auto (ddp when devices x num_nodes > 1; gloo on CPU), "
+                                   "ddp, ddp_spawn, fsdp, ...")
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        for name in ("devices", "num_nodes"):
+            if getattr(self, name) < 1:
+                raise UserError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.batch_size % (self.devices * self.num_nodes):
+            raise UserError(f"batch_size {self.batch_size} (the global batch) must be a multiple of the number of "
+                            f"processes, devices x num_nodes = {self.devices * self.num_nodes}")
         if self.preset not in self.PRESETS:
             raise UserError(f"unknown preset {self.preset!r}; choose one of: {', '.join(sorted(self.PRESETS))}")
         for name in ("max_steps", "batch_size", "subsample", "log_every", "checkpoint_every", "val_batches"):
@@ -176,5 +193,6 @@ class TrainRLConfig(ADConfig):
 
 #: Options that may change when a run is resumed (everything else must match the saved config).
 RESUMABLE_CHANGES = frozenset({"resume", "max_steps", "val_every", "val_batches", "log_every", "checkpoint_every",
-                               "num_workers", "threads", "progress", "compile", "data", "preset"})
+                               "num_workers", "threads", "progress", "compile", "data", "preset",
+                               "accelerator", "devices", "num_nodes", "strategy"})
 

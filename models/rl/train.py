@@ -6,10 +6,17 @@ Run folder (``--out``)::
     checkpoints/         last.ckpt (+ the latest step=N.ckpt), written every --checkpoint-every steps
     tb/                  TensorBoard logs (train/* and val/* metrics)
     model/               the final model (config.json + model.safetensors), for ADTransformer.from_pretrained
+
+The run folder is a local path; ``--data`` may be any pyarrow / fsspec URL. With ``--devices N``
+(and ``--num-nodes M``) Lightning runs N x M processes (DDP; gloo on CPU): ``--batch-size`` stays the
+global batch, each process trains on its slice of it (``ad.distributed.sampling``), so the loss
+trajectory matches one process. Under the default ``ddp`` strategy Lightning starts the extra
+processes by re-running this command, so call it from the CLI (or a script), or use ``ddp_spawn``.
 """
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from pathlib import Path
 from typing import Any
@@ -25,7 +32,9 @@ MODEL_DIR = "model"
 #: Lightning warnings that do not apply here: windows are sampled at random with replacement, so a resumed
 #: run need not replay the interrupted epoch, and a resumed run reuses its checkpoint folder on purpose.
 _EXPECTED_WARNINGS = (".*sampler has shuffling enabled.*", ".*dataloader is not resumable.*",
-                      ".*Checkpoint directory .* exists and is not empty.*", ".*LeafSpec.*")
+                      ".*Checkpoint directory .* exists and is not empty.*", ".*LeafSpec.*",
+                      # validation batches are the same on every process (not sharded), so val/* needs no sync
+                      ".*It is recommended to use `self.log\\('val/.*sync_dist=True.*")
 
 
 def resolve_data_sizes(config: TrainRLConfig, spec: Any, metadata: dict) -> dict[str, int]:
@@ -93,7 +102,7 @@ def _check_resume(config: TrainRLConfig, out: Path) -> Path | None:
 
     last = out / CHECKPOINT_DIR / LAST_CHECKPOINT
     if not config.resume:
-        if last.exists():
+        if last.exists() and _first_local_process():  # extra DDP processes start after rank 0 checked
             raise UserError(f"{out} already holds a training run; pass --resume to continue it, or choose another "
                             "--out")
         return None
@@ -141,23 +150,25 @@ def train(config: TrainRLConfig) -> Path:
     from lightning.pytorch.callbacks import ModelCheckpoint
     from lightning.pytorch.loggers import TensorBoardLogger
 
-    from ad.data import RLDataModule
+    from ad.distributed.data import ShardedRLDataModule
     from models.rl.module import ADLightningModule, NonFiniteLossError, optim_config_of
 
     if config.threads:
         torch.set_num_threads(config.threads)
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
     out = Path(config.out)
-    datamodule = RLDataModule(config.data, window=config.context, batch_size=config.batch_size,
-                              subsample=config.subsample, expert_only=config.expert_only,
-                              val_batches=config.val_batches, num_workers=config.num_workers, seed=config.seed)
+    datamodule = ShardedRLDataModule(config.data, window=config.context, batch_size=config.batch_size,
+                                     subsample=config.subsample, expert_only=config.expert_only,
+                                     val_batches=config.val_batches, num_workers=config.num_workers,
+                                     seed=config.seed)
     datamodule.setup()
     config = dataclasses.replace(config, **resolve_data_sizes(config, datamodule.spec, datamodule.metadata))
     check_values(config, datamodule)
     resume_from = _check_resume(config, out)
 
     out.mkdir(parents=True, exist_ok=True)
-    (out / CONFIG_FILE).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
+    if _first_local_process():
+        (out / CONFIG_FILE).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
     L.seed_everything(config.seed, workers=True, verbose=False)
     module = ADLightningModule(dataclasses.asdict(model_config_of(config)), optim_config_of(config),
                                log_every=config.log_every)
@@ -167,7 +178,9 @@ def train(config: TrainRLConfig) -> Path:
                                  save_last=True, every_n_train_steps=config.checkpoint_every)
     validate = config.val_every > 0 and _has_val(datamodule)
     trainer = L.Trainer(
-        max_steps=config.max_steps, accelerator="auto", devices=1,
+        max_steps=config.max_steps, accelerator=config.accelerator, devices=config.devices,
+        num_nodes=config.num_nodes, strategy=config.strategy,
+        use_distributed_sampler=False,  # ShardedRLDataModule gives each process its slice of the global batch
         gradient_clip_val=config.grad_clip or None,
         logger=TensorBoardLogger(str(out), name="tb", version="", default_hp_metric=False),
         callbacks=[checkpoint], log_every_n_steps=config.log_every,
@@ -186,7 +199,14 @@ def train(config: TrainRLConfig) -> Path:
                         " (if one was written). Lower --lr, raise --warmup-steps or set --grad-clip, then start "
                         "a new run or --resume") from None
     trainer.save_checkpoint(out / CHECKPOINT_DIR / LAST_CHECKPOINT)  # the final state, for a later --resume
+    if not trainer.is_global_zero:
+        return out / MODEL_DIR
     return module.model.save_pretrained(out / MODEL_DIR)
+
+
+def _first_local_process() -> bool:
+    """False in the extra processes Lightning starts on this machine (they re-run the command)."""
+    return int(os.environ.get("LOCAL_RANK", "0")) == 0
 
 
 def _has_val(datamodule: Any) -> bool:
@@ -201,5 +221,6 @@ def _has_val(datamodule: Any) -> bool:
 def run(config: TrainRLConfig) -> int:
     """CLI entry point of `ad train rl`."""
     model_dir = train(config)
-    print(f"model saved to {model_dir}  (load it with models.rl.ADTransformer.from_pretrained)")
+    if _first_local_process():
+        print(f"model saved to {model_dir}  (load it with models.rl.ADTransformer.from_pretrained)")
     return 0

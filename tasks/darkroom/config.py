@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ad.config import option
+from ad.distributed import check_backend_options
 from ad.errors import UserError
 from tasks.darkroom.goals import check_size, resolve_goals
 
@@ -22,7 +23,8 @@ class GenerateConfig:
         "fast": {**_SEED004, "lr": 1e-3, "steps_per_goal": 100_000},
     }
 
-    out: str = option("data/darkroom", "output dataset folder (re-running the same command resumes)")
+    out: str = option("data/darkroom", "output dataset folder or URL (file://, s3://, gs://, memory:// ...; "
+                                       "re-running the same command resumes)")
     preset: str = option("seed004", "A2C preset: seed004 (seed 004's values, 400k steps/goal) or fast (lr 1e-3, 100k steps/goal)")
     size: int = option(9, "grid side; states are cells row*size+col")
     goals: list[str] = option(["all"], "goals to train: 'all' (every cell but the centre) or 'row,col' items")
@@ -45,7 +47,17 @@ class GenerateConfig:
     gamma: float = option(0.99, "discount")
     gae_lambda: float = option(1.0, "GAE lambda; 1.0 = plain n-step returns (seed 004)")
     # running
-    goals_per_batch: int = option(0, "goals trained together in one batch (0 = all); batches commit one by one")
+    goals_per_batch: int = option(0, "goals trained together in one batch = one work unit (0 = all goals with "
+                                     "--backend local, 8 per unit with --backend ray); batches commit one by one")
+    backend: str = option("local", "where batches run: local (this process) or ray (one Ray task per batch; "
+                                   "pip install 'algorithm-distillation[ray]')")
+    address: str = option("", "Ray cluster to join with --backend ray ('auto', 'host:6379', 'ray://host:10001'); "
+                              "empty = start a local Ray instance. On several machines --out must be storage "
+                              "they all reach (s3://, gs://, a shared file system)")
+    workers: int = option(0, "most batches running at once with --backend ray (0 = one per CPU of the cluster; "
+                             "also the CPU count of a local Ray instance)")
+    run_dir: str = option("", "local folder for summary.json, learning curves, GIF and TensorBoard (default: "
+                              "<out>/_run for a local --out, runs/generate-<name> for a remote URL)")
     threads: int = option(1, "torch CPU threads; 1 is fastest for these small tensors (0 = torch's default)")
     tensorboard: bool = option(True, "write TensorBoard scalars (per goal) under <out>/_run/tb")
     log_every: int = option(500, "updates between TensorBoard / progress-bar statistics")
@@ -75,6 +87,7 @@ class GenerateConfig:
         if isinstance(self.goals, str):
             self.goals = [self.goals]
         resolve_goals(self.goals, self.size)  # raises UserError for a goal off the grid
+        check_backend_options(self.backend, self.address, self.workers)
 
     @property
     def updates(self) -> int:

@@ -9,12 +9,21 @@ Goals are trained in batches (all at once by default); each goal is one unit ``(
 of the dataset, committed when its batch finishes. Re-running the same command skips committed
 units and reruns the rest from scratch (deterministically: a goal's agent depends only on the seed
 and the goal). Beside the shards, ``<out>/_run/`` holds summary.json, learning_curves.png,
-greedy_policy.gif and TensorBoard logs (``_``-prefixed folders are ignored by Parquet readers).
+greedy_policy.gif and TensorBoard logs (``_``-prefixed folders are ignored by Parquet readers);
+for a remote ``--out`` URL these stay on the local disk (``--run-dir``).
+
+With ``--backend ray`` each batch is a work unit (:mod:`ad.distributed`) run by :func:`darkroom_unit`
+on a Ray worker, which writes its goals' shards itself; the driver records each finished unit in
+dataset.json. The dataset is the same as the local backend's (a goal's history does not depend on
+its batch), and a unit whose worker dies is rerun.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +31,9 @@ import numpy as np
 import torch
 
 from ad.config import config_to_dict
-from ad.history import ColumnSpec, HistorySpec, HistoryReader, HistoryWriter
+from ad.distributed import WorkUnit, run_units
+from ad.errors import UserError
+from ad.history import ColumnSpec, HistorySpec, HistoryReader, HistoryWriter, Location
 from tasks.darkroom.a2c import BatchedA2C, Rollout
 from tasks.darkroom.config import GenerateConfig
 from tasks.darkroom.goals import (ACTION_NAMES, NUM_ACTIONS, optimal_return, resolve_goals, split_goals,
@@ -31,7 +42,12 @@ from tasks.darkroom.tracker import ReturnTracker
 
 FAMILY = "darkroom"
 #: Options that change how a run executes but not the histories it writes (left out of the metadata).
-_RUNTIME_OPTIONS = ("out", "goals_per_batch", "threads", "tensorboard", "log_every", "plots", "gif_goals", "progress")
+_RUNTIME_OPTIONS = ("out", "goals_per_batch", "threads", "tensorboard", "log_every", "plots", "gif_goals", "progress",
+                    "backend", "address", "workers", "run_dir")
+#: Goals per work unit with --backend ray when --goals-per-batch is 0.
+RAY_GOALS_PER_UNIT = 8
+#: Rows per shard.
+_SHARD_ROWS = 1 << 18
 #: Rows buffered (over all goals of a batch) before they are handed to the writer.
 _FLUSH_ROWS = 2_000_000
 #: Fraction of each stream, at its end, over which the learning figure is measured.
@@ -99,8 +115,11 @@ def unit_columns(columns: dict[str, np.ndarray], g: int, envs_per_goal: int) -> 
     return batch
 
 
-def generate(cfg: GenerateConfig) -> Path:
-    """Run A2C on every goal of ``cfg``, write the learning histories to ``cfg.out``; returns the dataset path."""
+def generate(cfg: GenerateConfig) -> Path | str:
+    """Run A2C on every goal of ``cfg``, write the learning histories to ``cfg.out``; returns the dataset path.
+
+    The path is a ``Path`` for a local dataset, else the ``--out`` URL.
+    """
     threads = torch.get_num_threads()
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -110,17 +129,54 @@ def generate(cfg: GenerateConfig) -> Path:
         torch.set_num_threads(threads)
 
 
-def _generate(cfg: GenerateConfig) -> Path:
+@dataclass(frozen=True)
+class UnitJob:
+    """One work unit: a batch of goals of the run ``cfg`` describes, written to the dataset at ``out``."""
+
+    cfg: GenerateConfig
+    goals: list[tuple[int, int]]
+    out: str  #: absolute local path or URL (workers may not share the driver's working directory)
+
+
+def darkroom_unit(job: UnitJob) -> dict[str, Any]:
+    """Ray worker entry point: train one batch of goals and commit their units; the driver records them."""
+    cfg = job.cfg
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    metadata = dataset_metadata(cfg, resolve_goals(cfg.goals, cfg.size))
+    writer = HistoryWriter(job.out, spec=history_spec(cfg.size), family=FAMILY, metadata=metadata,
+                           shard_rows=_SHARD_ROWS, worker=True)
+    info = _train_batch(cfg, job.goals, writer, None, _NoBar(), time.time(), 0)
+    info["_pid"] = os.getpid()
+    return info
+
+
+def _run_dir(cfg: GenerateConfig, location: Location) -> Path:
+    """Local folder of the run outputs (summary, pictures, TensorBoard)."""
+    if cfg.run_dir:
+        return Path(cfg.run_dir)
+    local = location.local_path()
+    if local is not None:
+        return Path(local) / "_run"
+    return Path("runs") / f"generate-{location.base.rstrip('/').rsplit('/', 1)[-1] or 'dataset'}"
+
+
+def _generate(cfg: GenerateConfig) -> Path | str:
     goals = resolve_goals(cfg.goals, cfg.size)
     metadata = dataset_metadata(cfg, goals)
-    out = Path(cfg.out)
-    writer = HistoryWriter(out, spec=history_spec(cfg.size), family=FAMILY, metadata=metadata,
-                           shard_rows=1 << 18)  # raises UserError before anything is overwritten
-    run_dir = out / "_run"
+    location = Location.of(cfg.out)
+    if cfg.backend == "ray" and cfg.out.startswith("memory://"):
+        raise UserError(f"--backend ray cannot write to {cfg.out}: memory:// storage lives inside one process; use "
+                        "a local path (one machine), a shared file system, or s3:// / gs://")
+    writer = HistoryWriter(location, spec=history_spec(cfg.size), family=FAMILY, metadata=metadata,
+                           shard_rows=_SHARD_ROWS)  # raises UserError before anything is overwritten
+    local = location.local_path()
+    out: Path | str = Path(local) if local is not None else cfg.out
+    run_dir = _run_dir(cfg, location)
     run_dir.mkdir(parents=True, exist_ok=True)
     tb = _tensorboard(cfg, run_dir)
 
-    per_batch = cfg.goals_per_batch or len(goals)
+    per_batch = cfg.goals_per_batch or (len(goals) if cfg.backend == "local" else RAY_GOALS_PER_UNIT)
     batches = [goals[i:i + per_batch] for i in range(0, len(goals), per_batch)]
     todo = [b for b in batches if any(not writer.is_complete(task_name(cfg.size, g), cfg.seed) for g in b)]
     skipped = len(goals) - sum(len(b) for b in todo)
@@ -128,21 +184,41 @@ def _generate(cfg: GenerateConfig) -> Path:
         print(f"resuming: {skipped} of {len(goals)} goals already in {out}, {len(todo)} batch(es) to run")
 
     started = time.time()
-    steps_done = 0
+    done = {"steps": 0}
     curves: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     greedy: dict[str, np.ndarray] = {}
-    with _progress(cfg, total=len(todo) * cfg.updates) as bar:
-        for batch in todo:
-            info = _train_batch(cfg, batch, writer, tb, bar, started, steps_done)
-            steps_done += info.pop("_steps")
-            curves.update(info.pop("_curves"))
-            greedy.update(info.pop("_greedy"))
+    job_cfg = dataclasses.replace(cfg, out=local or cfg.out, progress=False, tensorboard=False, plots=False)
+    units = [WorkUnit(f"{task_name(cfg.size, b[0])}+{len(b) - 1}", UnitJob(job_cfg, b, local or cfg.out))
+             for b in todo]
+    remote = cfg.backend != "local"
+    with _progress(cfg, total=len(todo) if remote else len(todo) * cfg.updates,
+                   what="A2C batches" if remote else "A2C updates") as bar:
+
+        def in_process(job: UnitJob) -> dict[str, Any]:
+            return _train_batch(cfg, job.goals, writer, tb, bar, started, done["steps"])
+
+        def record(unit: WorkUnit, info: dict[str, Any]) -> None:
+            if remote:  # the worker committed the units; record them here, as they finish
+                for unit_record in info["_records"]:
+                    writer.record_unit(unit_record)
+                if tb is not None:
+                    _log_curves(tb, info["_curves"])
+            done["steps"] += info["_steps"]
+            curves.update(info["_curves"])
+            greedy.update(info["_greedy"])
+            if remote:
+                bar.update(advance=1, rate=done["steps"] / max(time.time() - started, 1e-9),
+                           ret=float(np.nanmean([c[1][-1] for c in info["_curves"].values()])))
+
+        run_units(darkroom_unit if remote else in_process, units, backend=cfg.backend, address=cfg.address,
+                  workers=cfg.workers, on_result=record)
     writer.close()
     if tb is not None:
         tb.close()
     elapsed = time.time() - started
+    steps_done = done["steps"]
 
-    summary = _summarize(cfg, out, metadata, elapsed, steps_done)
+    summary = _summarize(cfg, location, metadata, elapsed, steps_done)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     if cfg.plots and curves:
         _save_pictures(cfg, run_dir, metadata, curves, greedy)
@@ -156,6 +232,7 @@ def _generate(cfg: GenerateConfig) -> Path:
 def _train_batch(cfg: GenerateConfig, goals: list[tuple[int, int]], writer: HistoryWriter, tb, bar,
                  started: float, steps_before: int) -> dict[str, Any]:
     """Train one batch of goals for ``cfg.updates`` updates, streaming histories into their units."""
+    batch_started = time.time()
     names = [task_name(cfg.size, g) for g in goals]
     units = {g: writer.open_unit(names[g], cfg.seed) for g in range(len(goals))
              if not writer.is_complete(names[g], cfg.seed)}
@@ -187,20 +264,25 @@ def _train_batch(cfg: GenerateConfig, goals: list[tuple[int, int]], writer: Hist
             unit.abort()
         raise
     final = tracker.final_return(FINAL_FRACTION)  # (G,)
+    batch_seconds = round(time.time() - batch_started, 3)  # training + writing, before the commits
+    records = []
     for g, unit in units.items():
         optimum = writer.metadata["tasks"][names[g]]["optimal_return"]
-        unit.commit(info={"final_return": float(final[g]), "optimal_return": optimum,
-                          "final_ratio": float(final[g] / optimum) if optimum > 0 else None,
-                          "updates": cfg.updates, "env_steps": cfg.updates * cfg.num_envs * cfg.num_steps})
+        records.append(unit.commit(info={"final_return": float(final[g]), "optimal_return": optimum,
+                                         "final_ratio": float(final[g] / optimum) if optimum > 0 else None,
+                                         "updates": cfg.updates,
+                                         "env_steps": cfg.updates * cfg.num_envs * cfg.num_steps,
+                                         "batch_goals": len(goals),
+                                         "batch_seconds": batch_seconds}))
     points, curve = tracker.curves()
     steps = points * cfg.num_envs * cfg.num_steps  # (P,) env steps per goal
     greedy = agent.greedy_actions()  # (G, S)
-    return {"_steps": cfg.updates * per_update,
+    return {"_steps": cfg.updates * per_update, "_records": records,
             "_curves": {names[g]: (steps, curve[:, g]) for g in range(len(goals))},
             "_greedy": {names[g]: greedy[g] for g in range(len(goals))}}
 
 
-def _summarize(cfg: GenerateConfig, out: Path, metadata: dict[str, Any], elapsed: float,
+def _summarize(cfg: GenerateConfig, out: Location, metadata: dict[str, Any], elapsed: float,
                steps: int) -> dict[str, Any]:
     """The learning figure over every unit of the dataset (this run's and earlier runs')."""
     units = HistoryReader(out).units()
@@ -258,6 +340,14 @@ def _log_scalars(tb, names: list[str], recent: np.ndarray, stats: dict[str, torc
     tb.add_scalar("throughput/env_steps_per_s", rate, step)
 
 
+def _log_curves(tb, curves: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+    """Per-goal binned learning curves (x: env steps per goal) of a batch that ran elsewhere (a Ray worker)."""
+    for name, (steps, curve) in curves.items():
+        for step, value in zip(steps, curve):
+            if np.isfinite(value):
+                tb.add_scalar(f"return/{name}", float(value), int(step))
+
+
 class _NoBar:
     def __enter__(self):
         return self
@@ -272,10 +362,10 @@ class _NoBar:
 class _Bar:
     """A rich progress bar over updates showing env steps/s and the recent mean return."""
 
-    def __init__(self, total: int):
+    def __init__(self, total: int, what: str = "A2C updates"):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        self.progress = Progress(TextColumn("[bold]A2C updates"), BarColumn(), MofNCompleteColumn(),
+        self.progress = Progress(TextColumn(f"[bold]{what}"), BarColumn(), MofNCompleteColumn(),
                                  TextColumn("{task.fields[rate]:>9,.0f} env steps/s"),
                                  TextColumn("mean return {task.fields[ret]:.3f}"), TimeRemainingColumn())
         self.task = self.progress.add_task("a2c", total=total, rate=0.0, ret=float("nan"))
@@ -291,5 +381,5 @@ class _Bar:
         self.progress.update(self.task, advance=advance, **fields)
 
 
-def _progress(cfg: GenerateConfig, total: int):
-    return _Bar(total) if cfg.progress else _NoBar()
+def _progress(cfg: GenerateConfig, total: int, what: str = "A2C updates"):
+    return _Bar(total, what) if cfg.progress else _NoBar()

@@ -1,0 +1,25 @@
+"""Beyond one machine: run work units on a backend (in-process or Ray), and share batches over DDP ranks.
+
+Generation (``ad generate <task> --backend ray``): a task splits its job into :class:`WorkUnit` s and
+hands :func:`run_units` a module-level function that does one unit (writing its own shards with a
+``HistoryWriter(..., worker=True)``); the driver records each finished unit. Training: see
+:mod:`ad.distributed.sampling` (each DDP rank takes its slice of the same global batch).
+
+Ray is optional (``pip install 'algorithm-distillation[ray]'``); nothing here imports it until the
+Ray backend runs.
+"""
+from importlib import import_module
+from typing import Any
+
+from ad.distributed.units import BACKENDS, WorkUnit, check_backend_options, require_ray, run_units
+
+_LAZY = {"GlobalBatchSampler": "ad.distributed.sampling", "shard_loader": "ad.distributed.sampling",
+         "RankShardedMixin": "ad.distributed.sampling", "ShardedRLDataModule": "ad.distributed.data"}  # torch, lightning
+
+__all__ = ["BACKENDS", "WorkUnit", "run_units", "check_backend_options", "require_ray", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'ad.distributed' has no attribute {name!r}")
