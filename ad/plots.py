@@ -7,7 +7,8 @@ from typing import Mapping
 import numpy as np
 
 
-def _pyplot():
+def pyplot():
+    """matplotlib.pyplot on the headless Agg backend."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -29,7 +30,7 @@ def smooth(values: np.ndarray, points: int = 200) -> tuple[np.ndarray, np.ndarra
 def plot_learning_curves(curves: Mapping[str, np.ndarray], out: str | Path, title: str = "Learning curves",
                          optimum: Mapping[str, float] | None = None) -> Path:
     """Per-task mean episode return vs episode index (thin lines) and their mean (bold)."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     normalised = bool(optimum)
     series = []
@@ -64,7 +65,7 @@ CURVE_COLOURS = {"AD": "tab:blue", "ED": "tab:orange", "source": "tab:green", "r
 def plot_in_context(curves: Mapping[str, tuple[np.ndarray, np.ndarray]], optimum: float, out: str | Path,
                     title: str = "In-context return on held-out tasks", source_x: np.ndarray | None = None) -> Path:
     """Mean ± std of episode return per episode in context, for each named policy, and the optimum."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for name, (mean, std) in curves.items():
         x = np.arange(1, len(mean) + 1)

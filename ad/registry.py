@@ -17,6 +17,7 @@ PLUGIN_MODULES: tuple[str, ...] = (
     "tasks.darkroom",
     "tasks.darkroom.eval_env",
     "tasks.rlhf",
+    "tasks.gridworld",
     "models.rl",
     "models.rl.loader",
     "models.lm",

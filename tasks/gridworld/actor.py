@@ -1,0 +1,149 @@
+"""The LLM actor: a causal LM whose output is constrained to move lists, for B prompts in one cached pass.
+
+Every move list of 1..``max_moves`` moves is a *candidate*: the tokens of its text (``" forward, left"``) followed
+by EOS. The candidates form a token trie. Decoding runs B prompts in lockstep with one KV cache (left-padded,
+pads masked, position ids skip pads); at each token the logits of each prompt are restricted to the children
+of its trie node, so every output is a valid move list and the model never runs off the vocabulary. The logged
+log-probabilities are those of the behaviour policy: the restricted, renormalised (and tempered) softmax.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from ad.agents import ActorOutput
+from tasks.gridworld.env import MOVES
+from tasks.gridworld.prompts import moves_text
+
+
+def all_move_lists(max_moves: int) -> list[tuple[int, ...]]:
+    """Every move list of length 1..max_moves (3 + 9 + ... candidates)."""
+    return [seq for n in range(1, max_moves + 1) for seq in itertools.product(range(len(MOVES)), repeat=n)]
+
+
+class MoveTrie:
+    """Token trie of the candidates: ``children[node]`` maps token id -> child node; ``leaf[node]`` the candidate
+    index that ends there (after its EOS) or -1."""
+
+    def __init__(self, tokenizer: Any, max_moves: int):
+        if tokenizer.eos_token_id is None:
+            raise ValueError("the actor's tokenizer needs an EOS token to end a move list")
+        self.candidates = all_move_lists(max_moves)
+        self.children: list[dict[int, int]] = [{}]
+        self.leaf: list[int] = [-1]
+        self.token_ids: list[list[int]] = []
+        for index, moves in enumerate(self.candidates):
+            ids = tokenizer(moves_text(moves), add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+            self.token_ids.append(ids)
+            node = 0
+            for tok in ids:
+                if tok not in self.children[node]:
+                    self.children[node][tok] = len(self.children)
+                    self.children.append({})
+                    self.leaf.append(-1)
+                node = self.children[node][tok]
+            if self.leaf[node] != -1 or self.children[node]:
+                raise ValueError(f"move list {moves_text(moves)!r} tokenizes ambiguously with this tokenizer")
+            self.leaf[node] = index
+        self.allowed = [torch.as_tensor(sorted(c), dtype=torch.long) for c in self.children]  # per node
+
+    @property
+    def depth(self) -> int:
+        return max(len(ids) for ids in self.token_ids)
+
+
+def left_pad(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, L) ids and attention mask of sequences aligned on their last token."""
+    length = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), length), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), length), dtype=torch.long)
+    for i, s in enumerate(seqs):
+        ids[i, length - len(s):] = torch.as_tensor(list(s), dtype=torch.long)
+        mask[i, length - len(s):] = 1
+    return ids, mask
+
+
+class LMActor:
+    """Implements :class:`ad.agents.Actor`: ``act(prompts, greedy)`` -> valid move lists + per-token logprobs."""
+
+    def __init__(self, model: Any, tokenizer: Any, max_moves: int = 4, temperature: float = 1.0,
+                 generator: torch.Generator | None = None):
+        self.model, self.tokenizer = model, tokenizer
+        self.trie = MoveTrie(tokenizer, max_moves)
+        self.temperature = float(temperature)
+        self.generator = generator
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def _forward(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any) -> torch.Tensor:
+        out = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                         position_ids=positions.to(self.device), past_key_values=cache, use_cache=True,
+                         logits_to_keep=1)  # the LM head only on the last position: saves a (B, L, V) matmul
+        return out.logits[:, -1].float().cpu()  # (B, V) next-token logits
+
+    @torch.no_grad()
+    def act(self, prompts: Sequence[str], greedy: bool = False) -> ActorOutput:
+        """Valid move lists for B prompts, decoded in lockstep under the trie (see the module docstring)."""
+        from transformers import DynamicCache
+
+        was_training = self.model.training
+        self.model.eval()
+        B = len(prompts)
+        prompt_ids = [self.tokenizer(p)["input_ids"] for p in prompts]
+        ids, mask = left_pad(prompt_ids, self.pad_id)  # (B, L)
+        positions = (mask.cumsum(1) - 1).clamp(min=0)  # (B, L) pads skipped
+        next_pos = mask.sum(1)  # (B,)
+        cache = DynamicCache()
+        logits = self._forward(ids, mask, positions, cache)  # (B, V)
+        node = [0] * B
+        logps: list[list[float]] = [[] for _ in range(B)]
+        done = [False] * B
+        while not all(done):
+            step_tokens = torch.full((B, 1), self.pad_id, dtype=torch.long)  # (B, 1)
+            for b in range(B):
+                if done[b]:
+                    continue
+                allowed = self.trie.allowed[node[b]]  # (K,)
+                scores = torch.log_softmax(logits[b, allowed] / self.temperature, -1)  # (K,)
+                if greedy or len(allowed) == 1:
+                    k = int(scores.argmax())
+                else:
+                    k = int(torch.multinomial(scores.exp(), 1, generator=self.generator))
+                tok = int(allowed[k])
+                logps[b].append(float(scores[k]))
+                node[b] = self.trie.children[node[b]][tok]
+                step_tokens[b, 0] = tok
+                done[b] = self.trie.leaf[node[b]] >= 0
+            if all(done):
+                break
+            mask = torch.cat([mask, torch.ones((B, 1), dtype=torch.long)], 1)  # (B, L + 1)
+            logits = self._forward(step_tokens, mask, next_pos[:, None], cache)
+            next_pos = next_pos + 1
+        if was_training:
+            self.model.train()
+        actions = [list(self.trie.candidates[self.trie.leaf[n]]) for n in node]
+        return ActorOutput(texts=[moves_text(a) for a in actions], actions=actions,
+                           logprobs=[np.asarray(lp, np.float32) for lp in logps])
+
+    @torch.no_grad()
+    def sequence_logprob(self, prompt: str, moves: Sequence[int]) -> float:
+        """Constrained log-probability of one move list after one prompt, by a full forward without cache
+        (the reference that tests compare :meth:`act` against; temperature 1 assumed by the caller)."""
+        index = self.trie.candidates.index(tuple(moves))
+        cont = self.trie.token_ids[index]
+        prefix = self.tokenizer(prompt)["input_ids"]
+        ids = torch.as_tensor(prefix + cont, dtype=torch.long)[None]  # (1, L)
+        logits = self.model(input_ids=ids.to(self.device)).logits[0].float().cpu() / self.temperature  # (L, V)
+        total, node = 0.0, 0
+        for j, tok in enumerate(cont):
+            allowed = self.trie.allowed[node]
+            scores = torch.log_softmax(logits[len(prefix) - 1 + j, allowed], -1)
+            total += float(scores[int((allowed == tok).nonzero())])
+            node = self.trie.children[node][tok]
+        return total

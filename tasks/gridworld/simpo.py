@@ -1,0 +1,61 @@
+"""SimPO phase: two sampled move lists per start state, ranked by reward + discounted critic value of the next
+state (= the critic advantage up to the shared V(s)), trained with trl's CPOTrainer (``loss_type="simpo"``,
+``cpo_alpha=0``: pure SimPO)."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ad.agents import Actor, Critic
+from tasks.gridworld.prompts import make_prompt
+from tasks.gridworld.rollouts import Episodes, Rewards
+
+
+def sample_pairs(actor: Actor, critic: Critic | None, rewards: Rewards, starts: Sequence[Sequence[int]],
+                 gamma: float, episode_offset: int = 0) -> tuple[list[dict[str, str]], Episodes]:
+    """Preference pairs {prompt, chosen, rejected} and the sampled one-turn episodes (stream = sample 0/1)."""
+    prompts = [make_prompt(rewards.size, s) for s in starts]
+    acted = actor.act(prompts + prompts)  # (2S) one batched call: sample 0 then sample 1 of every state
+    S = len(starts)
+    results = [rewards.outcome(starts[i % S], acted.actions[i]) for i in range(2 * S)]
+    next_prompts = [make_prompt(rewards.size, nxt) for nxt, _, _, _ in results]
+    values = critic.values(next_prompts) if critic is not None else np.zeros(2 * S)
+    score = np.asarray([r + (0.0 if (succ or off) else gamma * float(v))
+                        for (_, r, succ, off), v in zip(results, values)])  # (2S,)
+    ep = Episodes()
+    for i in range(2 * S):
+        _, r, succ, off = results[i]
+        for key, value in (("stream", i // S), ("episode", episode_offset + i % S), ("step", 0),
+                           ("state", prompts[i % S]), ("action", acted.texts[i]), ("logprob", acted.logprobs[i]),
+                           ("reward", r), ("terminated", succ or off), ("truncated", not (succ or off)),
+                           ("success", succ), ("off_map", off), ("config", tuple(starts[i % S]))):
+            ep.rows[key].append(value)
+        ep.outcomes.append((succ, off))
+    pairs = []
+    for i in range(S):
+        a, b = i, S + i
+        if acted.texts[a] == acted.texts[b] or abs(score[a] - score[b]) < 1e-6:
+            continue  # no preference
+        best, worst = (a, b) if score[a] > score[b] else (b, a)
+        pairs.append({"prompt": prompts[i], "chosen": acted.texts[best], "rejected": acted.texts[worst]})
+    return pairs, ep
+
+
+def train_simpo(model: Any, tokenizer: Any, pairs: list[dict[str, str]], out_dir: str, beta: float, gamma: float,
+                lr: float, epochs: int, batch: int, seed: int, progress: bool) -> dict[str, float]:
+    """One SimPO pass over ``pairs`` with trl's CPOTrainer on the (peft) model, in place; returns its last logs."""
+    from datasets import Dataset
+    from trl.experimental.cpo import CPOConfig, CPOTrainer
+
+    args = CPOConfig(output_dir=out_dir, loss_type="simpo", cpo_alpha=0.0, simpo_gamma=gamma, beta=beta,
+                     learning_rate=lr, num_train_epochs=epochs, per_device_train_batch_size=batch,
+                     gradient_accumulation_steps=1, max_length=512, logging_steps=1, save_strategy="no",
+                     report_to="none", use_cpu=True, bf16=False, seed=seed, disable_tqdm=not progress,
+                     dataloader_num_workers=0, remove_unused_columns=False)
+    trainer = CPOTrainer(model=model, args=args, processing_class=tokenizer,
+                         train_dataset=Dataset.from_list(pairs))
+    result = trainer.train()
+    logs = [h for h in trainer.state.log_history if "loss" in h]
+    return {"loss": float(result.training_loss), **({k: float(v) for k, v in logs[-1].items()
+                                                      if isinstance(v, (int, float))} if logs else {})}

@@ -1,0 +1,113 @@
+"""Grid-world actor (batched constrained decoding vs full recompute), history logging, resume, CLI options."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from ad.config import make_config
+from ad.errors import UserError
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    from models.lm.tiny import build_tiny  # test-only helper; tasks/ itself never imports models
+
+    return str(build_tiny(tmp_path_factory.mktemp("tiny") / "model", n_layer=1, width=32))
+
+
+def _cfg(out, model, **kw):
+    from tasks.gridworld.config import GenerateConfig
+
+    values = dict(out=str(out), model=model, size=3, num_envs=4, critic_episodes=8, critic_epochs=5,
+                  simpo_iterations=2, simpo_states=4, simpo_batch=2, simpo_epochs=1, eval_episodes=4, max_turns=3,
+                  max_moves=2, threads=1, progress=False, tensorboard=False, plots=False)
+    values.update(kw)
+    return make_config(GenerateConfig, values)
+
+
+def test_actor_batched_matches_reference_and_is_valid(tiny_model):
+    from ad.agents import Actor
+    from ad.pretrained import load_base
+    from tasks.gridworld.actor import LMActor
+    from tasks.gridworld.env import parse_moves
+    from tasks.gridworld.prompts import make_prompt
+
+    model, tok = load_base(tiny_model)
+    actor = LMActor(model, tok, max_moves=3, generator=torch.Generator().manual_seed(0))
+    assert isinstance(actor, Actor)
+    prompts = [make_prompt(4, (i % 4, (i // 4) % 4, i % 4, 3, 3)) for i in range(7)]  # different lengths
+    out = actor.act(prompts)
+    for p, moves, text, lp in zip(prompts, out.actions, out.texts, out.logprobs):
+        assert 1 <= len(moves) <= 3 and parse_moves(text) == moves
+        assert float(lp.sum()) == pytest.approx(actor.sequence_logprob(p, moves), abs=1e-4)
+    greedy = actor.act(prompts, greedy=True)
+    one_by_one = [actor.act([p], greedy=True).texts[0] for p in prompts]
+    assert greedy.texts == one_by_one
+
+
+def test_generate_logs_every_episode_and_resumes(tiny_model, tmp_path, monkeypatch):
+    from ad.history import HistoryReader
+    from tasks.gridworld import generate as gen
+
+    out = tmp_path / "gw"
+    gen.generate(_cfg(out, tiny_model, phases="critic"))  # critic phase only, then the full command resumes
+    assert set(HistoryReader(str(out)).tasks()) == {"eval-before", "critic-b0000", "critic-b0001"}
+    real, calls = gen.train_simpo, []
+
+    def crash_second(*args, **kwargs):  # interrupted inside SimPO iteration 1
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(gen, "train_simpo", crash_second)
+    with pytest.raises(KeyboardInterrupt):
+        gen.generate(_cfg(out, tiny_model))
+    assert "simpo-i0001" not in HistoryReader(str(out)).tasks()
+    monkeypatch.setattr(gen, "train_simpo", real)
+    summary = gen.generate(_cfg(out, tiny_model, plots=True))
+    reader = HistoryReader(str(out))
+    assert set(reader.tasks()) == {"eval-before", "critic-b0000", "critic-b0001", "simpo-i0000", "simpo-i0001",
+                                   "eval-after"}
+    table = reader.table().to_pandas()
+    assert set(table["phase"]) == {"eval", "critic", "simpo-rollout", "simpo-pair"}
+    assert not table.duplicated(["task", "stream", "episode", "step"]).any()
+    assert all(len(lp) >= 1 for lp in table["logprob"])
+    assert sorted(table.loc[table["task"].str.startswith("simpo"), "update"].unique()) == [0, 1]
+    assert table[table["phase"] == "critic"].groupby(["task", "stream"])["episode"].nunique().sum() == 8
+    assert summary["eval-after"]["episodes"] == 4 and (out / "_run" / "rates.png").is_file()
+    for name in ("critic.pt", "actor-i0000", "actor-i0001"):
+        assert (out / "_run" / "checkpoints" / name).exists()
+    rows = len(table)
+    gen.generate(_cfg(out, tiny_model))  # everything committed: nothing new
+    assert len(HistoryReader(str(out)).table(columns=["step"])) == rows
+    assert json.loads((out / "_run" / "summary.json").read_text())["critic"]["rows"] > 0
+
+
+def test_bad_options(tiny_model, tmp_path):
+    with pytest.raises(UserError, match="--size"):
+        _cfg(tmp_path, tiny_model, size=1)
+    with pytest.raises(UserError, match="--phases"):
+        _cfg(tmp_path, tiny_model, phases="critic,ppo")
+    with pytest.raises(UserError, match="--max-moves"):
+        _cfg(tmp_path, tiny_model, max_moves=9)
+
+
+def test_simpo_pairs_prefer_higher_score():
+    from tasks.gridworld.prompts import moves_text
+    from tasks.gridworld.rollouts import Rewards
+    from tasks.gridworld.simpo import sample_pairs
+    from ad.agents import ActorOutput
+
+    class Scripted:  # first call half: forward (reaches goal), second half: left (nothing)
+        def act(self, prompts, greedy=False):
+            n = len(prompts) // 2
+            moves = [[0]] * n + [[1]] * n
+            return ActorOutput([moves_text(m) for m in moves], moves, [np.zeros(1, np.float32)] * len(moves))
+
+    pairs, ep = sample_pairs(Scripted(), None, Rewards(size=3), [(0, 0, 0, 0, 1), (1, 1, 1, 2, 1)], gamma=0.9)
+    assert [p["chosen"] for p in pairs] == [" forward", " forward"] and all(p["rejected"] == " left" for p in pairs)
+    assert ep.success_rate() == 0.5
