@@ -17,6 +17,16 @@ def pyplot():
     return plt
 
 
+def save_figure(fig, out: str | Path, dpi: int = 120) -> Path:
+    """Lay out, write (creating the folder) and close a figure; returns the PNG path."""
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=dpi)
+    pyplot().close(fig)
+    return out
+
+
 def smooth(values: np.ndarray, points: int = 200) -> tuple[np.ndarray, np.ndarray]:
     """Average ``values`` into at most ``points`` bins; returns (bin centres, means)."""
     values = np.asarray(values, dtype=np.float64)
@@ -50,12 +60,7 @@ def plot_learning_curves(curves: Mapping[str, np.ndarray], out: str | Path, titl
     ax.set_ylabel("return / optimal return" if normalised else "episode return")
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 #: Colours of the curves of an in-context comparison, by name.
@@ -78,9 +83,4 @@ def plot_in_context(curves: Mapping[str, tuple[np.ndarray, np.ndarray]], optimum
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=8)
-    fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)

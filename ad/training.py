@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ad.errors import UserError
+
 
 class NonFiniteLossError(RuntimeError):
     """The training loss became NaN or inf; the run stops before the bad step changes the weights."""
@@ -46,3 +48,23 @@ def fast_adamw_kwargs() -> dict:
         return {"fused": True}
     except (RuntimeError, TypeError):
         return {"foreach": True}
+
+
+def check_optim_options(config) -> None:
+    """Validate the optimiser fields every training config shares (lr, min_lr, betas, weight decay, clipping)."""
+    for name in ("warmup_steps", "decay_steps", "val_every", "num_workers", "threads"):
+        if getattr(config, name) < 0:
+            raise UserError(f"{name} must be >= 0, got {getattr(config, name)}")
+    if not 0 < config.lr or not 0 <= config.min_lr <= config.lr:
+        raise UserError(f"need 0 < lr and 0 <= min_lr <= lr, got lr={config.lr}, min_lr={config.min_lr}")
+    if not (0 <= config.beta1 < 1 and 0 <= config.beta2 < 1):
+        raise UserError(f"beta1 and beta2 must be in [0, 1), got {config.beta1}, {config.beta2}")
+    if config.weight_decay < 0 or config.grad_clip < 0:
+        raise UserError("weight_decay and grad_clip must be >= 0")
+
+
+def non_finite_error(err: NonFiniteLossError, last_checkpoint) -> UserError:
+    """The user-facing message for a run stopped by a NaN / inf loss."""
+    return UserError(f"training stopped: the loss became {err.metrics.get('loss')} at step {err.step} "
+                     f"(metrics {err.metrics}); the last good checkpoint is {last_checkpoint} (if one was written). "
+                     "Lower --lr, raise --warmup-steps or set --grad-clip, then start a new run or --resume")

@@ -145,10 +145,9 @@ def train(config: TrainLMConfig) -> Path:
                 warnings.filterwarnings("ignore", message=pattern)
             trainer.fit(module, datamodule=datamodule, ckpt_path=str(resume_from) if resume_from else None)
     except NonFiniteLossError as err:
-        raise UserError(f"training stopped: the loss became {err.metrics.get('loss')} at step {err.step} "
-                        f"(metrics {err.metrics}); the last good checkpoint is {out / CHECKPOINT_DIR / LAST_CHECKPOINT}"
-                        " (if one was written). Lower --lr, raise --warmup-steps or set --grad-clip, then start "
-                        "a new run or --resume") from None
+        from ad.training import non_finite_error
+
+        raise non_finite_error(err, out / CHECKPOINT_DIR / LAST_CHECKPOINT) from None
     trainer.save_checkpoint(out / CHECKPOINT_DIR / LAST_CHECKPOINT)  # the final state, for a later --resume
     spec = datamodule.spec
     info = {"base_model": _base_name(config.model), "dtype": config.dtype, "template": config.template,

@@ -180,15 +180,9 @@ class TrainRLConfig(ADConfig):
         for name in ("max_steps", "batch_size", "subsample", "log_every", "checkpoint_every", "val_batches"):
             if getattr(self, name) < 1:
                 raise UserError(f"{name} must be at least 1, got {getattr(self, name)}")
-        for name in ("warmup_steps", "decay_steps", "val_every", "num_workers", "threads"):
-            if getattr(self, name) < 0:
-                raise UserError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if not 0 < self.lr or not 0 <= self.min_lr <= self.lr:
-            raise UserError(f"need 0 < lr and 0 <= min_lr <= lr, got lr={self.lr}, min_lr={self.min_lr}")
-        if not (0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
-            raise UserError(f"beta1 and beta2 must be in [0, 1), got {self.beta1}, {self.beta2}")
-        if self.weight_decay < 0 or self.grad_clip < 0:
-            raise UserError("weight_decay and grad_clip must be >= 0")
+        from ad.training import check_optim_options
+
+        check_optim_options(self)
 
 
 #: Options that may change when a run is resumed (everything else must match the saved config).

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from ad.history import HistoryReader
-from ad.plots import pyplot
+from ad.plots import pyplot, save_figure
 
 #: Phases whose rows are whole episodes played by the current actor (sampled).
 EPISODE_PHASES = ("critic", "simpo-rollout")
@@ -37,9 +37,4 @@ def plot_rates(path: str | Path, out: str | Path) -> Path:
     ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out, dpi=110)

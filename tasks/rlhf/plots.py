@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from ad.history import HistoryReader
-from ad.plots import smooth
+from ad.plots import pyplot, save_figure, smooth
 
 
 def reward_per_update(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
@@ -21,10 +21,7 @@ def reward_per_update(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
 
 def plot_reward_curve(path: str | Path, out: str | Path, title: str = "RLHF reward per training iteration") -> Path:
     """Save the per-iteration mean reward (thin) and its smoothed curve (bold) as a PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     updates, means = reward_per_update(path)
     fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -37,9 +34,4 @@ def plot_reward_curve(path: str | Path, out: str | Path, title: str = "RLHF rewa
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
-    fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
