@@ -22,13 +22,15 @@ class DemoConfig:
 
     out: str = option("data/demo", "folder for the dataset, both runs, the evaluation and report.md")
     size: int = option(9, "DarkRoom side length")
-    steps_per_goal: int = option(60_000, "A2C env steps per goal (the fast preset learns every goal in ~50k)")
+    steps_per_goal: int = option(240_000, "A2C env steps per goal (the fast preset learns every goal in ~50k; "
+                                          "longer histories give AD more learning-to-converged windows)")
     generate_preset: str = option("fast", "A2C preset of `ad generate darkroom`")
     terminate_on_goal: bool = option(False, "end episodes at the goal (seed 004) instead of rewarding every step "
                                             "spent there (the AD paper's Dark Room)")
-    subsample: int = option(5, "AD trains on every k-th episode of each history (the AD paper's subsampling)")
+    subsample: int = option(40, "AD trains on every k-th episode of each history (the AD paper's subsampling): "
+                                "a history that improves k times faster per episode than its source")
     context: int = option(80, "transformer context in transitions")
-    ad_steps: int = option(8000, "optimiser steps for AD")
+    ad_steps: int = option(5000, "optimiser steps for AD")
     ed_steps: int = option(2000, "optimiser steps for the expert-distillation baseline")
     model_preset: str = option("demo", "model/training preset of `ad train rl`")
     episodes: int = option(100, "episodes in context at evaluation")
