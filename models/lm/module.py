@@ -61,7 +61,8 @@ class LMLightningModule(L.LightningModule):
             raise NonFiniteLossError(self.global_step, {k: float(v) for k, v in metrics.items()})
         self.log("loss", metrics["loss"], prog_bar=True, logger=False)
         if (self.global_step + 1) % self.log_every == 0:
-            self.log_dict({f"train/{k}": v for k, v in metrics.items()}, batch_size=batch["input_ids"].size(0))
+            self.log_dict({f"train/{k}": v for k, v in metrics.items()}, batch_size=batch["input_ids"].size(0),
+                          sync_dist=True)  # mean over DDP ranks (a no-op in one process)
             self.log("train/lr", self.trainer.optimizers[0].param_groups[0]["lr"], batch_size=1)
         return loss
 
