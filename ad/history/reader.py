@@ -141,7 +141,7 @@ class HistoryReader:
             small = stream_ids.astype(np.int16) if stream_ids.max() < 2**15 else stream_ids
             order = np.argsort(small, kind="stable")
             stream_ids = stream_ids[order]
-            arrays = {c: _take(column_to_numpy(table.column(c)), order) for c in cols}
+            arrays = {c: column_to_numpy(table.column(c))[order] for c in cols}
         else:
             arrays = {c: column_to_numpy(table.column(c)) for c in cols}
         bounds = np.flatnonzero(np.diff(stream_ids)) + 1
@@ -170,12 +170,4 @@ class HistoryReader:
         """The selected rows as a Hugging Face ``datasets.Dataset`` (task decoded to plain strings)."""
         import datasets
 
-        table = self.table(tasks, columns=columns)
-        if "task" in table.column_names:
-            index = table.column_names.index("task")
-            table = table.set_column(index, "task", table.column("task").cast(pa.string()))
-        return datasets.Dataset(table)
-
-
-def _take(values: Any, order: np.ndarray) -> Any:
-    return values[order]
+        return datasets.Dataset(self.table(tasks, columns=columns))
