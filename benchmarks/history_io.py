@@ -28,6 +28,8 @@ from ad.history import ColumnSpec, HistoryReader, HistorySpec, HistoryWriter  # 
 from ad.synthetic import synthetic_columns  # noqa: E402
 
 SPEC = HistorySpec(ColumnSpec.discrete(81), ColumnSpec.discrete(5))
+#: The opt-in lossy logprob precision measured beside the exact default (7 mantissa bits = bfloat16 precision: relative error <= 2^-8).
+ROUNDED_BITS = 7
 STREAMS, WINDOW, BATCH = 10, 80, 256
 
 
@@ -45,8 +47,8 @@ def dir_bytes(path: Path) -> int:
 
 
 # ---------------------------------------------------------------------------- ours
-def ours_write(units, out: Path) -> None:
-    writer = HistoryWriter(out, SPEC, family="bench")
+def ours_write(units, out: Path, spec: HistorySpec = SPEC) -> None:
+    writer = HistoryWriter(out, spec, family="bench")
     for task, cols in units:
         with writer.unit(task, 0) as unit:
             chunk = 250_000  # as a generator would hand batches over
@@ -166,6 +168,10 @@ def main() -> None:
         print(f"ours: {total:,} transitions in {len(units)} units")
         t_write, _ = timed(lambda: ours_write(units, tmp / "ours"))
         ours_bytes = dir_bytes(tmp / "ours") / total
+        rounded_spec = HistorySpec(SPEC.state, SPEC.action, logprob_bits=ROUNDED_BITS)
+        t_write_rounded, _ = timed(lambda: ours_write(units, tmp / "rounded", rounded_spec))
+        rounded_bytes = dir_bytes(tmp / "rounded") / total
+        shutil.rmtree(tmp / "rounded")
         reads = [timed(lambda: ours_read(tmp / "ours")) for _ in range(3)]  # median of 3 (first is allocation-bound)
         t_read, n_read = sorted(reads)[1]
         assert n_read == total
@@ -201,6 +207,11 @@ def main() -> None:
                higher_is_better=False),
         figure("bytes per transition on disk (vs pandas per-episode Parquet)", "bytes", ours_bytes, pandas_bytes,
                "ours <= 2", higher_is_better=False),
+        figure(f"bytes per transition, opt-in logprob_bits={ROUNDED_BITS} (lossy: logprob relative error <= "
+               f"2^-{ROUNDED_BITS + 1}) vs exact float32 logprob", "bytes", rounded_bytes, ours_bytes, "ours <= 2",
+               higher_is_better=False),
+        figure(f"write throughput, logprob_bits={ROUNDED_BITS} vs exact", "transitions/s", total / t_write_rounded,
+               total / t_write, "-"),
         figure("write throughput (vs JSONL)", "transitions/s", total / t_write, baseline_jsonl / t_jw, "higher"),
         figure("write throughput (vs pandas per episode)", "transitions/s", total / t_write,
                baseline_pandas / t_pw, "higher"),

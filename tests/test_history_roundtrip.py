@@ -5,6 +5,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from ad.errors import SchemaError, UserError
 from ad.history import ColumnSpec, HistoryReader, HistorySpec, HistoryWriter
 
 
@@ -105,3 +106,38 @@ def test_stream_and_run_filters(synthetic_dataset):
     # columns are contiguous arrays in time order
     steps = picked[0].columns["step"]
     assert steps.flags["C_CONTIGUOUS"] and list(steps[:21]) == list(range(20)) + [0]
+
+
+@pytest.mark.parametrize("logprob_kind", ["scalar", "per_token"])
+def test_rounded_logprob_bits(tmp_path, logprob_kind):
+    """logprob_bits < 23 stores each logprob rounded to that many mantissa bits (relative error <= 2^-(bits+1)),
+    keeps inf / NaN, records the precision in dataset.json and refuses to resume with another precision."""
+    rng = np.random.default_rng(0)
+    n, bits = 40, 8
+    spec = HistorySpec(ColumnSpec.discrete(4), ColumnSpec.discrete(2), logprob_kind, logprob_bits=bits)
+    cols = _core(n, 2, rng)
+    cols["state"], cols["action"] = rng.integers(0, 4, n), rng.integers(0, 2, n)
+    exact = (-rng.exponential(2.0, n)).astype(np.float32)
+    exact[:3] = [-np.inf, np.nan, 0.0]
+    cols["logprob"] = exact if logprob_kind == "scalar" else [[v, v / 3] for v in exact]
+    writer = HistoryWriter(tmp_path / "ds", spec, family="test")
+    with writer.unit("task-a", 0) as unit:
+        unit.append(cols)
+    writer.close()
+
+    reader = HistoryReader(tmp_path / "ds")
+    assert reader.spec == spec and reader.spec.logprob_bits == bits
+    stored = np.concatenate([s.columns["logprob"] for s in reader.streams()])
+    stored = stored if logprob_kind == "scalar" else np.array([v[0] for v in stored], np.float32)
+    expected = np.concatenate([exact[cols["stream"] == s] for s in (0, 1)])
+    assert np.isneginf(stored[np.isneginf(expected)]).all() and np.isnan(stored[np.isnan(expected)]).all()
+    finite = np.isfinite(expected)
+    np.testing.assert_allclose(stored[finite], expected[finite], rtol=2.0 ** -(bits + 1), atol=0)
+    mantissa = stored[finite].view(np.uint32) & np.uint32((1 << (23 - bits)) - 1)
+    assert not mantissa.any(), "dropped mantissa bits must be zero"
+    assert (stored[finite] != expected[finite]).any(), "rounding must change some values"
+
+    with pytest.raises(UserError, match="different settings"):
+        HistoryWriter(tmp_path / "ds", HistorySpec(spec.state, spec.action, logprob_kind), family="test")
+    with pytest.raises(SchemaError, match="logprob_bits"):
+        HistorySpec(spec.state, spec.action, logprob_bits=24)

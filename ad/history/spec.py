@@ -15,6 +15,8 @@ import pyarrow as pa
 from ad.errors import SchemaError
 
 SCHEMA_VERSION = 1
+#: Explicit mantissa bits of a float32 (``HistorySpec.logprob_bits`` at full precision).
+FLOAT32_MANTISSA_BITS = 23
 
 #: Core columns every task writes, except state / action / logprob (typed by the spec).
 CORE_TYPES: dict[str, pa.DataType] = {
@@ -104,10 +106,16 @@ class HistorySpec:
     action: ColumnSpec
     logprob: str = "scalar"  #: "scalar" (float32 per transition) or "per_token" (list<float32>)
     extra: dict[str, str] = field(default_factory=dict)  #: extra column name -> type name (see _EXTRA_TYPES)
+    #: mantissa bits kept in stored logprobs: 23 = exact float32 (default); fewer rounds each value to the nearest
+    #: float with that many bits (7 = bfloat16 precision, 10 = float16), which Parquet compresses much better
+    logprob_bits: int = FLOAT32_MANTISSA_BITS
 
     def __post_init__(self) -> None:
         if self.logprob not in ("scalar", "per_token"):
             raise SchemaError(f"logprob must be 'scalar' or 'per_token', got {self.logprob!r}")
+        if not 1 <= self.logprob_bits <= FLOAT32_MANTISSA_BITS:
+            raise SchemaError(f"logprob_bits must be in 1..{FLOAT32_MANTISSA_BITS} (mantissa bits kept), "
+                              f"got {self.logprob_bits}")
         for name, type_name in self.extra.items():
             if name in CORE_ORDER:
                 raise SchemaError(f"extra column {name!r} clashes with a core column")
@@ -131,13 +139,17 @@ class HistorySpec:
                          metadata=metadata)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"state": self.state.to_dict(), "action": self.action.to_dict(),
+        data = {"state": self.state.to_dict(), "action": self.action.to_dict(),
                 "logprob": self.logprob, "extra": dict(self.extra)}
+        if self.logprob_bits != FLOAT32_MANTISSA_BITS:  # exact datasets keep the original dataset.json form
+            data["logprob_bits"] = self.logprob_bits
+        return data
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> "HistorySpec":
         return HistorySpec(ColumnSpec.from_dict(data["state"]), ColumnSpec.from_dict(data["action"]),
-                           data.get("logprob", "scalar"), dict(data.get("extra", {})))
+                           data.get("logprob", "scalar"), dict(data.get("extra", {})),
+                           int(data.get("logprob_bits", FLOAT32_MANTISSA_BITS)))
 
     # ------------------------------------------------------------------ validation
     def to_arrays(self, columns: dict[str, Any], where: str) -> dict[str, pa.Array]:
@@ -158,7 +170,32 @@ class HistorySpec:
         arrays: dict[str, pa.Array] = {}
         for name in expected:
             arrays[name] = _to_arrow(name, columns[name], types[name], where, self)
+        if self.logprob_bits < FLOAT32_MANTISSA_BITS:
+            arrays["logprob"] = _round_logprob(arrays["logprob"], self.logprob_bits)
         return arrays
+
+
+def round_mantissa(values: np.ndarray, bits: int) -> np.ndarray:
+    """float32 ``values`` rounded to the nearest float with ``bits`` mantissa bits (ties away from zero).
+
+    The relative error is at most ``2 ** -(bits + 1)``; infinities and NaNs are kept as they are.
+    """
+    values = np.ascontiguousarray(values, dtype=np.float32)
+    drop = FLOAT32_MANTISSA_BITS - bits
+    if drop <= 0:
+        return values
+    raw = values.view(np.uint32)  # sign | exponent | mantissa; adding half an ulp carries into the exponent
+    rounded = ((raw + np.uint32(1 << (drop - 1))) & np.uint32(~((1 << drop) - 1) & 0xFFFFFFFF)).view(np.float32)
+    return np.where(np.isfinite(values), rounded, values)
+
+
+def _round_logprob(array: pa.Array, bits: int) -> pa.Array:
+    """A logprob column (float32 or list<float32>) with every value rounded to ``bits`` mantissa bits."""
+    if pa.types.is_list(array.type):
+        offsets = array.offsets.to_numpy() - array.offsets[0].as_py()  # (n + 1,) from 0 even for a slice
+        flat = round_mantissa(array.flatten().to_numpy(zero_copy_only=False), bits)
+        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(flat, pa.float32()))
+    return pa.array(round_mantissa(array.to_numpy(zero_copy_only=False), bits), pa.float32())
 
 
 def _to_arrow(name: str, values: Any, arrow_type: pa.DataType, where: str, spec: HistorySpec) -> pa.Array:
