@@ -19,13 +19,15 @@ from typing import Any, Sequence
 from ad.errors import UserError
 
 
-def option(default: Any = dataclasses.MISSING, help: str = "", positional: bool = False, **kwargs: Any) -> Any:
+def option(default: Any = dataclasses.MISSING, help: str = "", positional: bool = False, group: str = "",
+           **kwargs: Any) -> Any:
     """A dataclass field with help text (use as ``x: int = option(3, "what x is")``).
 
     ``positional=True`` makes it an optional positional argument (``ad inspect PATH``) that
-    can also be given as ``--name``.
+    can also be given as ``--name``. Fields with a ``group`` title are listed under that title, after
+    the ungrouped options, in ``--help``.
     """
-    meta = {"help": help, "positional": positional}
+    meta = {"help": help, "positional": positional, "group": group}
     if isinstance(default, (list, dict, set)):
         value = default
         return dataclasses.field(default_factory=lambda: type(value)(value), metadata=meta, **kwargs)
@@ -72,9 +74,11 @@ def build_parser(config_cls: type, prog: str, description: str = "") -> argparse
     parser = argparse.ArgumentParser(prog=prog, description=description or (config_cls.__doc__ or ""))
     parser.add_argument("--config", default=None, help="YAML or JSON file of option values (flags override it)")
     hints = typing.get_type_hints(config_cls)
-    for field in dataclasses.fields(config_cls):
-        if not field.init:
-            continue
+    fields = [f for f in dataclasses.fields(config_cls) if f.init]
+    groups: dict[str, Any] = {}
+    for field in sorted(fields, key=lambda f: bool(f.metadata.get("group"))):  # stable: grouped ones last
+        title = field.metadata.get("group")
+        target = groups.setdefault(title, parser.add_argument_group(title)) if title else parser
         conv, nargs = _converter(hints[field.name])
         default = field.default if field.default is not dataclasses.MISSING else (
             field.default_factory() if field.default_factory is not dataclasses.MISSING else None)  # type: ignore[misc]
@@ -91,7 +95,7 @@ def build_parser(config_cls: type, prog: str, description: str = "") -> argparse
         if field.metadata.get("positional"):
             parser.add_argument(f"_{field.name}_positional", nargs="?", default=None, type=conv, help=help_text,
                                 metavar=field.name.upper())
-        parser.add_argument("--" + field.name.replace("_", "-"), **kwargs)
+        target.add_argument("--" + field.name.replace("_", "-"), **kwargs)
     return parser
 
 

@@ -144,3 +144,21 @@ def test_train_rl_reads_a_dataset_from_a_url(tmp_path):
     assert (train(cfg) / "model.safetensors").is_file()
     with pytest.raises(UserError, match="multiple of the number of processes"):
         make_config(TrainRLConfig, {"data": memory, "batch_size": 5, "devices": 2})
+
+
+def test_a_process_layout_lightning_refuses_is_a_user_error_and_writes_nothing(tmp_path, capsys):
+    from ad import cli
+    from models.lm.config import TrainLMConfig
+    from models.rl.synthetic import write_synthetic_dataset
+
+    data = write_synthetic_dataset(tmp_path / "syn", num_tasks=3, length=100)
+    argv = ["train", "rl", "--data", str(data), "--out", str(tmp_path / "run"), "--context", "10", "--max-steps",
+            "2", "--progress", "false"]
+    for extra, message in ((["--strategy", "no-such-strategy"], "--strategy no-such-strategy"),
+                           (["--strategy", "fsdp", "--devices", "2", "--accelerator", "cpu"], "requires a GPU")):  # rl: FSDP1
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main([*argv, *extra])
+        assert exit_info.value.code == 2 and message in capsys.readouterr().err
+        assert not (tmp_path / "run").exists()
+    with pytest.raises(UserError, match="multiple of the number of processes"):
+        make_config(TrainLMConfig, {"batch_size": 3, "devices": 2})

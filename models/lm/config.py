@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ad.config import option
+from ad.distributed.options import DISTRIBUTED_FIELDS, DistributedOptions, check_distributed_options
 from ad.errors import UserError
 
 LOSS_ON = ("actions", "all")
@@ -37,7 +38,7 @@ class LoRAOptions:
 
 
 @dataclass
-class TrainLMConfig(LoRAOptions):
+class TrainLMConfig(LoRAOptions, DistributedOptions):
     """Fine-tune a causal LM with LoRA on a Language-format learning-history dataset (`ad train lm`)."""
 
     PRESETS = {
@@ -63,7 +64,8 @@ class TrainLMConfig(LoRAOptions):
     loss_on: str = option("actions", "tokens the loss is taken on: 'actions' or 'all'")
     dtype: str = option("float32", "weights dtype: float32 or bfloat16")
     max_steps: int = option(300, "optimiser steps in total (a resumed run continues up to this count)")
-    batch_size: int = option(4, "windows per optimiser step")
+    batch_size: int = option(4, "windows per optimiser step, over all processes (each of devices x num_nodes "
+                                "processes trains on its share of the same global batch)")
     lr: float = option(1e-3, "peak learning rate (AdamW, LoRA weights only)")
     min_lr: float = option(1e-5, "learning rate floor at the end of the cosine decay")
     warmup_steps: int = option(20, "linear learning-rate warm-up steps")
@@ -93,6 +95,7 @@ class TrainLMConfig(LoRAOptions):
         for name in ("context", "stride", "max_steps", "batch_size", "log_every", "checkpoint_every", "val_batches"):
             if getattr(self, name) < 1:
                 raise UserError(f"{name} must be at least 1, got {getattr(self, name)}")
+        check_distributed_options(self, self.batch_size)
         if self.max_tokens < 16:
             raise UserError(f"max_tokens must be at least 16, got {self.max_tokens}")
         from ad.training import check_optim_options
@@ -102,4 +105,4 @@ class TrainLMConfig(LoRAOptions):
 
 #: Options that may change when a run is resumed (everything else must match the saved config).
 RESUMABLE_CHANGES = frozenset({"resume", "max_steps", "val_every", "val_batches", "log_every", "checkpoint_every",
-                               "num_workers", "threads", "progress", "data", "preset", "merge"})
+                               "num_workers", "threads", "progress", "data", "preset", "merge"}) | DISTRIBUTED_FIELDS

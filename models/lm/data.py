@@ -9,6 +9,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, RandomSampler
 
 from ad.data import LanguageTrajectoryDataset, pad_collate, task_split
+from ad.distributed.sampling import RankShardedMixin
 from ad.errors import UserError
 from ad.history import HistoryReader
 from models.lm.context import TruncationWarner, encode_window
@@ -83,7 +84,7 @@ class LMDataModule(L.LightningDataModule):
     def _loader(self, dataset: LMWindows, batches: int, seed: int, workers: int) -> DataLoader:
         sampler = RandomSampler(dataset, replacement=True, num_samples=batches * self.batch_size,
                                 generator=torch.Generator().manual_seed(seed))
-        return DataLoader(dataset, batch_size=self.batch_size, sampler=sampler, num_workers=workers,
+        return DataLoader(dataset, batch_size=self.batch_size, sampler=sampler, num_workers=workers, drop_last=True,
                           collate_fn=partial(pad_collate, pad_id=int(self.tokenizer.pad_token_id)))
 
     def train_dataloader(self) -> DataLoader:
@@ -94,3 +95,8 @@ class LMDataModule(L.LightningDataModule):
         if self.val_set is None:
             return []
         return self._loader(self.val_set, self.val_batches, self.seed + 1, 0)
+
+
+class ShardedLMDataModule(RankShardedMixin, LMDataModule):
+    """:class:`LMDataModule` whose ``batch_size`` is the global batch: each of the trainer's processes trains on
+    its slice of the same random windows (one process: exactly ``LMDataModule``)."""

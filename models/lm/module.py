@@ -54,6 +54,7 @@ class LMLightningModule(L.LightningModule):
         self.optim = OptimConfig(**optim)
         self.log_every = log_every
         self.strict_loading = False  # checkpoints hold the trainable weights only
+        self._sharded = False
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         loss, metrics = sequence_loss(self.model, batch)
@@ -73,6 +74,21 @@ class LMLightningModule(L.LightningModule):
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         trainable = {f"model.{n}" for n, p in self.model.named_parameters() if p.requires_grad}
         checkpoint["state_dict"] = {k: v for k, v in checkpoint["state_dict"].items() if k in trainable}
+
+    def configure_model(self) -> None:
+        """Under ``--strategy fsdp`` (a device mesh is set): FSDP2 ``fully_shard`` on every decoder layer (the
+        classes the model lists in ``_no_split_modules``), then on the whole model. Otherwise nothing."""
+        mesh = self.device_mesh
+        if mesh is None or self._sharded:
+            return
+        from torch.distributed.fsdp import fully_shard
+
+        data_parallel = mesh["data_parallel"]
+        names = set(getattr(self.model, "_no_split_modules", None) or ())
+        for layer in [m for m in self.model.modules() if type(m).__name__ in names]:
+            fully_shard(layer, mesh=data_parallel)
+        fully_shard(self.model, mesh=data_parallel)
+        self._sharded = True
 
     def configure_optimizers(self):
         params = [p for p in self.model.parameters() if p.requires_grad]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ad.config import option
+from ad.distributed.options import DISTRIBUTED_FIELDS, DistributedOptions, check_distributed_options
 from ad.errors import UserError
 
 LAYOUTS = ("transition", "separate")
@@ -111,7 +112,7 @@ def model_config_of(config: Any, **overrides: Any) -> ADConfig:
 
 
 @dataclass
-class TrainRLConfig(ADConfig):
+class TrainRLConfig(ADConfig, DistributedOptions):
     """Train the AD transformer on an RL-format learning-history dataset (`ad train rl`)."""
 
     PRESETS = {
@@ -159,22 +160,10 @@ class TrainRLConfig(ADConfig):
     threads: int = option(0, "torch CPU threads (0: torch's default)")
     compile: bool = option(False, "torch.compile the model (slow start, faster steps on some machines)")
     progress: bool = option(True, "show a progress bar")
-    # several processes / machines (Lightning)
-    accelerator: str = option("auto", "Lightning accelerator: auto, cpu, gpu, ...")
-    devices: int = option(1, "training processes per machine (GPUs, or CPU processes with --accelerator cpu)")
-    num_nodes: int = option(1, "machines; launch the same command on each (Lightning reads MASTER_ADDR, "
-                               "MASTER_PORT, NODE_RANK from the environment, or SLURM / torchrun's variables)")
-    strategy: str = option("auto", "Lightning strategy: auto (ddp when devices x num_nodes > 1; gloo on CPU), "
-                                   "ddp, ddp_spawn, fsdp, ...")
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("devices", "num_nodes"):
-            if getattr(self, name) < 1:
-                raise UserError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if self.batch_size % (self.devices * self.num_nodes):
-            raise UserError(f"batch_size {self.batch_size} (the global batch) must be a multiple of the number of "
-                            f"processes, devices x num_nodes = {self.devices * self.num_nodes}")
+        check_distributed_options(self, self.batch_size)
         if self.preset not in self.PRESETS:
             raise UserError(f"unknown preset {self.preset!r}; choose one of: {', '.join(sorted(self.PRESETS))}")
         for name in ("max_steps", "batch_size", "subsample", "log_every", "checkpoint_every", "val_batches"):
@@ -187,6 +176,5 @@ class TrainRLConfig(ADConfig):
 
 #: Options that may change when a run is resumed (everything else must match the saved config).
 RESUMABLE_CHANGES = frozenset({"resume", "max_steps", "val_every", "val_batches", "log_every", "checkpoint_every",
-                               "num_workers", "threads", "progress", "compile", "data", "preset",
-                               "accelerator", "devices", "num_nodes", "strategy"})
+                               "num_workers", "threads", "progress", "compile", "data", "preset"}) | DISTRIBUTED_FIELDS
 

@@ -16,25 +16,16 @@ processes by re-running this command, so call it from the CLI (or a script), or 
 from __future__ import annotations
 
 import logging
-import os
-import warnings
 from pathlib import Path
 from typing import Any
 
-from ad.config import config_to_dict
+from ad.distributed.options import first_local_process
 from ad.errors import UserError
+from ad.trainer import MODEL_DIR
 from models.rl.config import RESUMABLE_CHANGES, TrainRLConfig, model_config_of
 
-CHECKPOINT_DIR = "checkpoints"
-LAST_CHECKPOINT = "last.ckpt"
-CONFIG_FILE = "config.yaml"
-MODEL_DIR = "model"
-#: Lightning warnings that do not apply here: windows are sampled at random with replacement, so a resumed
-#: run need not replay the interrupted epoch, and a resumed run reuses its checkpoint folder on purpose.
-_EXPECTED_WARNINGS = (".*sampler has shuffling enabled.*", ".*dataloader is not resumable.*",
-                      ".*Checkpoint directory .* exists and is not empty.*", ".*LeafSpec.*",
-                      # validation batches are the same on every process (not sharded), so val/* needs no sync
-                      ".*It is recommended to use `self.log\\('val/.*sync_dist=True.*")
+#: validation batches are the same on every process (not sharded), so val/* needs no sync
+_EXPECTED_WARNINGS = (".*It is recommended to use `self.log\\('val/.*sync_dist=True.*",)
 
 
 def resolve_data_sizes(config: TrainRLConfig, spec: Any, metadata: dict) -> dict[str, int]:
@@ -96,43 +87,16 @@ def check_values(config: TrainRLConfig, datamodule: Any) -> None:
                                 "--num-rewards")
 
 
-def _check_resume(config: TrainRLConfig, out: Path) -> Path | None:
-    """The checkpoint to resume from (None for a fresh run); UserError on a clash with what is in ``out``."""
-    import yaml
-
-    last = out / CHECKPOINT_DIR / LAST_CHECKPOINT
-    if not config.resume:
-        if last.exists() and _first_local_process():  # extra DDP processes start after rank 0 checked
-            raise UserError(f"{out} already holds a training run; pass --resume to continue it, or choose another "
-                            "--out")
-        return None
-    if not last.is_file():
-        raise UserError(f"nothing to resume: {last} does not exist (drop --resume to start a new run)")
-    _check_checkpoint(last, config)
-    saved_file = out / CONFIG_FILE
-    if saved_file.is_file():
-        saved = yaml.safe_load(saved_file.read_text()) or {}
-        current = config_to_dict(config)
-        changed = sorted(k for k in current if k not in RESUMABLE_CHANGES and k in saved and saved[k] != current[k])
-        if changed:
-            diffs = ", ".join(f"{k}: {saved[k]!r} -> {current[k]!r}" for k in changed)
-            raise UserError(f"--resume needs the same options as the run in {out}; changed: {diffs}")
-    return last
-
-
 def _check_checkpoint(path: Path, config: TrainRLConfig) -> None:
     """UserError unless ``path`` is a readable Lightning checkpoint of a model with this config."""
     import dataclasses
 
-    import torch
+    from ad.trainer import load_checkpoint
 
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=False)
-        saved_model = ckpt["hyper_parameters"]["model_config"]
-        ckpt["state_dict"], ckpt["optimizer_states"], ckpt["global_step"]
-    except Exception as err:  # noqa: BLE001 - any failure to read it is a broken file
-        raise UserError(f"cannot resume: checkpoint {path} is unreadable or not an `ad train rl` checkpoint "
-                        f"({type(err).__name__}: {err}); delete it to start over") from None
+    saved_model = load_checkpoint(path, "ad train rl", "hyper_parameters")["hyper_parameters"].get("model_config")
+    if not isinstance(saved_model, dict):
+        raise UserError(f"cannot resume: checkpoint {path} is not an `ad train rl` checkpoint (no model_config); "
+                        "delete it to start over")
     current = dataclasses.asdict(model_config_of(config))
     changed = sorted(k for k in current if saved_model.get(k) != current[k])
     if changed:
@@ -146,12 +110,10 @@ def train(config: TrainRLConfig) -> Path:
 
     import lightning as L
     import torch
-    import yaml
-    from lightning.pytorch.callbacks import ModelCheckpoint
-    from lightning.pytorch.loggers import TensorBoardLogger
 
     from ad.distributed.data import ShardedRLDataModule
-    from models.rl.module import ADLightningModule, NonFiniteLossError, optim_config_of
+    from ad.trainer import check_resume, fit, make_trainer, write_config
+    from models.rl.module import ADLightningModule, optim_config_of
 
     if config.threads:
         torch.set_num_threads(config.threads)
@@ -164,48 +126,19 @@ def train(config: TrainRLConfig) -> Path:
     datamodule.setup()
     config = dataclasses.replace(config, **resolve_data_sizes(config, datamodule.spec, datamodule.metadata))
     check_values(config, datamodule)
-    resume_from = _check_resume(config, out)
+    resume_from = check_resume(config, out, RESUMABLE_CHANGES, lambda path: _check_checkpoint(path, config))
 
-    out.mkdir(parents=True, exist_ok=True)
-    if _first_local_process():
-        (out / CONFIG_FILE).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
+    trainer = make_trainer(config, out, validate=config.val_every > 0 and _has_val(datamodule))
+    write_config(config, out)
     L.seed_everything(config.seed, workers=True, verbose=False)
     module = ADLightningModule(dataclasses.asdict(model_config_of(config)), optim_config_of(config),
                                log_every=config.log_every)
     if config.compile:
         module.model.compile()
-    checkpoint = ModelCheckpoint(dirpath=out / CHECKPOINT_DIR, filename="{step}", save_top_k=1,
-                                 save_last=True, every_n_train_steps=config.checkpoint_every)
-    validate = config.val_every > 0 and _has_val(datamodule)
-    trainer = L.Trainer(
-        max_steps=config.max_steps, accelerator=config.accelerator, devices=config.devices,
-        num_nodes=config.num_nodes, strategy=config.strategy,
-        use_distributed_sampler=False,  # ShardedRLDataModule gives each process its slice of the global batch
-        gradient_clip_val=config.grad_clip or None,
-        logger=TensorBoardLogger(str(out), name="tb", version="", default_hp_metric=False),
-        callbacks=[checkpoint], log_every_n_steps=config.log_every,
-        val_check_interval=config.val_every if validate else None, check_val_every_n_epoch=None,
-        limit_val_batches=config.val_batches if validate else 0, num_sanity_val_steps=0,
-        enable_progress_bar=config.progress, enable_model_summary=False, default_root_dir=str(out),
-    )
-    try:
-        with warnings.catch_warnings():
-            for pattern in _EXPECTED_WARNINGS:
-                warnings.filterwarnings("ignore", message=pattern)
-            trainer.fit(module, datamodule=datamodule, ckpt_path=str(resume_from) if resume_from else None)
-    except NonFiniteLossError as err:
-        from ad.training import non_finite_error
-
-        raise non_finite_error(err, out / CHECKPOINT_DIR / LAST_CHECKPOINT) from None
-    trainer.save_checkpoint(out / CHECKPOINT_DIR / LAST_CHECKPOINT)  # the final state, for a later --resume
+    fit(trainer, module, datamodule, out, resume_from, _EXPECTED_WARNINGS)
     if not trainer.is_global_zero:
         return out / MODEL_DIR
     return module.model.save_pretrained(out / MODEL_DIR)
-
-
-def _first_local_process() -> bool:
-    """False in the extra processes Lightning starts on this machine (they re-run the command)."""
-    return int(os.environ.get("LOCAL_RANK", "0")) == 0
 
 
 def _has_val(datamodule: Any) -> bool:
@@ -220,6 +153,6 @@ def _has_val(datamodule: Any) -> bool:
 def run(config: TrainRLConfig) -> int:
     """CLI entry point of `ad train rl`."""
     model_dir = train(config)
-    if _first_local_process():
+    if first_local_process():
         print(f"model saved to {model_dir}  (load it with models.rl.ADTransformer.from_pretrained)")
     return 0

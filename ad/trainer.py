@@ -1,0 +1,134 @@
+"""The Lightning run shared by `ad train rl` and `ad train lm`: run-folder layout, resume checks, the Trainer,
+and fitting with the expected warnings silenced and a NaN loss turned into a user-facing error.
+
+Run folder (``--out``, a local path)::
+
+    config.yaml          the resolved options
+    checkpoints/         last.ckpt (+ the latest step=N.ckpt), for --resume
+    tb/                  TensorBoard logs (train/* and val/*)
+    model/               the final model (format per family)
+"""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from ad.config import config_to_dict
+from ad.distributed.options import first_local_process
+from ad.errors import UserError
+
+CHECKPOINT_DIR = "checkpoints"
+LAST_CHECKPOINT = "last.ckpt"
+CONFIG_FILE = "config.yaml"
+MODEL_DIR = "model"
+#: Lightning warnings that never apply to these runs: windows are drawn at random with replacement (a resumed
+#: run need not replay the interrupted epoch) and a resumed run reuses its checkpoint folder on purpose.
+COMMON_EXPECTED_WARNINGS = (".*sampler has shuffling enabled.*", ".*dataloader is not resumable.*",
+                            ".*Checkpoint directory .* exists and is not empty.*", ".*LeafSpec.*",
+                            ".*does not have many workers.*")
+
+
+def check_resume(config: Any, out: Path, resumable: Iterable[str],
+                 check_checkpoint: Callable[[Path], None]) -> Path | None:
+    """The checkpoint to resume from (None for a fresh run); UserError on a clash with what is in ``out``.
+
+    ``config`` has ``resume``; ``resumable`` names the options that may differ from the saved config.yaml;
+    ``check_checkpoint(path)`` raises a UserError when the checkpoint is unreadable or does not fit.
+    """
+    import yaml
+
+    last = out / CHECKPOINT_DIR / LAST_CHECKPOINT
+    if not config.resume:
+        if last.exists() and first_local_process():  # extra DDP processes start after rank 0 checked
+            raise UserError(f"{out} already holds a training run; pass --resume to continue it, or choose another "
+                            "--out")
+        return None
+    if not last.is_file():
+        raise UserError(f"nothing to resume: {last} does not exist (drop --resume to start a new run)")
+    check_checkpoint(last)
+    saved_file = out / CONFIG_FILE
+    if saved_file.is_file():
+        saved = yaml.safe_load(saved_file.read_text()) or {}
+        current = config_to_dict(config)
+        changed = sorted(k for k in current if k not in resumable and k in saved and saved[k] != current[k])
+        if changed:
+            diffs = ", ".join(f"{k}: {saved[k]!r} -> {current[k]!r}" for k in changed)
+            raise UserError(f"--resume needs the same options as the run in {out}; changed: {diffs}")
+    return last
+
+
+def load_checkpoint(path: Path, what: str, *keys: str) -> dict[str, Any]:
+    """A Lightning checkpoint holding state_dict, optimizer_states and global_step (+ ``keys``); else UserError."""
+    import torch
+
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=False)
+        for key in ("state_dict", "optimizer_states", "global_step", *keys):
+            ckpt[key]
+    except Exception as err:  # noqa: BLE001 - any failure to read it is a broken file
+        raise UserError(f"cannot resume: checkpoint {path} is unreadable or not an `{what}` checkpoint "
+                        f"({type(err).__name__}: {err}); delete it to start over") from None
+    return ckpt
+
+
+def write_config(config: Any, out: Path) -> None:
+    """Save the resolved options as ``out/config.yaml`` (once per machine under DDP)."""
+    import yaml
+
+    out.mkdir(parents=True, exist_ok=True)
+    if first_local_process():
+        (out / CONFIG_FILE).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
+
+
+def make_trainer(config: Any, out: Path, validate: bool, strategy: Any = None) -> Any:
+    """The Lightning Trainer of a run: checkpoints, TensorBoard, validation schedule and process layout.
+
+    ``config`` has max_steps, grad_clip, log_every, checkpoint_every, val_every, val_batches, progress and the
+    :class:`ad.distributed.options.DistributedOptions` fields; ``strategy`` overrides ``config.strategy`` with a
+    strategy object. Data modules shard the global batch themselves (``use_distributed_sampler=False``).
+    """
+    import lightning as L
+    from lightning.fabric.utilities.exceptions import MisconfigurationException
+    from lightning.pytorch.callbacks import ModelCheckpoint
+    from lightning.pytorch.loggers import TensorBoardLogger
+
+    checkpoint = ModelCheckpoint(dirpath=out / CHECKPOINT_DIR, filename="{step}", save_top_k=1, save_last=True,
+                                 every_n_train_steps=config.checkpoint_every)
+    try:
+        return _trainer(L, config, out, validate, strategy, checkpoint, TensorBoardLogger)
+    except (ValueError, MisconfigurationException) as err:  # Lightning refuses this process layout
+        raise UserError(f"cannot train with --accelerator {config.accelerator} --devices {config.devices} "
+                        f"--num-nodes {config.num_nodes} --strategy {config.strategy}: {err}") from None
+
+
+def _trainer(L: Any, config: Any, out: Path, validate: bool, strategy: Any, checkpoint: Any, logger: Any) -> Any:
+    return L.Trainer(
+        max_steps=config.max_steps, accelerator=config.accelerator, devices=config.devices,
+        num_nodes=config.num_nodes, strategy=strategy or config.strategy, use_distributed_sampler=False,
+        gradient_clip_val=config.grad_clip or None,
+        logger=logger(str(out), name="tb", version="", default_hp_metric=False),
+        callbacks=[checkpoint], log_every_n_steps=config.log_every,
+        val_check_interval=config.val_every if validate else None, check_val_every_n_epoch=None,
+        limit_val_batches=config.val_batches if validate else 0, num_sanity_val_steps=0,
+        enable_progress_bar=config.progress, enable_model_summary=False, default_root_dir=str(out),
+    )
+
+
+def fit(trainer: Any, module: Any, datamodule: Any, out: Path, resume_from: Path | None,
+        expected_warnings: Iterable[str] = ()) -> None:
+    """``trainer.fit`` (resuming from ``resume_from``), then the final state to ``checkpoints/last.ckpt``.
+
+    A NaN / inf loss stops the run with a UserError naming the last good checkpoint.
+    """
+    from ad.training import NonFiniteLossError, non_finite_error
+
+    last = out / CHECKPOINT_DIR / LAST_CHECKPOINT
+    try:
+        with warnings.catch_warnings():
+            for pattern in (*COMMON_EXPECTED_WARNINGS, *expected_warnings):
+                warnings.filterwarnings("ignore", message=pattern)
+            trainer.fit(module, datamodule=datamodule, ckpt_path=str(resume_from) if resume_from else None)
+    except NonFiniteLossError as err:
+        raise non_finite_error(err, last) from None
+    trainer.save_checkpoint(last)  # the final state, for a later --resume
