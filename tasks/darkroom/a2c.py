@@ -7,11 +7,13 @@ agent is exactly what it would be trained alone (``tests/test_darkroom_a2c.py`` 
 a plain ``nn.Module`` agent).
 
 Parameters are fixed during a rollout and observations are discrete, so each update computes the
-whole policy / value table ``(G, S, A)`` / ``(G, S)`` once; rollout steps are gathers from it.
-The loss uses the rollout only through per-table-entry sums (``np.bincount``), so the backward
-pass is over the table, not over every transition. Random numbers come from one ``torch.Generator`` per goal (seeded from the run seed and the goal
-cell), drawn a block of updates at a time, so a goal's history does not depend on which other
-goals share its batch.
+whole policy / value table ``(G, A, S)`` / ``(G, S)`` once; rollout steps are gathers from it.
+The loss uses the rollout only through per-table-entry sums (``np.bincount``), so its gradient is
+taken over the table, not over every transition, and written out by hand: the network is two
+matrix products and a ReLU, so the backward pass is two ``bmm``'s and a mask (no autograd graph;
+``tests/test_darkroom_a2c.py`` compares it with autograd). Random numbers come from one
+``torch.Generator`` per goal (seeded from the run seed and the goal cell), drawn a block of updates
+at a time, so a goal's history does not depend on which other goals share its batch.
 """
 from __future__ import annotations
 
@@ -20,7 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from tasks.darkroom.goals import NUM_ACTIONS
 from tasks.darkroom.vector_env import DarkRoomVectorEnv
@@ -45,6 +46,15 @@ class Rollout:
     step: np.ndarray  # (T, E) int64 step within the episode
 
 
+@dataclass
+class TableGrads:
+    """Gradients of the summed per-goal losses with respect to the policy / value tables, and the losses."""
+
+    logits: torch.Tensor  # (G, A, S) d loss / d logits
+    values: torch.Tensor  # (G, S) d loss / d value
+    stats: dict[str, torch.Tensor]  # (G,) loss, policy_loss, value_loss, entropy
+
+
 def goal_seed(seed: int, size: int, goal: tuple[int, int]) -> int:
     """The seed of one goal's agent: a function of the run seed and the goal only."""
     return int(np.random.SeedSequence([int(seed), int(size), int(goal[0]), int(goal[1])]).generate_state(1)[0])
@@ -53,6 +63,30 @@ def goal_seed(seed: int, size: int, goal: tuple[int, int]) -> int:
 def env_seeds(seed: int, size: int, goals: list[tuple[int, int]], envs_per_goal: int) -> list[int]:
     """Seeds of the sub-envs (goal-major), a function of the run seed and each sub-env's goal only."""
     return [goal_seed(seed, size, g) + i for g in goals for i in range(envs_per_goal)]
+
+
+def table_loss_grads(log_pi: torch.Tensor, values: torch.Tensor, adv_sum: torch.Tensor, visits: torch.Tensor,
+                     ret_sum: torch.Tensor, ret_sq: torch.Tensor, n: int, vf_coef: float,
+                     ent_coef: float) -> TableGrads:
+    """Per-goal A2C losses over the tables and their gradients with respect to logits and values.
+
+    Each goal's loss is the mean over its ``n`` transitions of ``-A * log pi(a|s) + vf_coef * (R - V(s))^2
+    - ent_coef * H(pi(.|s))``, written through per-entry sums: ``adv_sum`` ``(G, A, S)`` (advantages summed
+    per state and action), ``visits`` / ``ret_sum`` ``(G, S)`` (visit counts and summed returns per state)
+    and ``ret_sq`` ``(G,)`` (summed squared returns). ``log_pi`` is ``(G, A, S)``, ``values`` ``(G, S)``.
+    """
+    p = log_pi.exp()  # (G, A, S)
+    entropy = -(p * log_pi).sum(1)  # (G, S)
+    # log_softmax: d(sum_a c_a log p_a)/dz = c - p * sum_a c_a;  d H / dz = -p * (log p + H)
+    d_logits = (p * adv_sum.sum(1, keepdim=True) - adv_sum) / n \
+        + (ent_coef / n) * visits[:, None] * p * (log_pi + entropy[:, None])  # (G, A, S)
+    d_values = (2 * vf_coef / n) * (visits * values - ret_sum)  # (G, S)
+    policy_loss = -(adv_sum * log_pi).sum((1, 2)) / n  # (G,) mean of -A * log pi(a|s)
+    entropy_mean = (visits * entropy).sum(1) / n  # (G,)
+    value_loss = (((visits * values - 2 * ret_sum) * values).sum(1) + ret_sq) / n  # (G,) mean of (R - V(s))^2
+    loss = policy_loss + vf_coef * value_loss - ent_coef * entropy_mean  # (G,)
+    return TableGrads(d_logits, d_values, {"loss": loss, "policy_loss": policy_loss, "value_loss": value_loss,
+                                           "entropy": entropy_mean})
 
 
 class BatchedA2C:
@@ -76,12 +110,14 @@ class BatchedA2C:
         # Per-goal parameters, initialised like nn.Embedding / nn.Linear, each from its goal's generator.
         bound = 1.0 / math.sqrt(H)
         init = [self._init_one(gen, S, H, A, bound) for gen in self.gens]
-        self.embed = torch.stack([p[0] for p in init]).requires_grad_()  # (G, H, S): column s embeds cell s
-        self.actor_w = torch.stack([p[1] for p in init]).requires_grad_()  # (G, A, H) like nn.Linear.weight
-        self.actor_b = torch.stack([p[2] for p in init]).requires_grad_()  # (G, A)
-        self.critic_w = torch.stack([p[3] for p in init]).requires_grad_()  # (G, H)
-        self.critic_b = torch.stack([p[4] for p in init]).requires_grad_()  # (G,)
-        self.params = [self.embed, self.actor_w, self.actor_b, self.critic_w, self.critic_b]
+        self.embed = torch.stack([p[0] for p in init])  # (G, H, S): column s embeds cell s
+        # actor rows 0..A-1 (like nn.Linear.weight), critic row A: one bmm computes both heads
+        self.heads = torch.stack([torch.cat([p[1], p[3][None]]) for p in init])  # (G, A+1, H)
+        self.bias = torch.stack([torch.cat([p[2], p[4][None]]) for p in init])  # (G, A+1)
+        self.params = [self.embed, self.heads, self.bias]
+        for p in self.params:
+            p.grad = torch.zeros_like(p)  # written in place by the hand-made backward pass
+        self._d_hidden = torch.empty_like(self.embed)  # (G, H, S) gradient before the ReLU mask
         self.optimizer = torch.optim.Adam(self.params, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps,
                                           fused=True)  # elementwise, so batched == per-goal Adam
 
@@ -89,6 +125,7 @@ class BatchedA2C:
                                      cfg.random_start, cfg.terminate_on_goal)
         self.obs, _ = self.env.reset(seed=env_seeds(seed, cfg.size, self.goals, self.N))  # (E,)
         self.goal_of_env = np.repeat(np.arange(G), self.N)  # (E,)
+        self.row0 = self.goal_of_env * S  # (E,) offset of each env's goal in flat (G*S,) tables
         self.updates = 0
         self._uniforms: torch.Tensor | None = None  # (B, T, G, N) block of action noise
 
@@ -99,16 +136,39 @@ class BatchedA2C:
             return (torch.rand(*shape, generator=gen) * 2 - 1) * bound
         return [torch.randn(H, S, generator=gen), uniform(A, H), uniform(A), uniform(H), uniform(())]
 
+    # ------------------------------------------------------------------ parameters by layer
+    @property
+    def actor_w(self) -> torch.Tensor:
+        """(G, A, H) actor weights, like ``nn.Linear.weight`` (a view of ``heads``)."""
+        return self.heads[:, :self.A]
+
+    @property
+    def critic_w(self) -> torch.Tensor:
+        """(G, H) critic weights (a view of ``heads``)."""
+        return self.heads[:, self.A]
+
+    @property
+    def actor_b(self) -> torch.Tensor:
+        """(G, A) actor biases (a view of ``bias``)."""
+        return self.bias[:, :self.A]
+
+    @property
+    def critic_b(self) -> torch.Tensor:
+        """(G,) critic biases (a view of ``bias``)."""
+        return self.bias[:, self.A]
+
     # ------------------------------------------------------------------ policy table
-    def tables(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Log-policy ``(G, S, A)`` and value ``(G, S)`` for every goal and cell (differentiable)."""
-        h = F.relu(self.embed)  # (G, H, S) hidden features of every cell
-        heads = torch.cat([self.actor_w, self.critic_w[:, None, :]], dim=1)  # (G, A+1, H)
+    def _forward(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Hidden features ``(G, H, S)``, log-policy ``(G, A, S)`` and values ``(G, S)`` of every goal and cell."""
+        h = torch.relu(self.embed)  # (G, H, S) hidden features of every cell
         # (A+1, H) @ (H, S) per goal: feature-major layout is much faster on CPU for these thin shapes
-        out = torch.bmm(heads, h).transpose(1, 2)  # (G, A+1, S) -> (G, S, A+1)
-        logits = out[..., :-1] + self.actor_b[:, None, :]  # (G, S, A)
-        values = out[..., -1] + self.critic_b[:, None]  # (G, S)
-        return F.log_softmax(logits, dim=-1), values
+        out = torch.bmm(self.heads, h) + self.bias[:, :, None]  # (G, A+1, S)
+        return h, torch.log_softmax(out[:, :self.A], dim=1), out[:, self.A]
+
+    def tables(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-policy ``(G, S, A)`` and value ``(G, S)`` for every goal and cell."""
+        _, log_pi, values = self._forward()
+        return log_pi.transpose(1, 2), values
 
     def _noise(self) -> torch.Tensor:
         """This update's uniforms ``(T, G, N)``, drawn per goal a block of updates at a time."""
@@ -124,33 +184,62 @@ class BatchedA2C:
 
         Returns the rollout (for the history store) and per-goal stats ``(G,)`` tensors.
         """
-        cfg, G, S, N, T = self.cfg, self.G, self.S, self.N, self.T
-        E = G * N
-        log_pi, values = self.tables()  # (G, S, A), (G, S)
-        with torch.no_grad():
-            cdf = log_pi.exp().cumsum(-1).reshape(G * S, -1)  # (G*S, A)
-            flat_values = values.reshape(G * S).numpy()  # (G*S,)
-            flat_logp = log_pi.reshape(G * S, -1).numpy()  # (G*S, A)
-        cdf_np = cdf.numpy()
-        noise = self._noise().reshape(T, E).numpy()  # (T, E)
-        row0 = self.goal_of_env * S  # (E,) offset of each env's goal in the flat tables
+        cfg, G, S, A, N, T = self.cfg, self.G, self.S, self.A, self.N, self.T
+        h, log_pi, values = self._forward()  # (G, H, S), (G, A, S), (G, S)
+        flat_values = values.reshape(G * S).numpy()  # (G*S,)
+        r, next_cell = self._rollout(log_pi, flat_values)
+        adv, returns = self._advantages(r, flat_values, next_cell)  # (T, E), (T, E)
 
+        # Every loss term depends on a transition only through its table entry, so the rollout is
+        # reduced to per-entry sums (bincount) and the loss is taken over the tables.
+        cell = self.row0 + r.state  # (T, E) row of each transition in the flat (G*S,) tables
+        entry = (self.goal_of_env * A + r.action) * S + r.state  # (T, E) index into flat (G*A*S,) tables
+        adv_sum = np.bincount(entry.ravel(), weights=adv.ravel(), minlength=G * A * S)  # (G*A*S,)
+        visits = np.bincount(cell.ravel(), minlength=G * S)  # (G*S,)
+        ret_sum = np.bincount(cell.ravel(), weights=returns.ravel(), minlength=G * S)  # (G*S,)
+        ret_sq = (returns.astype(np.float64) ** 2).reshape(T, G, N).sum((0, 2))  # (G,)
+        grads = table_loss_grads(
+            log_pi, values, torch.from_numpy(adv_sum.astype(np.float32)).view(G, A, S),
+            torch.from_numpy(visits.astype(np.float32)).view(G, S), torch.from_numpy(ret_sum.astype(np.float32)).view(G, S),
+            torch.from_numpy(ret_sq.astype(np.float32)), T * N, cfg.vf_coef, cfg.ent_coef)
+
+        self._backward(h, grads)
+        grad_norm = self._clip_per_goal(cfg.max_grad_norm)
+        self.optimizer.step()
+        self.updates += 1
+        return r, {**grads.stats, "grad_norm": grad_norm}
+
+    def _rollout(self, log_pi: torch.Tensor, flat_values: np.ndarray) -> tuple[Rollout, np.ndarray]:
+        """``num_steps`` steps of every env under the policy tables; returns the rollout and the bootstrap cells.
+
+        ``log_pi`` is ``(G, A, S)``, ``flat_values`` ``(G*S,)``. The bootstrap cell of step t ``(T, E)`` is the
+        cell whose value follows it: the next observation, or the final one where the episode ended.
+        """
+        G, S, A, T, E = self.G, self.S, self.A, self.T, self.G * self.N
+        # inverse-CDF sampling: the action is the number of cumulative probabilities <= u; the last is
+        # ~1 (the count over the first A-1 is already < A, which also guards against cdf[-1] < 1)
+        cdf = log_pi[:, :A - 1].exp().cumsum(1).transpose(0, 1).reshape(A - 1, G * S).numpy()  # (A-1, G*S)
+        noise = self._noise().reshape(T, E).numpy()  # (T, E)
         r = Rollout(self.updates, *(np.empty((T, E), dt) for dt in (
             np.int64, np.int64, np.float32, bool, bool, np.float32, np.float32, np.int64, np.int64)))
-        next_cell = np.empty((T, E), np.int64)  # cell whose value bootstraps step t (final obs if done)
+        next_cell = np.empty((T, E), np.int64)
+        env, obs = self.env, self.obs
         for t in range(T):
-            rows = row0 + self.obs  # (E,)
-            action = (noise[t][:, None] >= cdf_np[rows]).sum(-1)  # (E,) inverse-CDF sample
-            np.minimum(action, self.A - 1, out=action)  # guard against cdf[-1] < 1 by rounding
-            r.state[t], r.action[t] = self.obs, action
-            r.logprob[t] = flat_logp[rows, action]
-            r.value[t] = flat_values[rows]
-            r.episode[t], r.step[t] = self.env.episode, self.env.elapsed
-            self.obs, r.reward[t], r.terminated[t], r.truncated[t], info = self.env.step(action)
-            next_cell[t] = info["final_obs"] if "final_obs" in info else self.obs
+            r.state[t], r.episode[t], r.step[t] = obs, env.episode, env.elapsed
+            np.sum(noise[t] >= cdf.take(self.row0 + obs, axis=1), axis=0, out=r.action[t])  # (E,)
+            obs, r.reward[t], r.terminated[t], r.truncated[t], info = env.step(r.action[t])
+            next_cell[t] = info.get("final_obs", obs)
+        self.obs = obs
+        flat_logp = log_pi.reshape(G * A * S).numpy()  # (G*A*S,)
+        r.logprob[:] = flat_logp[(self.goal_of_env * A + r.action) * S + r.state]
+        r.value[:] = flat_values[self.row0 + r.state]
+        return r, next_cell
 
-        # Advantages: GAE(lambda) on time-major (T, E); lambda = 1 gives plain n-step returns.
-        next_value = flat_values[row0[None, :] + next_cell] * ~r.terminated  # (T, E) 0 after termination
+    def _advantages(self, r: Rollout, flat_values: np.ndarray, next_cell: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """GAE(lambda) advantages and returns ``(T, E)``; lambda = 1 gives plain n-step returns."""
+        cfg, T, E = self.cfg, self.T, self.G * self.N
+        next_value = flat_values[self.row0 + next_cell] * ~r.terminated  # (T, E) 0 after termination
         delta = r.reward + cfg.gamma * next_value - r.value  # (T, E)
         keep = cfg.gamma * cfg.gae_lambda * ~(r.terminated | r.truncated)  # (T, E) cut at episode ends
         adv = np.empty((T, E), np.float32)
@@ -158,41 +247,21 @@ class BatchedA2C:
         for t in reversed(range(T)):
             running = delta[t] + keep[t] * running
             adv[t] = running
-        returns = adv + r.value  # (T, E)
+        return adv, adv + r.value
 
-        # Loss: each goal's mean over its own T*N transitions (summing goals keeps their gradients apart).
-        # Every term depends on a transition only through its table entry, so the rollout is first
-        # reduced to per-entry sums (bincount) and the loss is taken over the (G, S, A) table.
-        cell = row0[None, :] + r.state  # (T, E) row of each transition in the flat (G*S, ...) tables
-        adv_sum = np.bincount((cell * self.A + r.action).ravel(), weights=adv.ravel(), minlength=G * S * self.A)
-        visits = np.bincount(cell.ravel(), minlength=G * S)  # (G*S,)
-        ret_sum = np.bincount(cell.ravel(), weights=returns.ravel(), minlength=G * S)  # (G*S,)
-        ret_sq = (returns.astype(np.float64) ** 2).reshape(T, G, N).sum((0, 2))  # (G,)
-        adv_sum = torch.from_numpy(adv_sum.astype(np.float32)).view(G, S, self.A)  # (G, S, A)
-        visits = torch.from_numpy(visits.astype(np.float32)).view(G, S)  # (G, S)
-        ret_sum = torch.from_numpy(ret_sum.astype(np.float32)).view(G, S)  # (G, S)
-
-        n = T * N
-        entropy_table = -(log_pi.exp() * log_pi).sum(-1)  # (G, S)
-        policy_loss = -(adv_sum * log_pi).sum((1, 2)) / n  # (G,) mean of -A * log pi(a|s)
-        entropy_mean = (visits * entropy_table).sum(1) / n  # (G,)
-        value_loss = ((visits * values - 2 * ret_sum) * values).sum(1) / n \
-            + torch.from_numpy(ret_sq.astype(np.float32)) / n  # (G,) mean of (R - V(s))^2
-        loss = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy_mean  # (G,)
-
-        self.optimizer.zero_grad(set_to_none=False)
-        loss.sum().backward()
-        grad_norm = self._clip_per_goal(cfg.max_grad_norm)
-        self.optimizer.step()
-        self.updates += 1
-        stats = {"loss": loss.detach(), "policy_loss": policy_loss.detach(), "value_loss": value_loss.detach(),
-                 "entropy": entropy_mean.detach(), "grad_norm": grad_norm}
-        return r, stats
+    def _backward(self, h: torch.Tensor, grads: TableGrads) -> None:
+        """Parameter gradients (into each ``p.grad``) from the table gradients; ``h`` is the ``(G, H, S)`` ReLU output."""
+        d_out = torch.cat([grads.logits, grads.values[:, None]], dim=1)  # (G, A+1, S)
+        torch.sum(d_out, dim=2, out=self.bias.grad)  # (G, A+1)
+        torch.bmm(d_out, h.transpose(1, 2), out=self.heads.grad)  # (G, A+1, H)
+        torch.bmm(self.heads.transpose(1, 2), d_out, out=self._d_hidden)  # (G, H, S)
+        # the ReLU's backward (what autograd runs for torch.relu): zero where the output is 0
+        torch.ops.aten.threshold_backward.grad_input(self._d_hidden, h, 0.0, grad_input=self.embed.grad)
 
     def _clip_per_goal(self, max_norm: float) -> torch.Tensor:
         """Scale each goal's gradients like ``clip_grad_norm_`` on that goal's parameters alone; returns (G,) norms."""
-        sq = sum(p.grad.pow(2).reshape(self.G, -1).sum(1) for p in self.params)  # (G,)
-        norm = sq.sqrt()  # (G,)
+        norms = torch.stack([torch.linalg.vector_norm(p.grad.view(self.G, -1), dim=1) for p in self.params])  # (P, G)
+        norm = torch.linalg.vector_norm(norms, dim=0)  # (G,)
         coef = (max_norm / (norm + 1e-6)).clamp(max=1.0)  # (G,)
         for p in self.params:
             p.grad.mul_(coef.view(-1, *([1] * (p.dim() - 1))))
@@ -201,6 +270,5 @@ class BatchedA2C:
     # ------------------------------------------------------------------ after training
     def greedy_actions(self) -> np.ndarray:
         """The greedy action of every goal's policy in every cell, ``(G, S)``."""
-        with torch.no_grad():
-            log_pi, _ = self.tables()
+        log_pi, _ = self.tables()
         return log_pi.argmax(-1).numpy()

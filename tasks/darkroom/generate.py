@@ -23,6 +23,7 @@ import dataclasses
 import json
 import os
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from ad.config import config_to_dict
 from ad.distributed import WorkUnit, run_units
 from ad.errors import UserError
 from ad.history import ColumnSpec, HistorySpec, HistoryReader, HistoryWriter, Location
+from ad.history.writer import UnitWriter
 from tasks.darkroom.a2c import BatchedA2C, Rollout
 from tasks.darkroom.config import GenerateConfig
 from tasks.darkroom.goals import (ACTION_NAMES, NUM_ACTIONS, optimal_return, resolve_goals, split_goals,
@@ -42,8 +44,8 @@ from tasks.darkroom.tracker import ReturnTracker
 
 FAMILY = "darkroom"
 #: Options that change how a run executes but not the histories it writes (left out of the metadata).
-_RUNTIME_OPTIONS = ("out", "goals_per_batch", "threads", "tensorboard", "log_every", "plots", "gif_goals", "progress",
-                    "backend", "address", "workers", "run_dir")
+_RUNTIME_OPTIONS = ("out", "goals_per_batch", "threads", "background_writing", "tensorboard", "log_every", "plots",
+                    "gif_goals", "progress", "backend", "address", "workers", "run_dir")
 #: Goals per work unit with --backend ray when --goals-per-batch is 0.
 RAY_GOALS_PER_UNIT = 8
 #: Rows per shard.
@@ -98,7 +100,7 @@ def env_major(rollouts: list[Rollout]) -> dict[str, np.ndarray]:
     K, (T, E) = len(rollouts), rollouts[0].state.shape
     columns = {}
     for name, dtype in _ROLLOUT_COLUMNS.items():
-        x = np.stack([getattr(r, name) for r in rollouts]).astype(dtype, copy=False)  # (K, T, E)
+        x = np.stack([getattr(r, name) for r in rollouts], dtype=dtype)  # (K, T, E), cast while copying
         columns[name] = np.ascontiguousarray(x.reshape(K * T, E).T)  # (E, K*T)
     update = np.array([r.update for r in rollouts], dtype=np.int64)  # (K,)
     columns["update"] = np.repeat(update, T)  # (K*T,) shared by every sub-env
@@ -113,6 +115,55 @@ def unit_columns(columns: dict[str, np.ndarray], g: int, envs_per_goal: int) -> 
     batch["stream"] = np.repeat(np.arange(N, dtype=np.int32), steps)
     batch["update"] = np.tile(columns["update"], N)
     return batch
+
+
+class BatchWriter:
+    """Hands buffered rollouts to a batch's units in order, on a background thread unless ``background`` is False.
+
+    With the background thread, column preparation and Parquet encoding (numpy and pyarrow release
+    the GIL there) overlap with the next updates on a second core. At most one hand-off is in flight,
+    which bounds memory; an error in the writer is raised in the training thread at the next hand-off.
+    """
+
+    def __init__(self, units: dict[int, UnitWriter], envs_per_goal: int, background: bool = True):
+        self.units, self.envs_per_goal = units, envs_per_goal
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="darkroom-writer") if background else None
+        self._pending: Future | None = None
+
+    def submit(self, rollouts: list[Rollout]) -> None:
+        """Append these rollouts (no longer modified by the caller) to every unit."""
+        self.wait()
+        if self._pool is None:
+            self._append(rollouts)
+        else:
+            self._pending = self._pool.submit(self._append, rollouts)
+
+    def _append(self, rollouts: list[Rollout]) -> None:
+        columns = env_major(rollouts)
+        for g, unit in self.units.items():
+            unit.append(unit_columns(columns, g, self.envs_per_goal))
+
+    def wait(self) -> None:
+        """Block until the hand-off in flight is written; re-raise its error."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def finish(self) -> None:
+        """Write every unit's buffered rows (their last shards), half of the units on the background thread."""
+        self.wait()
+        units = list(self.units.values())
+        half = len(units) // 2 if self._pool is not None else 0
+        if half:
+            self._pending = self._pool.submit(lambda: [unit.flush() for unit in units[:half]])
+        for unit in units[half:]:
+            unit.flush()
+        self.wait()
+
+    def close(self) -> None:
+        """Stop the background thread (after the write in flight, if any; its error is not raised here)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def generate(cfg: GenerateConfig) -> Path | str:
@@ -241,16 +292,15 @@ def _train_batch(cfg: GenerateConfig, goals: list[tuple[int, int]], writer: Hist
     flush_every = max(1, _FLUSH_ROWS // (len(goals) * cfg.num_envs * cfg.num_steps))
     per_update = len(goals) * cfg.num_envs * cfg.num_steps
     buffer: list[Rollout] = []
+    out = BatchWriter(units, cfg.num_envs, cfg.background_writing)
     try:
         for u in range(cfg.updates):
             rollout, stats = agent.step()
             tracker.add(rollout)
             buffer.append(rollout)
             if len(buffer) >= flush_every or u == cfg.updates - 1:
-                columns = env_major(buffer)
-                for g, unit in units.items():
-                    unit.append(unit_columns(columns, g, cfg.num_envs))
-                buffer.clear()
+                out.submit(buffer)
+                buffer = []  # a new list: the writer may still be reading the old one
             if (u + 1) % cfg.log_every == 0 or u == cfg.updates - 1:
                 recent = tracker.mean_return(max(0, u + 1 - cfg.log_every), u + 1)  # (G,)
                 steps = steps_before + (u + 1) * per_update
@@ -259,10 +309,13 @@ def _train_batch(cfg: GenerateConfig, goals: list[tuple[int, int]], writer: Hist
                 if tb is not None:
                     _log_scalars(tb, names, recent, stats, (u + 1) * cfg.num_envs * cfg.num_steps, rate)
             bar.update(advance=1)
+        out.finish()
     except BaseException:
+        out.close()  # lets a write in flight end before its unit is dropped
         for unit in units.values():
             unit.abort()
         raise
+    out.close()
     final = tracker.final_return(FINAL_FRACTION)  # (G,)
     batch_seconds = round(time.time() - batch_started, 3)  # training + writing, before the commits
     records = []
