@@ -81,6 +81,11 @@ def test_generate_logs_every_episode_and_resumes(tiny_model, tmp_path, monkeypat
     assert summary["eval-after"]["episodes"] == 4 and (out / "_run" / "rates.png").is_file()
     for name in ("critic.pt", "actor-i0000", "actor-i0001"):
         assert (out / "_run" / "checkpoints" / name).exists()
+    adam_steps = []  # Adam's step count goes on across iterations, through the resume after the crash
+    for k in (0, 1):
+        state = torch.load(out / "_run" / "checkpoints" / f"actor-i000{k}" / gen.OPTIMIZER_FILE, weights_only=True)
+        adam_steps.append(float(next(iter(state["state"].values()))["step"]))
+    assert 0 < adam_steps[0] < adam_steps[1]  # iteration 1 continued the moments of iteration 0
     rows = len(table)
     gen.generate(_cfg(out, tiny_model))  # everything committed: nothing new
     assert len(HistoryReader(str(out)).table(columns=["step"])) == rows

@@ -32,10 +32,12 @@ from tasks.gridworld.critic import LMCritic, LMFeatures, fit_critic
 from tasks.gridworld.env import MOVES, split_configs
 from tasks.gridworld.prompts import STRATEGY
 from tasks.gridworld.rollouts import SPEC, Rewards, commit_episodes, concat, run_episodes
-from tasks.gridworld.simpo import sample_pairs, train_simpo
+from tasks.gridworld.simpo import make_optimizer, sample_pairs, train_simpo
 
 #: Options that do not change the data (a resume may change them).
 _RUN_ONLY = ("out", "threads", "tensorboard", "plots", "progress", "phases")  # phases: which parts run now
+#: Adam state of the actor, saved beside each SimPO iteration's adapter (a resumed run continues it).
+OPTIMIZER_FILE = "optimizer.pt"
 
 
 def dataset_metadata(cfg: GenerateConfig, train: list, heldout: list) -> dict[str, Any]:
@@ -160,6 +162,9 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
                 raise UserError(f"{cfg.out} has {len(committed)} committed SimPO iterations but no {saved}; the "
                                 "adapter to resume from is gone: use a new --out folder")
             set_peft_model_state_dict(model, load_file(str(saved)))
+        optimizer = make_optimizer(model, cfg.simpo_lr)
+        if committed and (saved_optim := ckpt / f"actor-i{len(committed) - 1:04d}" / OPTIMIZER_FILE).is_file():
+            optimizer.load_state_dict(torch.load(saved_optim, map_location="cpu", weights_only=True))
         for k in _progress(range(len(committed), cfg.simpo_iterations), "SimPO iterations", cfg.progress):
             actor.generator = torch.Generator().manual_seed(cfg.seed * 100_003 + k)
             rollouts = run_episodes(actor, rewards, _draw(train, cfg.num_envs, cfg.seed, 2, k), cfg.max_turns,
@@ -170,11 +175,13 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
             logs = {}
             if pairs:
                 logs = train_simpo(model, tokenizer, pairs, str(run_dir / "trainer"), cfg.simpo_beta, cfg.simpo_gamma,
-                                   cfg.simpo_lr, cfg.simpo_epochs, cfg.simpo_batch, cfg.seed + k, cfg.progress)
+                                   cfg.simpo_lr, cfg.simpo_epochs, cfg.simpo_batch, cfg.seed + k, cfg.progress,
+                                   optimizer)
             folder = ckpt / f"actor-i{k:04d}"
             tmp = folder.with_name(folder.name + ".tmp")
             shutil.rmtree(tmp, ignore_errors=True)
             model.save_pretrained(str(tmp))
+            torch.save(optimizer.state_dict(), tmp / OPTIMIZER_FILE)
             shutil.rmtree(folder, ignore_errors=True)
             tmp.rename(folder)
             phases = ["simpo-rollout"] * len(rollouts.rows["reward"]) + ["simpo-pair"] * len(pair_ep.rows["reward"])

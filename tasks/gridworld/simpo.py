@@ -42,9 +42,23 @@ def sample_pairs(actor: Actor, critic: Critic | None, rewards: Rewards, starts: 
     return pairs, ep
 
 
+def make_optimizer(model: Any, lr: float) -> Any:
+    """The actor's AdamW over its trainable (LoRA) weights, kept across SimPO iterations (and checkpointed), so
+    each iteration continues the same optimisation instead of restarting Adam's moments."""
+    import torch
+
+    return torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.0)
+
+
 def train_simpo(model: Any, tokenizer: Any, pairs: list[dict[str, str]], out_dir: str, beta: float, gamma: float,
-                lr: float, epochs: int, batch: int, seed: int, progress: bool) -> dict[str, float]:
-    """One SimPO pass over ``pairs`` with trl's CPOTrainer on the (peft) model, in place; returns its last logs."""
+                lr: float, epochs: int, batch: int, seed: int, progress: bool,
+                optimizer: Any = None) -> dict[str, float]:
+    """One SimPO pass over ``pairs`` with trl's CPOTrainer on the (peft) model, in place; returns its last logs.
+
+    ``optimizer`` (from :func:`make_optimizer`) carries Adam's state from one iteration to the next, at a constant
+    learning rate; without it each call starts a fresh optimiser.
+    """
+    import torch
     from datasets import Dataset
     from trl.experimental.cpo import CPOConfig, CPOTrainer
 
@@ -52,9 +66,11 @@ def train_simpo(model: Any, tokenizer: Any, pairs: list[dict[str, str]], out_dir
                      learning_rate=lr, num_train_epochs=epochs, per_device_train_batch_size=batch,
                      gradient_accumulation_steps=1, max_length=512, logging_steps=1, save_strategy="no",
                      report_to="none", use_cpu=True, bf16=False, seed=seed, disable_tqdm=not progress,
-                     dataloader_num_workers=0, remove_unused_columns=False)
-    trainer = CPOTrainer(model=model, args=args, processing_class=tokenizer,
-                         train_dataset=Dataset.from_list(pairs))
+                     dataloader_num_workers=0, remove_unused_columns=False, lr_scheduler_type="constant",
+                     gradient_checkpointing=False)  # checkpointing only re-runs forwards here (no memory limit)
+    optimizers = (optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)) if optimizer else (None, None)
+    trainer = CPOTrainer(model=model, args=args, processing_class=tokenizer, train_dataset=Dataset.from_list(pairs),
+                         optimizers=optimizers)
     result = trainer.train()
     logs = [h for h in trainer.state.log_history if "loss" in h]
     return {"loss": float(result.training_loss), **({k: float(v) for k, v in logs[-1].items()

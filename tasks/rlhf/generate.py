@@ -83,6 +83,7 @@ def build_trainer(cfg: GenerateConfig, model: Any, tokenizer: Any, train_prompts
         num_generations=cfg.num_generations, max_completion_length=cfg.max_new_tokens, temperature=cfg.temperature,
         top_k=0, top_p=1.0, logging_steps=1, save_strategy="no", report_to="none", use_cpu=True, bf16=False,
         disable_tqdm=not cfg.progress, dataloader_num_workers=0, log_completions=False, save_only_model=False,
+        gradient_checkpointing=False,  # trl turns it on to save GPU memory; here it only re-runs every forward
     )
     peft_config = None
     if cfg.lora:
