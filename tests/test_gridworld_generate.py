@@ -31,7 +31,7 @@ def _cfg(out, model, **kw):
 def test_actor_batched_matches_reference_and_is_valid(tiny_model):
     from ad.agents import Actor
     from ad.pretrained import load_base
-    from tasks.gridworld.actor import LMActor
+    from tasks.gridworld.actor import LMActor, shared_prefix_length
     from tasks.gridworld.env import parse_moves
     from tasks.gridworld.prompts import make_prompt
 
@@ -43,6 +43,9 @@ def test_actor_batched_matches_reference_and_is_valid(tiny_model):
     for p, moves, text, lp in zip(prompts, out.actions, out.texts, out.logprobs):
         assert 1 <= len(moves) <= 3 and parse_moves(text) == moves
         assert float(lp.sum()) == pytest.approx(actor.sequence_logprob(p, moves), abs=1e-4)
+    ids = [tok(p)["input_ids"] for p in prompts]
+    assert len(ids[0]) // 2 < shared_prefix_length(ids) < min(map(len, ids))  # strategy + info run once per batch
+    assert shared_prefix_length([[1, 2], [1, 2]]) == 1 and shared_prefix_length([[3], [1, 2]]) == 0
     greedy = actor.act(prompts, greedy=True)
     one_by_one = [actor.act([p], greedy=True).texts[0] for p in prompts]
     assert greedy.texts == one_by_one

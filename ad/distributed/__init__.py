@@ -8,18 +8,12 @@ hands :func:`run_units` a module-level function that does one unit (writing its 
 Ray is optional (``pip install 'algorithm-distillation[ray]'``); nothing here imports it until the
 Ray backend runs.
 """
-from importlib import import_module
-from typing import Any
 
+from ad.lazy import lazy_exports
 from ad.distributed.units import BACKENDS, WorkUnit, check_backend_options, require_ray, run_units
 
 _LAZY = {"GlobalBatchSampler": "ad.distributed.sampling", "shard_loader": "ad.distributed.sampling",
          "RankShardedMixin": "ad.distributed.sampling", "ShardedRLDataModule": "ad.distributed.data"}  # torch, lightning
 
 __all__ = ["BACKENDS", "WorkUnit", "run_units", "check_backend_options", "require_ray", *_LAZY]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'ad.distributed' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _LAZY)

@@ -5,9 +5,7 @@ Registers `ad train lm`. Heavy modules (torch, transformers, peft, lightning) lo
 """
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
-
+from ad.lazy import lazy_exports, lazy_function
 from ad.registry import register
 from models.lm.config import LoRAOptions, TrainLMConfig
 
@@ -23,19 +21,8 @@ _LAZY = {
 }
 
 __all__ = ["LoRAOptions", "TrainLMConfig", *_LAZY]
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'models.lm' has no attribute {name!r}")
-
-
-def _run(config: TrainLMConfig) -> int:
-    from models.lm.train import run
-
-    return run(config)
-
-
-register("train", "lm", TrainLMConfig, _run,
+register("train", "lm", TrainLMConfig, lazy_function("models.lm.train:run"),
          help="fine-tune a causal LM with LoRA on a Language-format dataset (acts by scoring valid actions)")

@@ -6,9 +6,7 @@ package alone imports neither.
 """
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
-
+from ad.lazy import lazy_exports, lazy_function
 from ad.registry import register
 from models.rl.config import ADConfig, TrainRLConfig
 
@@ -22,19 +20,8 @@ _LAZY = {
 }
 
 __all__ = ["ADConfig", "TrainRLConfig", *_LAZY]
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'models.rl' has no attribute {name!r}")
-
-
-def _run(config: TrainRLConfig) -> int:
-    from models.rl.train import run
-
-    return run(config)
-
-
-register("train", "rl", TrainRLConfig, _run,
+register("train", "rl", TrainRLConfig, lazy_function("models.rl.train:run"),
          help="train the AD transformer on an RL-format dataset (Lightning; checkpoints, TensorBoard, --resume)")

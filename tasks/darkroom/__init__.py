@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gymnasium
 
+from ad.lazy import lazy_function
 from ad.registry import register
 from tasks.darkroom.config import GenerateConfig
 
@@ -19,12 +20,5 @@ for _gym_id, (_size, _steps) in GYM_IDS.items():
                            kwargs={"size": _size, "random_start": False, "terminate_on_goal": False})
 
 
-def _run_generate(cfg: GenerateConfig) -> int:
-    from tasks.darkroom.generate import generate
-
-    generate(cfg)
-    return 0
-
-
-register("generate", "darkroom", GenerateConfig, _run_generate,
+register("generate", "darkroom", GenerateConfig, lazy_function("tasks.darkroom.generate:generate"),
          help="A2C learning histories on every DarkRoom goal (all goals batched)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gymnasium
 
+from ad.lazy import lazy_function
 from ad.registry import register
 from tasks.gridworld.config import GenerateConfig
 
@@ -21,12 +22,5 @@ for _gym_id, (_size, _steps, _clip) in GYM_IDS.items():
                            kwargs={"size": _size, "clip_at_wall": _clip})
 
 
-def _run_generate(cfg: GenerateConfig) -> int:
-    from tasks.gridworld.generate import generate
-
-    generate(cfg)
-    return 0
-
-
-register("generate", "gridworld", GenerateConfig, _run_generate,
+register("generate", "gridworld", GenerateConfig, lazy_function("tasks.gridworld.generate:generate"),
          help="LLM actor in the grid world: Monte-Carlo critic, then SimPO; every episode logged as a history")

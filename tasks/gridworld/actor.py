@@ -5,6 +5,9 @@ by EOS. The candidates form a token trie. Decoding runs B prompts in lockstep wi
 pads masked, position ids skip pads); at each token the logits of each prompt are restricted to the children
 of its trie node, so every output is a valid move list and the model never runs off the vocabulary. The logged
 log-probabilities are those of the behaviour policy: the restricted, renormalised (and tempered) softmax.
+
+The prompts of a batch share their opening (strategy + grid info): the tokens they have in common are run once
+and their KV cache is repeated for every row, so only each prompt's own tail (its state) is computed per env.
 """
 from __future__ import annotations
 
@@ -66,6 +69,15 @@ def left_pad(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, 
     return ids, mask
 
 
+def shared_prefix_length(seqs: Sequence[Sequence[int]]) -> int:
+    """Tokens every sequence starts with, leaving at least one token of each for its own tail."""
+    shortest = min(len(s) for s in seqs)
+    length = 0
+    while length < shortest - 1 and all(s[length] == seqs[0][length] for s in seqs):
+        length += 1
+    return length
+
+
 class LMActor:
     """Implements :class:`ad.agents.Actor`: ``act(prompts, greedy)`` -> valid move lists + per-token logprobs."""
 
@@ -96,11 +108,17 @@ class LMActor:
         self.model.eval()
         B = len(prompts)
         prompt_ids = [self.tokenizer(p)["input_ids"] for p in prompts]
-        ids, mask = left_pad(prompt_ids, self.pad_id)  # (B, L)
-        positions = (mask.cumsum(1) - 1).clamp(min=0)  # (B, L) pads skipped
-        next_pos = mask.sum(1)  # (B,)
         cache = DynamicCache()
-        logits = self._forward(ids, mask, positions, cache)  # (B, V)
+        shared = shared_prefix_length(prompt_ids) if B > 1 else 0
+        if shared:
+            prefix = torch.as_tensor(prompt_ids[0][:shared], dtype=torch.long)[None]  # (1, P)
+            self._forward(prefix, torch.ones_like(prefix), torch.arange(shared)[None], cache)
+            cache.batch_repeat_interleave(B)  # (1, ...) -> (B, ...) the shared tokens' keys and values
+        tails, tail_mask = left_pad([ids[shared:] for ids in prompt_ids], self.pad_id)  # (B, T)
+        mask = torch.cat([torch.ones((B, shared), dtype=torch.long), tail_mask], 1)  # (B, P + T)
+        positions = shared + (tail_mask.cumsum(1) - 1).clamp(min=0)  # (B, T) pads skipped
+        next_pos = mask.sum(1)  # (B,)
+        logits = self._forward(tails, mask, positions, cache)  # (B, V)
         node = [0] * B
         logps: list[list[float]] = [[] for _ in range(B)]
         done = [False] * B

@@ -3,16 +3,10 @@ logged as a learning history (``ad generate rlhf``). Importing registers the com
 it runs."""
 from __future__ import annotations
 
+from ad.lazy import lazy_function
 from ad.registry import register
 from tasks.rlhf.config import GenerateConfig
 
 
-def _run_generate(cfg: GenerateConfig) -> int:
-    from tasks.rlhf.generate import generate
-
-    generate(cfg)
-    return 0
-
-
-register("generate", "rlhf", GenerateConfig, _run_generate,
+register("generate", "rlhf", GenerateConfig, lazy_function("tasks.rlhf.generate:generate"),
          help="GRPO (trl) toward positive sentiment; every completion logged as a learning history")
