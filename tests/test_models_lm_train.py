@@ -80,7 +80,8 @@ def test_train_writes_a_run_folder_and_ad_eval_runs_it(tiny_dir, darkroom3, tmp_
     for path in ("adapter/adapter_config.json", "adapter/adapter_model.safetensors", "tokenizer/tokenizer.json",
                  "merged/config.json", "merged/model.safetensors"):
         assert (folder / path).is_file(), path
-    assert yaml.safe_load((out / "config.yaml").read_text())["model"] == str(tiny_dir)
+    saved = yaml.safe_load((out / "config.yaml").read_text())
+    assert saved["model"] == str(tiny_dir) and saved["template"] == "compact"  # auto: DarkRoom data has no template
     assert list((out / "tb").glob("events.out.tfevents.*"))
     ckpt = torch.load(out / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
     assert ckpt["state_dict"] and all("lora_" in k for k in ckpt["state_dict"])  # only the adapters are stored
@@ -185,3 +186,11 @@ def test_real_smollm2_loads_and_scores_actions():
     scores = policy.scores(torch.tensor([40, 3]), zeros, torch.zeros(2), zeros, torch.ones(2, dtype=torch.bool))
     ref = [sequence_logprob(model, policy.book.context_ids(0), c) for c in policy.candidates]
     torch.testing.assert_close(scores[0], torch.tensor(ref), atol=1e-3, rtol=1e-3)
+
+
+def test_template_auto_follows_the_dataset():
+    from models.lm.train import resolve_template
+
+    assert resolve_template("auto", {"task_spec": {"template": "rollout"}}) == "rollout"  # `ad generate rlhf` data
+    assert resolve_template("auto", {"task_spec": {"size": 9}}) == "compact"
+    assert resolve_template("compact", {"task_spec": {"template": "rollout"}}) == "compact"  # an explicit choice wins

@@ -55,8 +55,9 @@ class TrainLMConfig(LoRAOptions, DistributedOptions):
                                         "local folder, or a Hugging Face hub id already in the local cache")
     preset: str = option("default", "named set of option values applied first: default, quick")
     resume: bool = option(False, "continue the run in --out from its last checkpoint (same options)")
-    template: str = option("compact", "Language-format template that serialises transitions (see "
-                                      "ad.formats.TEMPLATES)")
+    template: str = option("auto", "Language-format template that serialises transitions (see "
+                                   "ad.formats.TEMPLATES); auto = the dataset's task_spec.template (e.g. rollout "
+                                   "for `ad generate rlhf` data), else compact")
     context: int = option(40, "transitions per training window (and most transitions kept when acting)")
     max_tokens: int = option(512, "token budget of a window; longer windows lose their oldest transitions "
                                   "(also when acting). Capped by the model's position limit")

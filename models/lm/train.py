@@ -35,6 +35,14 @@ def valid_actions(spec: Any) -> list[Any] | None:
     return list(range(int(spec.action.n))) if spec.action.kind == "discrete" else None
 
 
+def resolve_template(template: str, metadata: dict[str, Any]) -> str:
+    """The template to train with: ``template`` itself, or for "auto" the dataset's ``task_spec.template``
+    (written by the task that generated it), else "compact"."""
+    if template != "auto":
+        return template
+    return str((metadata.get("task_spec") or {}).get("template") or "compact")
+
+
 def _check_checkpoint(path: Path) -> None:
     """UserError unless ``path`` is a readable Lightning checkpoint."""
     from ad.trainer import load_checkpoint
@@ -104,9 +112,12 @@ def train(config: TrainLMConfig) -> Path:
     batch and each process trains on its slice of it (``ad.distributed.sampling``), so DDP follows the one-process
     loss; ``--strategy fsdp`` also shards the model, one unit per decoder layer. Only rank 0 writes ``model/``.
     """
+    import dataclasses
+
     import lightning as L
     import torch
 
+    from ad.history import HistoryReader
     from ad.pretrained import load_base, position_limit
     from ad.trainer import check_resume, fit, make_trainer, write_config
     from ad.training import OptimConfig
@@ -117,6 +128,8 @@ def train(config: TrainLMConfig) -> Path:
         torch.set_num_threads(config.threads)
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
     out = Path(config.out)
+    reader = HistoryReader(config.data)
+    config = dataclasses.replace(config, template=resolve_template(config.template, reader.metadata))
     resume_from = check_resume(config, out, RESUMABLE_CHANGES, _check_checkpoint)
     base, tokenizer = load_base(config.model, config.dtype)
     limit = position_limit(base)
@@ -124,7 +137,7 @@ def train(config: TrainLMConfig) -> Path:
     if budget < config.max_tokens and first_local_process():
         warnings.warn(f"--max-tokens {config.max_tokens} exceeds the model's position limit {limit}; using {budget}",
                       stacklevel=2)
-    datamodule = ShardedLMDataModule(config.data, tokenizer, config.template, window=config.context,
+    datamodule = ShardedLMDataModule(reader, tokenizer, config.template, window=config.context,
                                      stride=config.stride, max_tokens=budget, loss_on=config.loss_on,
                                      batch_size=config.batch_size, val_batches=config.val_batches,
                                      num_workers=config.num_workers, seed=config.seed)
