@@ -194,3 +194,12 @@ def test_bundled_prompts_and_vader():
     assert len(heldout) == 48 and not set(train) & set(heldout) and len(train) + len(heldout) == len(prompts)
     good, bad = vader(completions=["a wonderful, happy day", "a terrible, awful loss"])
     assert good > 0.5 and bad < -0.5
+
+
+def test_distinct_word_ratio_flags_word_salad():
+    from tasks.rlhf.evaluate import distinct_word_ratio
+
+    fluent = " her heart swelled with joy. She smiled and said that the trip was worth every mile"
+    salad = " smiled wonderful beautiful wonderful wonderful beautiful wonderful lovely wonderful wonderful"
+    assert distinct_word_ratio([fluent]) > 0.85 > 0.5 > distinct_word_ratio([salad])
+    assert distinct_word_ratio(["", "a b"]) == 1.0 and distinct_word_ratio([]) == 0.0

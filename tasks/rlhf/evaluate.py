@@ -29,11 +29,20 @@ def sample_completions(model: Any, tokenizer: Any, prompts: list[str], max_new_t
     return out
 
 
+def distinct_word_ratio(texts: list[str]) -> float:
+    """Mean over texts of (distinct words / words): a cheap degeneration check. Fluent 32-token story text from
+    the base SmolLM2 scores about 0.8-0.9; reward-hacked word salads ("wonderful wonderful beautiful ...") drop
+    toward 0.3."""
+    ratios = [len(set(words)) / len(words) for words in (t.lower().split() for t in texts) if words]
+    return float(np.mean(ratios)) if ratios else 0.0
+
+
 def evaluate_policy(model: Any, tokenizer: Any, prompts: list[str], reward_fn: Callable[..., list[float]],
                     max_new_tokens: int, temperature: float, seed: int) -> dict[str, Any]:
     """Mean reward of one sampled completion per prompt, plus a few samples."""
     completions = sample_completions(model, tokenizer, prompts, max_new_tokens, temperature, seed)
     rewards = [float(r) for r in reward_fn(prompts=prompts, completions=completions)]
     return {"mean_reward": float(np.mean(rewards)), "prompts": len(prompts),
+            "distinct_words": distinct_word_ratio(completions),
             "samples": [{"prompt": p, "completion": c, "reward": r}
                         for p, c, r in list(zip(prompts, completions, rewards))[:5]]}

@@ -165,6 +165,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
         plot_reward_curve(out, run_dir / "reward_curve.png")
     if eval_set:
         print(f"held-out mean reward ({len(eval_set)} prompts): before {summary['before']['mean_reward']:+.3f}, "
-              f"after {summary['after']['mean_reward']:+.3f}")
+              f"after {summary['after']['mean_reward']:+.3f}; distinct-word ratio (fluency check) before "
+              f"{summary['before']['distinct_words']:.2f}, after {summary['after']['distinct_words']:.2f}")
     print(f"{log.rows_logged} completions logged in {elapsed:.1f}s -> {out}")
     return summary
