@@ -8,7 +8,7 @@ from gymnasium.wrappers import TimeLimit
 from torch import nn
 
 from ad.config import make_config
-from tasks.darkroom.a2c import _RNG_BLOCK, BatchedA2C, env_seeds
+from tasks.darkroom.a2c import _RNG_BLOCK, BatchedA2C, TableLoss, env_seeds
 from tasks.darkroom.config import GenerateConfig
 from tasks.darkroom.env import DarkRoomEnv
 
@@ -128,3 +128,29 @@ def test_goal_history_does_not_depend_on_its_batch(random_start):
         np.testing.assert_array_equal(a.action, b.action[:, 2:])
         np.testing.assert_array_equal(a.state, b.state[:, 2:])
         np.testing.assert_allclose(a.logprob, b.logprob[:, 2:], rtol=1e-5, atol=1e-6)
+
+
+def test_hand_written_gradients_equal_autograd():
+    cfg = make_config(GenerateConfig, {"size": 4, "hidden": 12, "num_envs": 3, "num_steps": 5})
+    agent = BatchedA2C(cfg, [(0, 0), (3, 1), (2, 3)], seed=3)
+    G, S, A = agent.G, agent.S, agent.A
+    gen = torch.Generator().manual_seed(0)
+    visits = torch.randint(0, 4, (G, S), generator=gen).float()  # (G, S) some cells unvisited
+    adv_sum = torch.randn(G, A, S, generator=gen) * (visits[:, None] > 0)  # (G, A, S)
+    ret_sum = torch.randn(G, S, generator=gen) * visits  # (G, S)
+    ret_sq = ret_sum.pow(2).sum(1) + 1.0  # (G,)
+
+    def table_loss(log_pi, values):
+        return TableLoss(log_pi, values, adv_sum, visits, ret_sum, ret_sq, 15, cfg.vf_coef, cfg.ent_coef)
+
+    h, log_pi, values = agent._forward()
+    agent._backward(h, *table_loss(log_pi, values).grads())
+
+    params = [p.detach().clone().requires_grad_() for p in agent.params]  # embed, heads, bias
+    embed, heads, bias = params
+    out = torch.bmm(heads, F.relu(embed)) + bias[:, :, None]  # (G, A+1, S)
+    stats = table_loss(F.log_softmax(out[:, :A], dim=1), out[:, A]).stats()
+    stats["loss"].sum().backward()
+    for p, ref in zip(agent.params, params):
+        torch.testing.assert_close(p.grad, ref.grad, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(table_loss(log_pi, values).stats()["loss"], stats["loss"].detach())

@@ -8,6 +8,8 @@ from ad import cli
 from ad.config import make_config
 from ad.errors import UserError
 from ad.history import HistoryReader, HistorySpec, ColumnSpec, HistoryWriter
+from ad.history.hashing import content_hash
+from ad.history.writer import UnitWriter
 from tasks.darkroom import generate as gen_module
 from tasks.darkroom.config import GenerateConfig
 from tasks.darkroom.generate import generate
@@ -79,6 +81,26 @@ def test_interrupted_run_resumes_without_duplicates(tmp_path, monkeypatch):
     np.testing.assert_allclose(a["logprob"].to_numpy(), b["logprob"].to_numpy(), rtol=1e-5, atol=1e-6)
     generate(_cfg(out, goals_per_batch=3))  # a complete dataset: nothing to do
     assert HistoryReader(out).num_transitions() == 8 * 2000
+
+
+@pytest.mark.parametrize("shard_rows", [None, 700])  # 700: shards are also written during training
+def test_background_writing_stores_the_same_dataset(tmp_path, monkeypatch, shard_rows):
+    if shard_rows:
+        monkeypatch.setattr(gen_module, "_SHARD_ROWS", shard_rows)
+    monkeypatch.setattr(gen_module, "_FLUSH_ROWS", 3000)  # several hand-offs per batch
+    same = generate(_cfg(tmp_path / "same", background_writing=False, goals_per_batch=5))
+    behind = generate(_cfg(tmp_path / "behind", background_writing=True, goals_per_batch=5))
+    assert content_hash(same) == content_hash(behind)
+
+
+def test_a_writer_error_surfaces_and_drops_the_batch(tmp_path, monkeypatch):
+    def broken(self, columns):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(UnitWriter, "append", broken)
+    with pytest.raises(OSError, match="disk full"):
+        generate(_cfg(tmp_path / "d", background_writing=True))
+    assert HistoryReader(tmp_path / "d").units() == []
 
 
 @pytest.mark.parametrize("values", [

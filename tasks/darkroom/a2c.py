@@ -46,15 +46,6 @@ class Rollout:
     step: np.ndarray  # (T, E) int64 step within the episode
 
 
-@dataclass
-class TableGrads:
-    """Gradients of the summed per-goal losses with respect to the policy / value tables, and the losses."""
-
-    logits: torch.Tensor  # (G, A, S) d loss / d logits
-    values: torch.Tensor  # (G, S) d loss / d value
-    stats: dict[str, torch.Tensor]  # (G,) loss, policy_loss, value_loss, entropy
-
-
 def goal_seed(seed: int, size: int, goal: tuple[int, int]) -> int:
     """The seed of one goal's agent: a function of the run seed and the goal only."""
     return int(np.random.SeedSequence([int(seed), int(size), int(goal[0]), int(goal[1])]).generate_state(1)[0])
@@ -65,28 +56,43 @@ def env_seeds(seed: int, size: int, goals: list[tuple[int, int]], envs_per_goal:
     return [goal_seed(seed, size, g) + i for g in goals for i in range(envs_per_goal)]
 
 
-def table_loss_grads(log_pi: torch.Tensor, values: torch.Tensor, adv_sum: torch.Tensor, visits: torch.Tensor,
-                     ret_sum: torch.Tensor, ret_sq: torch.Tensor, n: int, vf_coef: float,
-                     ent_coef: float) -> TableGrads:
-    """Per-goal A2C losses over the tables and their gradients with respect to logits and values.
+@dataclass
+class TableLoss:
+    """Each goal's A2C loss, written through per-table-entry sums of one rollout.
 
-    Each goal's loss is the mean over its ``n`` transitions of ``-A * log pi(a|s) + vf_coef * (R - V(s))^2
-    - ent_coef * H(pi(.|s))``, written through per-entry sums: ``adv_sum`` ``(G, A, S)`` (advantages summed
-    per state and action), ``visits`` / ``ret_sum`` ``(G, S)`` (visit counts and summed returns per state)
-    and ``ret_sq`` ``(G,)`` (summed squared returns). ``log_pi`` is ``(G, A, S)``, ``values`` ``(G, S)``.
+    The loss of goal g is the mean over its ``n`` transitions of ``-A * log pi(a|s) + vf_coef * (R - V(s))^2
+    - ent_coef * H(pi(.|s))``; every term depends on a transition only through its table entry.
     """
-    p = log_pi.exp()  # (G, A, S)
-    entropy = -(p * log_pi).sum(1)  # (G, S)
-    # log_softmax: d(sum_a c_a log p_a)/dz = c - p * sum_a c_a;  d H / dz = -p * (log p + H)
-    d_logits = (p * adv_sum.sum(1, keepdim=True) - adv_sum) / n \
-        + (ent_coef / n) * visits[:, None] * p * (log_pi + entropy[:, None])  # (G, A, S)
-    d_values = (2 * vf_coef / n) * (visits * values - ret_sum)  # (G, S)
-    policy_loss = -(adv_sum * log_pi).sum((1, 2)) / n  # (G,) mean of -A * log pi(a|s)
-    entropy_mean = (visits * entropy).sum(1) / n  # (G,)
-    value_loss = (((visits * values - 2 * ret_sum) * values).sum(1) + ret_sq) / n  # (G,) mean of (R - V(s))^2
-    loss = policy_loss + vf_coef * value_loss - ent_coef * entropy_mean  # (G,)
-    return TableGrads(d_logits, d_values, {"loss": loss, "policy_loss": policy_loss, "value_loss": value_loss,
-                                           "entropy": entropy_mean})
+
+    log_pi: torch.Tensor  # (G, A, S) log-policy table
+    values: torch.Tensor  # (G, S) value table
+    adv_sum: torch.Tensor  # (G, A, S) advantages summed per state and action
+    visits: torch.Tensor  # (G, S) visit counts per state
+    ret_sum: torch.Tensor  # (G, S) returns summed per state
+    ret_sq: torch.Tensor  # (G,) squared returns summed
+    n: int  # transitions per goal
+    vf_coef: float
+    ent_coef: float
+
+    def grads(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Gradients of the summed losses with respect to the logits ``(G, A, S)`` and the values ``(G, S)``."""
+        n, p = self.n, self.log_pi.exp()  # p: (G, A, S)
+        entropy = -(p * self.log_pi).sum(1)  # (G, S)
+        # log_softmax: d(sum_a c_a log p_a)/dz = c - p * sum_a c_a;  d H / dz = -p * (log p + H)
+        d_logits = (p * self.adv_sum.sum(1, keepdim=True) - self.adv_sum) / n \
+            + (self.ent_coef / n) * self.visits[:, None] * p * (self.log_pi + entropy[:, None])  # (G, A, S)
+        d_values = (2 * self.vf_coef / n) * (self.visits * self.values - self.ret_sum)  # (G, S)
+        return d_logits, d_values
+
+    def stats(self) -> dict[str, torch.Tensor]:
+        """Per-goal ``(G,)`` loss and its parts (policy_loss, value_loss, entropy)."""
+        n, log_pi, values = self.n, self.log_pi, self.values
+        entropy = -(log_pi.exp() * log_pi).sum(1)  # (G, S)
+        policy_loss = -(self.adv_sum * log_pi).sum((1, 2)) / n  # (G,) mean of -A * log pi(a|s)
+        entropy_mean = (self.visits * entropy).sum(1) / n  # (G,)
+        value_loss = (((self.visits * values - 2 * self.ret_sum) * values).sum(1) + self.ret_sq) / n  # (G,)
+        loss = policy_loss + self.vf_coef * value_loss - self.ent_coef * entropy_mean  # (G,)
+        return {"loss": loss, "policy_loss": policy_loss, "value_loss": value_loss, "entropy": entropy_mean}
 
 
 class BatchedA2C:
@@ -179,10 +185,11 @@ class BatchedA2C:
         return self._uniforms[k]
 
     # ------------------------------------------------------------------ one update
-    def step(self) -> tuple[Rollout, dict[str, torch.Tensor]]:
+    def step(self, stats: bool = True) -> tuple[Rollout, dict[str, torch.Tensor]]:
         """Collect ``num_steps`` steps in every env with the current policies, then one optimiser step.
 
-        Returns the rollout (for the history store) and per-goal stats ``(G,)`` tensors.
+        Returns the rollout (for the history store) and per-goal stats ``(G,)`` tensors (loss, its parts
+        and the gradient norm before clipping; an empty dict with ``stats=False``, which saves their cost).
         """
         cfg, G, S, A, N, T = self.cfg, self.G, self.S, self.A, self.N, self.T
         h, log_pi, values = self._forward()  # (G, H, S), (G, A, S), (G, S)
@@ -198,16 +205,16 @@ class BatchedA2C:
         visits = np.bincount(cell.ravel(), minlength=G * S)  # (G*S,)
         ret_sum = np.bincount(cell.ravel(), weights=returns.ravel(), minlength=G * S)  # (G*S,)
         ret_sq = (returns.astype(np.float64) ** 2).reshape(T, G, N).sum((0, 2))  # (G,)
-        grads = table_loss_grads(
-            log_pi, values, torch.from_numpy(adv_sum.astype(np.float32)).view(G, A, S),
-            torch.from_numpy(visits.astype(np.float32)).view(G, S), torch.from_numpy(ret_sum.astype(np.float32)).view(G, S),
-            torch.from_numpy(ret_sq.astype(np.float32)), T * N, cfg.vf_coef, cfg.ent_coef)
+        loss = TableLoss(log_pi, values, torch.from_numpy(adv_sum.astype(np.float32)).view(G, A, S),
+                         torch.from_numpy(visits.astype(np.float32)).view(G, S),
+                         torch.from_numpy(ret_sum.astype(np.float32)).view(G, S),
+                         torch.from_numpy(ret_sq.astype(np.float32)), T * N, cfg.vf_coef, cfg.ent_coef)
 
-        self._backward(h, grads)
+        self._backward(h, *loss.grads())
         grad_norm = self._clip_per_goal(cfg.max_grad_norm)
         self.optimizer.step()
         self.updates += 1
-        return r, {**grads.stats, "grad_norm": grad_norm}
+        return r, ({**loss.stats(), "grad_norm": grad_norm} if stats else {})
 
     def _rollout(self, log_pi: torch.Tensor, flat_values: np.ndarray) -> tuple[Rollout, np.ndarray]:
         """``num_steps`` steps of every env under the policy tables; returns the rollout and the bootstrap cells.
@@ -249,9 +256,12 @@ class BatchedA2C:
             adv[t] = running
         return adv, adv + r.value
 
-    def _backward(self, h: torch.Tensor, grads: TableGrads) -> None:
-        """Parameter gradients (into each ``p.grad``) from the table gradients; ``h`` is the ``(G, H, S)`` ReLU output."""
-        d_out = torch.cat([grads.logits, grads.values[:, None]], dim=1)  # (G, A+1, S)
+    def _backward(self, h: torch.Tensor, d_logits: torch.Tensor, d_values: torch.Tensor) -> None:
+        """Parameter gradients (into each ``p.grad``) from the table gradients ``(G, A, S)`` / ``(G, S)``.
+
+        ``h`` is the ``(G, H, S)`` ReLU output of the forward pass.
+        """
+        d_out = torch.cat([d_logits, d_values[:, None]], dim=1)  # (G, A+1, S)
         torch.sum(d_out, dim=2, out=self.bias.grad)  # (G, A+1)
         torch.bmm(d_out, h.transpose(1, 2), out=self.heads.grad)  # (G, A+1, H)
         torch.bmm(self.heads.transpose(1, 2), d_out, out=self._d_hidden)  # (G, H, S)

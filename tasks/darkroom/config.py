@@ -59,8 +59,10 @@ class GenerateConfig:
     run_dir: str = option("", "local folder for summary.json, learning curves, GIF and TensorBoard (default: "
                               "<out>/_run for a local --out, runs/generate-<name> for a remote URL)")
     threads: int = option(1, "torch CPU threads; 1 is fastest for these small tensors (0 = torch's default)")
-    background_writing: bool = option(True, "encode the history shards on a background thread while training goes "
-                                            "on (uses a second CPU core); false: all on the training thread")
+    background_writing: bool = option(False, "encode the history shards on a background thread (at lower CPU "
+                                             "priority) while training goes on, to use a second core when one is "
+                                             "free (not faster on the shared 2-core benchmark machine, so off by "
+                                             "default; Ray workers always write on their training thread)")
     tensorboard: bool = option(True, "write TensorBoard scalars (per goal) under <out>/_run/tb")
     log_every: int = option(500, "updates between TensorBoard / progress-bar statistics")
     plots: bool = option(True, "save learning curves (PNG) and greedy-policy GIFs next to the dataset")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -118,16 +119,17 @@ def unit_columns(columns: dict[str, np.ndarray], g: int, envs_per_goal: int) -> 
 
 
 class BatchWriter:
-    """Hands buffered rollouts to a batch's units in order, on a background thread unless ``background`` is False.
+    """Hands buffered rollouts to a batch's units in order, on a background thread if ``background``.
 
     With the background thread, column preparation and Parquet encoding (numpy and pyarrow release
     the GIL there) overlap with the next updates on a second core. At most one hand-off is in flight,
     which bounds memory; an error in the writer is raised in the training thread at the next hand-off.
     """
 
-    def __init__(self, units: dict[int, UnitWriter], envs_per_goal: int, background: bool = True):
+    def __init__(self, units: dict[int, UnitWriter], envs_per_goal: int, background: bool = False):
         self.units, self.envs_per_goal = units, envs_per_goal
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="darkroom-writer") if background else None
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="darkroom-writer",
+                                        initializer=_lower_priority) if background else None
         self._pending: Future | None = None
 
     def submit(self, rollouts: list[Rollout]) -> None:
@@ -164,6 +166,14 @@ class BatchWriter:
         """Stop the background thread (after the write in flight, if any; its error is not raised here)."""
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _lower_priority() -> None:
+    """Give the calling thread a lower CPU priority (Linux: per-thread nice), so training keeps its core."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+    except (AttributeError, OSError):  # not Linux, or not allowed: run at normal priority
+        pass
 
 
 def generate(cfg: GenerateConfig) -> Path | str:
@@ -238,7 +248,8 @@ def _generate(cfg: GenerateConfig) -> Path | str:
     done = {"steps": 0}
     curves: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     greedy: dict[str, np.ndarray] = {}
-    job_cfg = dataclasses.replace(cfg, out=local or cfg.out, progress=False, tensorboard=False, plots=False)
+    job_cfg = dataclasses.replace(cfg, out=local or cfg.out, progress=False, tensorboard=False, plots=False,
+                                  background_writing=False)  # a Ray worker gets one CPU
     units = [WorkUnit(f"{task_name(cfg.size, b[0])}+{len(b) - 1}", UnitJob(job_cfg, b, local or cfg.out))
              for b in todo]
     remote = cfg.backend != "local"
@@ -295,13 +306,14 @@ def _train_batch(cfg: GenerateConfig, goals: list[tuple[int, int]], writer: Hist
     out = BatchWriter(units, cfg.num_envs, cfg.background_writing)
     try:
         for u in range(cfg.updates):
-            rollout, stats = agent.step()
+            log_now = (u + 1) % cfg.log_every == 0 or u == cfg.updates - 1
+            rollout, stats = agent.step(stats=log_now and tb is not None)  # stats only where they are logged
             tracker.add(rollout)
             buffer.append(rollout)
             if len(buffer) >= flush_every or u == cfg.updates - 1:
                 out.submit(buffer)
                 buffer = []  # a new list: the writer may still be reading the old one
-            if (u + 1) % cfg.log_every == 0 or u == cfg.updates - 1:
+            if log_now:
                 recent = tracker.mean_return(max(0, u + 1 - cfg.log_every), u + 1)  # (G,)
                 steps = steps_before + (u + 1) * per_update
                 rate = steps / max(time.time() - started, 1e-9)
