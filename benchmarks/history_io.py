@@ -166,10 +166,14 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="history_io_"))
     try:
         print(f"ours: {total:,} transitions in {len(units)} units")
-        t_write, _ = timed(lambda: ours_write(units, tmp / "ours"))
-        ours_bytes = dir_bytes(tmp / "ours") / total
         rounded_spec = HistorySpec(SPEC.state, SPEC.action, logprob_bits=ROUNDED_BITS)
-        t_write_rounded, _ = timed(lambda: ours_write(units, tmp / "rounded", rounded_spec))
+        t_write = t_write_rounded = float("inf")
+        for attempt in range(2):  # exact and rounded alternate; the faster of two writes each (the first allocates)
+            shutil.rmtree(tmp / "ours", ignore_errors=True)
+            t_write = min(t_write, timed(lambda: ours_write(units, tmp / "ours"))[0])
+            shutil.rmtree(tmp / "rounded", ignore_errors=True)
+            t_write_rounded = min(t_write_rounded, timed(lambda: ours_write(units, tmp / "rounded", rounded_spec))[0])
+        ours_bytes = dir_bytes(tmp / "ours") / total
         rounded_bytes = dir_bytes(tmp / "rounded") / total
         shutil.rmtree(tmp / "rounded")
         reads = [timed(lambda: ours_read(tmp / "ours")) for _ in range(3)]  # median of 3 (first is allocation-bound)

@@ -9,7 +9,6 @@ with the same arguments skips complete units and redoes the others from scratch.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import numpy as np
@@ -27,6 +26,13 @@ _RESERVED = {"format", "schema_version", "family", "spec", "provenance", "units"
 _DELTA_COLUMNS = ("update", "episode")
 
 
+def _high_cardinality_float(name: str, arrow_type: pa.DataType) -> bool:
+    """Float columns that take almost every value once (logprobs, values): a dictionary only costs time there
+    (plain + zstd is as small and ~25% faster to write). Rewards stay dictionary-encoded (few distinct values)."""
+    inner = arrow_type.value_type if pa.types.is_list(arrow_type) else arrow_type
+    return pa.types.is_floating(inner) and name != "reward"
+
+
 def _normalise(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
@@ -41,6 +47,7 @@ class HistoryWriter:
         metadata: dataset-level metadata (task_spec, source, seeds, split, tasks ...). Resuming needs
             the same metadata, so a run with different arguments cannot mix into an old dataset.
         shard_rows: rows buffered per unit before a shard is written.
+        compression, compression_level: Parquet codec of every column and its level.
         filesystem: optional pyarrow or fsspec filesystem for ``out``.
         worker: write units only, never ``dataset.json`` (for a distributed worker; see
             :mod:`ad.distributed`). The dataset must already exist (a driver created it); committed
@@ -49,8 +56,8 @@ class HistoryWriter:
     """
 
     def __init__(self, out: Any, spec: HistorySpec, family: str, metadata: dict[str, Any] | None = None,
-                 *, shard_rows: int = 1 << 20, compression: str = "zstd", filesystem: Any = None,
-                 worker: bool = False) -> None:
+                 *, shard_rows: int = 1 << 20, compression: str = "zstd", compression_level: int | None = 3,
+                 filesystem: Any = None, worker: bool = False) -> None:
         self.location = Location.of(out, filesystem)
         self.spec = spec
         self.family = family
@@ -60,6 +67,7 @@ class HistoryWriter:
             raise ValueError(f"metadata keys {sorted(clash)} are reserved")
         self.shard_rows = int(shard_rows)
         self.compression = compression
+        self.compression_level = compression_level
         self.worker = worker
         self._units: dict[str, dict[str, Any]] = {}
         self._open: set[str] = set()
@@ -239,8 +247,10 @@ class UnitWriter:
         name = layout.part_name(len(self._parts))
         path = f"{self.staging}/{name}"
         delta = [c for c in _DELTA_COLUMNS if c in table.column_names]
+        plain = [f.name for f in self.schema if _high_cardinality_float(f.name, f.type)]
         pq.write_table(table, path, filesystem=self.writer.location.fs, compression=self.writer.compression,
-                       use_dictionary=[c for c in table.column_names if c not in delta],
+                       compression_level=self.writer.compression_level,
+                       use_dictionary=[c for c in table.column_names if c not in delta and c not in plain],
                        column_encoding={c: "DELTA_BINARY_PACKED" for c in delta},
                        row_group_size=1 << 20, write_statistics=["update", "episode", "stream"])
         self._parts.append(name)
