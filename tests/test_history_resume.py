@@ -88,3 +88,25 @@ def test_crash_between_rename_and_dataset_json_is_adopted(tmp_path, monkeypatch)
     resumed = HistoryWriter(path, SPEC, family="synthetic", metadata={})
     assert resumed.is_complete("t0", 0)
     assert HistoryReader(path).num_transitions() == 200
+
+
+def test_dataset_json_rewrites_are_throttled_but_nothing_is_lost(tmp_path, monkeypatch):
+    """Past a few units, dataset.json is not rewritten after every commit (O(units^2) for big runs); the units
+    in between are recorded by sync(), by close(), or adopted from their markers by the next writer."""
+    from ad.history import writer as writer_module
+
+    path = tmp_path / "ds"
+    writer = HistoryWriter(path, SPEC, family="synthetic", metadata={})
+    saves = []
+    real_save = writer._save
+    monkeypatch.setattr(writer, "_save", lambda: (saves.append(1), real_save()))
+    monkeypatch.setattr(writer_module, "JSON_TIME_SHARE", 1e-9)  # every rewrite now counts as expensive
+    monkeypatch.setattr(writer_module, "JSON_CHEAP_SECONDS", 0.0)
+    rng = np.random.default_rng(0)
+    for k in range(5):
+        with writer.unit(f"t{k}", 0) as unit:
+            unit.append(synthetic_columns(rng, 2, 50, goal=(0, 0)))
+    assert saves == [] and HistoryReader(path).units() == []  # the rewrite at open was "expensive": none since
+    assert HistoryWriter(path, SPEC, family="synthetic", metadata={}).is_complete("t4", 0)  # adopted from markers
+    writer.sync()
+    assert len(HistoryReader(path).units()) == 5

@@ -9,6 +9,7 @@ with the same arguments skips complete units and redoes the others from scratch.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,10 @@ from ad.history.spec import SCHEMA_VERSION, HistorySpec
 from ad.history.storage import Location
 
 _RESERVED = {"format", "schema_version", "family", "spec", "provenance", "units", "updated"}
+#: Most of the wall time rewriting dataset.json after unit commits may take (see HistoryWriter._save_due).
+JSON_TIME_SHARE = 0.05
+#: dataset.json rewrites faster than this (seconds) happen after every commit.
+JSON_CHEAP_SECONDS = 0.01
 #: Integer columns that grow slowly: delta encoding beats dictionaries there.
 _DELTA_COLUMNS = ("update", "episode")
 
@@ -71,6 +76,7 @@ class HistoryWriter:
         self.worker = worker
         self._units: dict[str, dict[str, Any]] = {}
         self._open: set[str] = set()
+        self._saved_at, self._save_seconds = float("-inf"), 0.0
         self._prepare()
 
     # ------------------------------------------------------------------ dataset.json
@@ -138,8 +144,20 @@ class HistoryWriter:
                     self._units[key] = record
 
     def _save(self) -> None:
+        started = time.perf_counter()
         data = {**self._header(), "provenance": self._provenance, "units": self._units, "updated": now_iso()}
         self.location.write_json_atomic(self._json_path, data)
+        self._saved_at = time.perf_counter()
+        self._save_seconds = self._saved_at - started
+
+    def _save_due(self) -> bool:
+        """Whether dataset.json should be rewritten after a commit: always while that is cheap (a few hundred
+        units), then at most once per ``1 / JSON_TIME_SHARE`` times the time a rewrite takes, so a run of thousands of units does not spend
+        O(units^2) time rewriting it. Units committed in between are safe: each carries its marker, and the
+        next writer (or :meth:`close`) records them."""
+        if self._save_seconds < JSON_CHEAP_SECONDS:
+            return True
+        return time.perf_counter() - self._saved_at >= self._save_seconds / JSON_TIME_SHARE
 
     # ------------------------------------------------------------------ units
     def is_complete(self, task: str, run: int) -> bool:
@@ -168,7 +186,7 @@ class HistoryWriter:
         key = layout.unit_key(record["task"], record["run"])
         self._units[key] = record
         self._open.discard(key)
-        if not self.worker:
+        if not self.worker and self._save_due():
             self._save()
 
     def record_unit(self, record: dict[str, Any]) -> None:
@@ -179,6 +197,11 @@ class HistoryWriter:
         if not self.location.exists(marker):
             raise RuntimeError(f"unit task={record['task']} run={record['run']} is not in place ({marker} missing)")
         self._record(dict(record))
+
+    def sync(self) -> None:
+        """Rewrite dataset.json now, so that a reader opened next sees every unit committed so far."""
+        if not self.worker:
+            self._save()
 
     def close(self) -> None:
         """Write the final dataset.json (units still open are left unfinished); a worker writes nothing."""

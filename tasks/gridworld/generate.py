@@ -128,6 +128,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
         if path.is_file():
             critic = LMCritic.load(path, features)
         else:
+            writer.sync()  # the critic reads back the episodes just committed
             table = HistoryReader(str(out)).table(columns=["phase", "state", "mc_return"]).to_pandas()
             table = table[table["phase"] == "critic"]
             critic, losses = fit_critic(features, list(table["state"]), table["mc_return"].to_numpy(), cfg.critic_epochs,
