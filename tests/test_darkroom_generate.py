@@ -143,3 +143,15 @@ def test_cli_generate_runs(tmp_path):
     assert exit_info.value.code == 0
     reader = HistoryReader(out)
     assert sorted(reader.tasks()) == ["darkroom3-g0-0", "darkroom3-g2-1"] and reader.num_transitions() == 1000
+
+
+def test_logprob_bits_rounds_the_stored_logprobs_only(tmp_path):
+    """--logprob-bits 7 stores bfloat16-precision logprobs; every other column equals the exact run's."""
+    generate(_cfg(tmp_path / "exact"))
+    generate(_cfg(tmp_path / "bf16", logprob_bits=7))
+    exact, rounded = HistoryReader(tmp_path / "exact"), HistoryReader(tmp_path / "bf16")
+    assert rounded.spec.logprob_bits == 7 and exact.spec.logprob_bits == 23
+    a, b = exact.table().to_pydict(), rounded.table().to_pydict()
+    assert all(a[c] == b[c] for c in a if c != "logprob")  # same run: the rounding is at the store only
+    np.testing.assert_allclose(b["logprob"], a["logprob"], rtol=2.0 ** -8)
+    assert a["logprob"] != b["logprob"]

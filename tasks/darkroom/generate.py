@@ -59,10 +59,10 @@ FINAL_FRACTION = 0.05
 LEARNED_RATIO = 0.9
 
 
-def history_spec(size: int) -> HistorySpec:
+def history_spec(size: int, logprob_bits: int = 23) -> HistorySpec:
     """Columns of a DarkRoom dataset: discrete cell / action, scalar logprob, plus the critic's value."""
     return HistorySpec(state=ColumnSpec.discrete(size * size), action=ColumnSpec.discrete(NUM_ACTIONS),
-                       logprob="scalar", extra={"value": "float32"})
+                       logprob="scalar", extra={"value": "float32"}, logprob_bits=logprob_bits)
 
 
 def dataset_metadata(cfg: GenerateConfig, goals: list[tuple[int, int]]) -> dict[str, Any]:
@@ -205,7 +205,7 @@ def darkroom_unit(job: UnitJob) -> dict[str, Any]:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     metadata = dataset_metadata(cfg, resolve_goals(cfg.goals, cfg.size))
-    writer = HistoryWriter(job.out, spec=history_spec(cfg.size), family=FAMILY, metadata=metadata,
+    writer = HistoryWriter(job.out, spec=history_spec(cfg.size, cfg.logprob_bits), family=FAMILY, metadata=metadata,
                            shard_rows=_SHARD_ROWS, worker=True)
     info = _train_batch(cfg, job.goals, writer, None, _NoBar(), time.time(), 0)
     info["_pid"] = os.getpid()
@@ -229,7 +229,7 @@ def _generate(cfg: GenerateConfig) -> Path | str:
     if cfg.backend == "ray" and cfg.out.startswith("memory://"):
         raise UserError(f"--backend ray cannot write to {cfg.out}: memory:// storage lives inside one process; use "
                         "a local path (one machine), a shared file system, or s3:// / gs://")
-    writer = HistoryWriter(location, spec=history_spec(cfg.size), family=FAMILY, metadata=metadata,
+    writer = HistoryWriter(location, spec=history_spec(cfg.size, cfg.logprob_bits), family=FAMILY, metadata=metadata,
                            shard_rows=_SHARD_ROWS)  # raises UserError before anything is overwritten
     local = location.local_path()
     out: Path | str = Path(local) if local is not None else cfg.out
