@@ -96,23 +96,19 @@ def make_trainer(config: Any, out: Path, validate: bool, strategy: Any = None) -
     checkpoint = ModelCheckpoint(dirpath=out / CHECKPOINT_DIR, filename="{step}", save_top_k=1, save_last=True,
                                  every_n_train_steps=config.checkpoint_every)
     try:
-        return _trainer(L, config, out, validate, strategy, checkpoint, TensorBoardLogger)
+        return L.Trainer(
+            max_steps=config.max_steps, accelerator=config.accelerator, devices=config.devices,
+            num_nodes=config.num_nodes, strategy=strategy or config.strategy, use_distributed_sampler=False,
+            gradient_clip_val=config.grad_clip or None,
+            logger=TensorBoardLogger(str(out), name="tb", version="", default_hp_metric=False),
+            callbacks=[checkpoint], log_every_n_steps=config.log_every,
+            val_check_interval=config.val_every if validate else None, check_val_every_n_epoch=None,
+            limit_val_batches=config.val_batches if validate else 0, num_sanity_val_steps=0,
+            enable_progress_bar=config.progress, enable_model_summary=False, default_root_dir=str(out),
+        )
     except (ValueError, MisconfigurationException) as err:  # Lightning refuses this process layout
         raise UserError(f"cannot train with --accelerator {config.accelerator} --devices {config.devices} "
                         f"--num-nodes {config.num_nodes} --strategy {config.strategy}: {err}") from None
-
-
-def _trainer(L: Any, config: Any, out: Path, validate: bool, strategy: Any, checkpoint: Any, logger: Any) -> Any:
-    return L.Trainer(
-        max_steps=config.max_steps, accelerator=config.accelerator, devices=config.devices,
-        num_nodes=config.num_nodes, strategy=strategy or config.strategy, use_distributed_sampler=False,
-        gradient_clip_val=config.grad_clip or None,
-        logger=logger(str(out), name="tb", version="", default_hp_metric=False),
-        callbacks=[checkpoint], log_every_n_steps=config.log_every,
-        val_check_interval=config.val_every if validate else None, check_val_every_n_epoch=None,
-        limit_val_batches=config.val_batches if validate else 0, num_sanity_val_steps=0,
-        enable_progress_bar=config.progress, enable_model_summary=False, default_root_dir=str(out),
-    )
 
 
 def fit(trainer: Any, module: Any, datamodule: Any, out: Path, resume_from: Path | None,

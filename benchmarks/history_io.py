@@ -28,7 +28,8 @@ from ad.history import ColumnSpec, HistoryReader, HistorySpec, HistoryWriter  # 
 from ad.synthetic import synthetic_columns  # noqa: E402
 
 SPEC = HistorySpec(ColumnSpec.discrete(81), ColumnSpec.discrete(5))
-#: The opt-in lossy logprob precision measured beside the exact default (7 mantissa bits = bfloat16 precision: relative error <= 2^-8).
+#: The opt-in lossy logprob precision measured beside the exact default
+#: (7 mantissa bits = bfloat16 precision: relative error <= 2^-8).
 ROUNDED_BITS = 7
 STREAMS, WINDOW, BATCH = 10, 80, 256
 

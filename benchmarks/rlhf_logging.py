@@ -1,8 +1,8 @@
 """Overhead of logging every GRPO completion: step time of trl's GRPOTrainer with vs without the history writer.
 
 Both sides run the same LoggingGRPOTrainer settings on the same prompts; "reference" has no rollout log (it is
-then exactly trl's GRPOTrainer step), "ours" logs every completion (behaviour logprobs captured from trl's own loss pass,
-Parquet commit every chunk). Sides alternate (A B A B) and the faster repeat of each is kept.
+then exactly trl's GRPOTrainer step), "ours" logs every completion (behaviour logprobs captured from trl's own
+loss pass, Parquet commit every chunk). Sides alternate (A B A B) and the faster repeat of each is kept.
 
     python benchmarks/rlhf_logging.py --quick     # tiny random LM, < 1 min
     python benchmarks/rlhf_logging.py             # SmolLM2-135M-Instruct, default sizes, a few steps (slow on CPU)

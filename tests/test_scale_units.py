@@ -154,8 +154,9 @@ def test_a_process_layout_lightning_refuses_is_a_user_error_and_writes_nothing(t
     data = write_synthetic_dataset(tmp_path / "syn", num_tasks=3, length=100)
     argv = ["train", "rl", "--data", str(data), "--out", str(tmp_path / "run"), "--context", "10", "--max-steps",
             "2", "--progress", "false"]
+    fsdp1_on_cpu = ["--strategy", "fsdp", "--devices", "2", "--accelerator", "cpu"]  # rl's fsdp: Lightning FSDP1
     for extra, message in ((["--strategy", "no-such-strategy"], "--strategy no-such-strategy"),
-                           (["--strategy", "fsdp", "--devices", "2", "--accelerator", "cpu"], "requires a GPU")):  # rl: FSDP1
+                           (fsdp1_on_cpu, "requires a GPU")):
         with pytest.raises(SystemExit) as exit_info:
             cli.main([*argv, *extra])
         assert exit_info.value.code == 2 and message in capsys.readouterr().err

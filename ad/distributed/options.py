@@ -23,7 +23,8 @@ class DistributedOptions:
     devices: int = option(1, "training processes per machine (GPUs, or CPU processes with --accelerator cpu)",
                           group=_GROUP)
     num_nodes: int = option(1, "machines; launch the same command on each (Lightning reads MASTER_ADDR, "
-                               "MASTER_PORT, NODE_RANK from the environment, or SLURM / torchrun's variables)", group=_GROUP)
+                               "MASTER_PORT, NODE_RANK from the environment, or SLURM / torchrun's variables)",
+                        group=_GROUP)
     strategy: str = option("auto", "Lightning strategy: auto (ddp when devices x num_nodes > 1; gloo on CPU), "
                                    "ddp, ddp_spawn, fsdp (`ad train lm`: shards the model over the processes, "
                                    "one unit per decoder layer), ...", group=_GROUP)

@@ -152,9 +152,9 @@ class HistoryWriter:
 
     def _save_due(self) -> bool:
         """Whether dataset.json should be rewritten after a commit: always while that is cheap (a few hundred
-        units), then at most once per ``1 / JSON_TIME_SHARE`` times the time a rewrite takes, so a run of thousands of units does not spend
-        O(units^2) time rewriting it. Units committed in between are safe: each carries its marker, and the
-        next writer (or :meth:`close`) records them."""
+        units), then at most once per ``1 / JSON_TIME_SHARE`` times the time a rewrite takes, so a run of
+        thousands of units does not spend O(units^2) time rewriting it. Units committed in between are
+        safe: each carries its marker, and the next writer (or :meth:`close`) records them."""
         if self._save_seconds < JSON_CHEAP_SECONDS:
             return True
         return time.perf_counter() - self._saved_at >= self._save_seconds / JSON_TIME_SHARE

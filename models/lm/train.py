@@ -43,13 +43,6 @@ def resolve_template(template: str, metadata: dict[str, Any]) -> str:
     return str((metadata.get("task_spec") or {}).get("template") or "compact")
 
 
-def _check_checkpoint(path: Path) -> None:
-    """UserError unless ``path`` is a readable Lightning checkpoint."""
-    from ad.trainer import load_checkpoint
-
-    load_checkpoint(path, "ad train lm")
-
-
 def _base_name(name: str) -> str:
     """The model name to record: local folders as absolute paths, other names as given."""
     path = Path(name).expanduser()
@@ -119,7 +112,7 @@ def train(config: TrainLMConfig) -> Path:
 
     from ad.history import HistoryReader
     from ad.pretrained import load_base, position_limit
-    from ad.trainer import check_resume, fit, make_trainer, write_config
+    from ad.trainer import check_resume, fit, load_checkpoint, make_trainer, write_config
     from ad.training import OptimConfig
     from models.lm.data import ShardedLMDataModule
     from models.lm.module import LORA_OPTIONS, LMLightningModule, add_lora
@@ -130,7 +123,7 @@ def train(config: TrainLMConfig) -> Path:
     out = Path(config.out)
     reader = HistoryReader(config.data)
     config = dataclasses.replace(config, template=resolve_template(config.template, reader.metadata))
-    resume_from = check_resume(config, out, RESUMABLE_CHANGES, _check_checkpoint)
+    resume_from = check_resume(config, out, RESUMABLE_CHANGES, lambda path: load_checkpoint(path, "ad train lm"))
     base, tokenizer = load_base(config.model, config.dtype)
     limit = position_limit(base)
     budget = min(config.max_tokens, limit) if limit else config.max_tokens
