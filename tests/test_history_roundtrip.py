@@ -141,3 +141,35 @@ def test_rounded_logprob_bits(tmp_path, logprob_kind):
         HistoryWriter(tmp_path / "ds", HistorySpec(spec.state, spec.action, logprob_kind), family="test")
     with pytest.raises(SchemaError, match="logprob_bits"):
         HistorySpec(spec.state, spec.action, logprob_bits=24)
+
+
+@pytest.mark.parametrize("row_group_rows", [None, 50])
+def test_row_groups_within_shards_read_back_like_one_shard_per_unit(tmp_path, row_group_rows):
+    import pyarrow.parquet as pq
+
+    spec = HistorySpec(ColumnSpec.discrete(300), ColumnSpec.discrete(5), "scalar")
+    rng = np.random.default_rng(3)
+    batches = []
+    for _ in range(5):
+        cols = _core(60, 3, rng)  # each batch: 3 streams x 20 rows, stream-major
+        cols["state"], cols["action"], cols["logprob"] = KINDS["discrete"][3](60, rng)
+        batches.append(cols)
+    paths = {}
+    for name, kwargs in {"one": {}, "groups": {"shard_rows": 130, "row_group_rows": row_group_rows}}.items():
+        writer = HistoryWriter(tmp_path / name, spec, family="test", **kwargs)
+        with writer.unit("task-a", 0) as unit:
+            for cols in batches:
+                unit.append(cols)
+        writer.close()
+        paths[name] = tmp_path / name
+    files = HistoryReader(paths["groups"]).units()[0]["files"]
+    groups = [pq.ParquetFile(paths["groups"] / f).num_row_groups for f in files]
+    # a shard closes once it holds >= 130 rows (180 here), the rest (120) at commit; with row_group_rows=50 each
+    # 60-row batch is a row group, else a shard's rows are encoded at once
+    assert groups == ([3, 2] if row_group_rows else [1, 1])
+    expected = {s.stream: s.columns for s in HistoryReader(paths["one"]).streams()}
+    got = {s.stream: s.columns for s in HistoryReader(paths["groups"]).streams()}
+    assert sorted(got) == sorted(expected) == [0, 1, 2]
+    for sid, columns in expected.items():
+        for name, values in columns.items():
+            np.testing.assert_array_equal(got[sid][name], values, err_msg=name)

@@ -51,7 +51,10 @@ class HistoryWriter:
         family: task family name (e.g. "darkroom"); an existing dataset of another family is refused.
         metadata: dataset-level metadata (task_spec, source, seeds, split, tasks ...). Resuming needs
             the same metadata, so a run with different arguments cannot mix into an old dataset.
-        shard_rows: rows buffered per unit before a shard is written.
+        shard_rows: rows per shard (Parquet file) of a unit; a shard is closed once it holds this many.
+        row_group_rows: rows buffered per unit before they are encoded as one row group of the open shard
+            (default: ``shard_rows``, one row group per shard). Smaller row groups spread the encoding
+            over the run instead of doing it in bursts (rows are grouped by stream within a row group).
         compression, compression_level: Parquet codec of every column and its level.
         filesystem: optional pyarrow or fsspec filesystem for ``out``.
         worker: write units only, never ``dataset.json`` (for a distributed worker; see
@@ -61,8 +64,8 @@ class HistoryWriter:
     """
 
     def __init__(self, out: Any, spec: HistorySpec, family: str, metadata: dict[str, Any] | None = None,
-                 *, shard_rows: int = 1 << 20, compression: str = "zstd", compression_level: int | None = 3,
-                 filesystem: Any = None, worker: bool = False) -> None:
+                 *, shard_rows: int = 1 << 20, row_group_rows: int | None = None, compression: str = "zstd",
+                 compression_level: int | None = 3, filesystem: Any = None, worker: bool = False) -> None:
         self.location = Location.of(out, filesystem)
         self.spec = spec
         self.family = family
@@ -71,6 +74,7 @@ class HistoryWriter:
         if clash:
             raise ValueError(f"metadata keys {sorted(clash)} are reserved")
         self.shard_rows = int(shard_rows)
+        self.row_group_rows = min(int(row_group_rows or shard_rows), self.shard_rows)
         self.compression = compression
         self.compression_level = compression_level
         self.worker = worker
@@ -219,7 +223,11 @@ class HistoryWriter:
 
 
 class UnitWriter:
-    """Buffers column batches of one unit and writes them as shards in a staging folder."""
+    """Buffers column batches of one unit and writes them as shards in a staging folder.
+
+    Buffered rows are encoded as a row group of the open shard every ``row_group_rows`` rows; a shard is
+    closed once it holds ``shard_rows`` rows (or at :meth:`flush` / :meth:`commit`).
+    """
 
     def __init__(self, writer: HistoryWriter, task: str, run: int) -> None:
         self.writer = writer
@@ -238,6 +246,8 @@ class UnitWriter:
         self.rows = 0
         self._parts: list[str] = []
         self._bytes = 0
+        self._shard: pq.ParquetWriter | None = None  # the shard being written, if any
+        self._shard_rows = 0
         self._done = False
 
     def append(self, columns: dict[str, Any]) -> None:
@@ -250,11 +260,16 @@ class UnitWriter:
             return
         self._buffer.append(arrays)
         self._buffered += n
-        if self._buffered >= self.writer.shard_rows:
-            self.flush()
+        if self._buffered >= min(self.writer.row_group_rows, self.writer.shard_rows - self._shard_rows):
+            self._write_row_group()
 
     def flush(self) -> None:
-        """Write buffered rows as one shard (rows grouped by stream, time order kept)."""
+        """Write the buffered rows and close the open shard."""
+        self._write_row_group()
+        self._close_shard()
+
+    def _write_row_group(self) -> None:
+        """Encode the buffered rows as one row group (rows grouped by stream, time order kept)."""
         if not self._buffered:
             return
         names = list(self._buffer[0])
@@ -267,20 +282,36 @@ class UnitWriter:
         merged["task"] = pa.repeat(pa.scalar(self.task), n)
         merged["run"] = pa.array(np.full(n, self.run, np.int32))
         table = pa.Table.from_arrays([merged[f.name] for f in self.schema], schema=self.schema)
-        name = layout.part_name(len(self._parts))
-        path = f"{self.staging}/{name}"
-        delta = [c for c in _DELTA_COLUMNS if c in table.column_names]
-        plain = [f.name for f in self.schema if _high_cardinality_float(f.name, f.type)]
-        pq.write_table(table, path, filesystem=self.writer.location.fs, compression=self.writer.compression,
-                       compression_level=self.writer.compression_level,
-                       use_dictionary=[c for c in table.column_names if c not in delta and c not in plain],
-                       column_encoding={c: "DELTA_BINARY_PACKED" for c in delta},
-                       row_group_size=1 << 20, write_statistics=["update", "episode", "stream"])
-        self._parts.append(name)
-        self._bytes += self.writer.location.size(path)
+        if self._shard is None:
+            self._open_shard()
+        self._shard.write_table(table, row_group_size=n)
+        self._shard_rows += n
         self.rows += n
         self._buffer.clear()
         self._buffered = 0
+        if self._shard_rows >= self.writer.shard_rows:
+            self._close_shard()
+
+    def _open_shard(self) -> None:
+        writer = self.writer
+        name = layout.part_name(len(self._parts))
+        delta = [c for c in _DELTA_COLUMNS if c in self.schema.names]
+        plain = [f.name for f in self.schema if _high_cardinality_float(f.name, f.type)]
+        dictionary = [c for c in self.schema.names if c not in delta and c not in plain]
+        self._shard = pq.ParquetWriter(f"{self.staging}/{name}", self.schema, filesystem=writer.location.fs,
+                                       compression=writer.compression, compression_level=writer.compression_level,
+                                       use_dictionary=dictionary,
+                                       column_encoding={c: "DELTA_BINARY_PACKED" for c in delta},
+                                       write_statistics=["update", "episode", "stream"])
+        self._parts.append(name)
+        self._shard_rows = 0
+
+    def _close_shard(self) -> None:
+        if self._shard is None:
+            return
+        self._shard.close()
+        self._shard, self._shard_rows = None, 0
+        self._bytes += self.writer.location.size(f"{self.staging}/{self._parts[-1]}")
 
     def commit(self, info: dict[str, Any] | None = None) -> dict[str, Any]:
         """Flush, move the unit into place in one rename, and record it in dataset.json."""
@@ -299,6 +330,12 @@ class UnitWriter:
     def abort(self) -> None:
         """Drop everything written for this unit."""
         self._buffer.clear()
+        if self._shard is not None:
+            try:
+                self._shard.close()
+            except Exception:  # noqa: BLE001 -- the staging folder is deleted next anyway
+                pass
+            self._shard = None
         self.writer.location.delete_dir(self.staging)
         self.writer._open.discard(layout.unit_key(self.task, self.run))
         self._done = True

@@ -14,10 +14,16 @@ matrix products and a ReLU, so the backward pass is two ``bmm``'s and a mask (no
 ``tests/test_darkroom_a2c.py`` compares it with autograd). Random numbers come from one
 ``torch.Generator`` per goal (seeded from the run seed and the goal cell), drawn a block of updates
 at a time, so a goal's history does not depend on which other goals share its batch.
+
+Training runs with denormal floats flushed to zero (:func:`denormals_flushed`): Adam's moment
+estimates of never-visited cells decay geometrically into the denormal range, where x86 arithmetic
+is many times slower (measured: the Adam step went from 0.55 to 2.9 ms per update after ~2000 updates).
 """
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +34,20 @@ from tasks.darkroom.vector_env import DarkRoomVectorEnv
 
 #: Updates' worth of uniforms drawn per goal generator call (keeps the per-goal loop off the hot path).
 _RNG_BLOCK = 256
+
+
+@contextlib.contextmanager
+def denormals_flushed() -> Iterator[None]:
+    """Flush denormal floats to zero on this thread (where the CPU supports it) inside the block.
+
+    Only values below ~1.2e-38 change (to 0), far under anything the A2C's results depend on.
+    """
+    flushed = torch.set_flush_denormal(True)
+    try:
+        yield
+    finally:
+        if flushed:
+            torch.set_flush_denormal(False)
 
 
 @dataclass

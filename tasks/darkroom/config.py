@@ -29,7 +29,8 @@ class GenerateConfig:
 
     out: str = option("data/darkroom", "output dataset folder or URL (file://, s3://, gs://, memory:// ...; "
                                        "re-running the same command resumes)")
-    preset: str = option("seed004", "A2C preset: seed004 (seed 004's values, 400k steps/goal) or fast (lr 1e-3, 100k steps/goal)")
+    preset: str = option("seed004", "A2C preset: seed004 (seed 004's values, 400k steps/goal) or fast (lr 1e-3, "
+                                    "100k steps/goal)")
     size: int = option(9, "grid side; states are cells row*size+col")
     goals: list[str] = option(["all"], "goals to train: 'all' (every cell but the centre) or 'row,col' items")
     steps_per_goal: int = option(400_000, "env steps per goal (over its parallel envs); rounded up to whole updates")

@@ -37,7 +37,7 @@ from ad.distributed import WorkUnit, run_units
 from ad.errors import UserError
 from ad.history import ColumnSpec, HistorySpec, HistoryReader, HistoryWriter, Location
 from ad.history.writer import UnitWriter
-from tasks.darkroom.a2c import BatchedA2C, Rollout
+from tasks.darkroom.a2c import BatchedA2C, Rollout, denormals_flushed
 from tasks.darkroom.config import GenerateConfig
 from tasks.darkroom.goals import (ACTION_NAMES, NUM_ACTIONS, optimal_return, resolve_goals, split_goals,
                                   start_cell, task_name)
@@ -49,8 +49,11 @@ _RUNTIME_OPTIONS = ("out", "goals_per_batch", "threads", "background_writing", "
                     "gif_goals", "progress", "backend", "address", "workers", "run_dir")
 #: Goals per work unit with --backend ray when --goals-per-batch is 0.
 RAY_GOALS_PER_UNIT = 8
-#: Rows per shard.
-_SHARD_ROWS = 1 << 18
+#: Rows per shard (one Parquet file per goal for the default 400k steps).
+_SHARD_ROWS = 1 << 20
+#: Rows per row group: each hand-off of _FLUSH_ROWS rows (25k per goal with 80 goals) is encoded at once,
+#: so encoding runs steadily beside training instead of in bursts at shard ends.
+_ROW_GROUP_ROWS = 1 << 14
 #: Rows buffered (over all goals of a batch) before they are handed to the writer.
 _FLUSH_ROWS = 2_000_000
 #: Fraction of each stream, at its end, over which the learning figure is measured.
@@ -206,7 +209,7 @@ def darkroom_unit(job: UnitJob) -> dict[str, Any]:
         torch.set_num_threads(cfg.threads)
     metadata = dataset_metadata(cfg, resolve_goals(cfg.goals, cfg.size))
     writer = HistoryWriter(job.out, spec=history_spec(cfg.size, cfg.logprob_bits), family=FAMILY, metadata=metadata,
-                           shard_rows=_SHARD_ROWS, worker=True)
+                           shard_rows=_SHARD_ROWS, row_group_rows=_ROW_GROUP_ROWS, worker=True)
     info = _train_batch(cfg, job.goals, writer, None, _NoBar(), time.time(), 0)
     info["_pid"] = os.getpid()
     return info
@@ -230,7 +233,8 @@ def _generate(cfg: GenerateConfig) -> Path | str:
         raise UserError(f"--backend ray cannot write to {cfg.out}: memory:// storage lives inside one process; use "
                         "a local path (one machine), a shared file system, or s3:// / gs://")
     writer = HistoryWriter(location, spec=history_spec(cfg.size, cfg.logprob_bits), family=FAMILY, metadata=metadata,
-                           shard_rows=_SHARD_ROWS)  # raises UserError before anything is overwritten
+                           shard_rows=_SHARD_ROWS,
+                           row_group_rows=_ROW_GROUP_ROWS)  # raises UserError before anything is overwritten
     local = location.local_path()
     out: Path | str = Path(local) if local is not None else cfg.out
     run_dir = _run_dir(cfg, location)
@@ -300,27 +304,10 @@ def _train_batch(cfg: GenerateConfig, goals: list[tuple[int, int]], writer: Hist
              if not writer.is_complete(names[g], cfg.seed)}
     agent = BatchedA2C(cfg, goals, cfg.seed)
     tracker = ReturnTracker(len(goals), cfg.num_envs, cfg.updates)
-    flush_every = max(1, _FLUSH_ROWS // (len(goals) * cfg.num_envs * cfg.num_steps))
-    per_update = len(goals) * cfg.num_envs * cfg.num_steps
-    buffer: list[Rollout] = []
     out = BatchWriter(units, cfg.num_envs, cfg.background_writing)
     try:
-        for u in range(cfg.updates):
-            log_now = (u + 1) % cfg.log_every == 0 or u == cfg.updates - 1
-            rollout, stats = agent.step(stats=log_now and tb is not None)  # stats only where they are logged
-            tracker.add(rollout)
-            buffer.append(rollout)
-            if len(buffer) >= flush_every or u == cfg.updates - 1:
-                out.submit(buffer)
-                buffer = []  # a new list: the writer may still be reading the old one
-            if log_now:
-                recent = tracker.mean_return(max(0, u + 1 - cfg.log_every), u + 1)  # (G,)
-                steps = steps_before + (u + 1) * per_update
-                rate = steps / max(time.time() - started, 1e-9)
-                bar.update(advance=0, ret=float(np.nanmean(recent)), rate=rate)
-                if tb is not None:
-                    _log_scalars(tb, names, recent, stats, (u + 1) * cfg.num_envs * cfg.num_steps, rate)
-            bar.update(advance=1)
+        with denormals_flushed():
+            _train_loop(cfg, agent, tracker, out, names, tb, bar, started, steps_before)
         out.finish()
     except BaseException:
         out.close()  # lets a write in flight end before its unit is dropped
@@ -342,9 +329,33 @@ def _train_batch(cfg: GenerateConfig, goals: list[tuple[int, int]], writer: Hist
     points, curve = tracker.curves()
     steps = points * cfg.num_envs * cfg.num_steps  # (P,) env steps per goal
     greedy = agent.greedy_actions()  # (G, S)
-    return {"_steps": cfg.updates * per_update, "_records": records,
+    return {"_steps": cfg.updates * len(goals) * cfg.num_envs * cfg.num_steps, "_records": records,
             "_curves": {names[g]: (steps, curve[:, g]) for g in range(len(goals))},
             "_greedy": {names[g]: greedy[g] for g in range(len(goals))}}
+
+
+def _train_loop(cfg: GenerateConfig, agent: BatchedA2C, tracker: ReturnTracker, out: BatchWriter, names: list[str],
+                tb, bar, started: float, steps_before: int) -> None:
+    """``cfg.updates`` A2C updates; rollouts go to ``out`` every ``_FLUSH_ROWS`` rows, progress to ``bar`` / ``tb``."""
+    per_update = len(names) * cfg.num_envs * cfg.num_steps
+    flush_every = max(1, _FLUSH_ROWS // per_update)
+    buffer: list[Rollout] = []
+    for u in range(cfg.updates):
+        log_now = (u + 1) % cfg.log_every == 0 or u == cfg.updates - 1
+        rollout, stats = agent.step(stats=log_now and tb is not None)  # stats only where they are logged
+        tracker.add(rollout)
+        buffer.append(rollout)
+        if len(buffer) >= flush_every or u == cfg.updates - 1:
+            out.submit(buffer)
+            buffer = []  # a new list: the writer may still be reading the old one
+        if log_now:
+            recent = tracker.mean_return(max(0, u + 1 - cfg.log_every), u + 1)  # (G,)
+            steps = steps_before + (u + 1) * per_update
+            rate = steps / max(time.time() - started, 1e-9)
+            bar.update(advance=0, ret=float(np.nanmean(recent)), rate=rate)
+            if tb is not None:
+                _log_scalars(tb, names, recent, stats, (u + 1) * cfg.num_envs * cfg.num_steps, rate)
+        bar.update(advance=1)
 
 
 def _summarize(cfg: GenerateConfig, out: Location, metadata: dict[str, Any], elapsed: float,
