@@ -102,6 +102,8 @@ def test_bad_options(tiny_model, tmp_path):
         _cfg(tmp_path, tiny_model, phases="critic,ppo")
     with pytest.raises(UserError, match="--max-moves"):
         _cfg(tmp_path, tiny_model, max_moves=9)
+    with pytest.raises(UserError, match="--simpo-samples"):
+        _cfg(tmp_path, tiny_model, simpo_samples=1)
 
 
 def test_simpo_pairs_prefer_higher_score():
@@ -119,3 +121,25 @@ def test_simpo_pairs_prefer_higher_score():
     pairs, ep = sample_pairs(Scripted(), None, Rewards(size=3), [(0, 0, 0, 0, 1), (1, 1, 1, 2, 1)], gamma=0.9)
     assert [p["chosen"] for p in pairs] == [" forward", " forward"] and all(p["rejected"] == " left" for p in pairs)
     assert ep.success_rate() == 0.5
+
+
+def test_simpo_pairs_take_best_and_worst_of_k_samples():
+    from tasks.gridworld.prompts import moves_text
+    from tasks.gridworld.rollouts import Rewards
+    from tasks.gridworld.simpo import sample_pairs
+    from ad.agents import ActorOutput
+
+    # start (0, 0) facing north, goal (0, 1): forward reaches it, left does nothing, left+forward leaves the grid
+    scripted = [[1], [0], [1, 0]]
+
+    class Scripted:
+        def act(self, prompts, greedy=False):
+            n = len(prompts) // 3
+            moves = [m for m in scripted for _ in range(n)]  # sample j of every state at rows j*n .. j*n+n-1
+            return ActorOutput([moves_text(m) for m in moves], moves, [np.zeros(len(m), np.float32) for m in moves])
+
+    pairs, ep = sample_pairs(Scripted(), None, Rewards(size=3), [(0, 0, 0, 0, 1)], gamma=0.9, samples=3)
+    assert pairs == [{"prompt": pairs[0]["prompt"], "chosen": " forward", "rejected": " left, forward"}]
+    assert ep.outcomes == [(False, False), (True, False), (False, True)] and ep.rows["stream"] == [0, 1, 2]
+    with pytest.raises(ValueError, match="samples"):
+        sample_pairs(Scripted(), None, Rewards(size=3), [(0, 0, 0, 0, 1)], gamma=0.9, samples=1)

@@ -32,12 +32,14 @@ class GenerateConfig:
     critic_episodes: int = option(256, "episodes collected with the frozen actor for the critic phase")
     critic_epochs: int = option(200, "value-head training epochs on the collected returns")
     critic_lr: float = option(1e-3, "value-head learning rate")
-    simpo_iterations: int = option(8, "SimPO iterations (sample pairs, train, checkpoint, commit)")
-    simpo_states: int = option(64, "start states sampled per SimPO iteration (two move lists each)")
+    simpo_iterations: int = option(10, "SimPO iterations (sample pairs, train, checkpoint, commit)")
+    simpo_states: int = option(64, "start states sampled per SimPO iteration")
+    simpo_samples: int = option(4, "move lists sampled per start state; the best and the worst by reward + "
+                                "discounted critic value form its preference pair (seed 000: 2)")
     simpo_epochs: int = option(2, "passes over each iteration's preference pairs")
     simpo_beta: float = option(2.0, "SimPO beta (reward scale)")
     simpo_gamma: float = option(0.5, "SimPO target reward margin (trl's simpo_gamma)")
-    simpo_lr: float = option(5e-5, "SimPO learning rate (LoRA parameters)")
+    simpo_lr: float = option(1e-4, "SimPO learning rate (LoRA parameters)")
     simpo_batch: int = option(16, "SimPO pairs per optimiser step")
     lora_r: int = option(16, "LoRA rank of the actor adapter")
     lora_alpha: int = option(32, "LoRA alpha")
@@ -59,6 +61,8 @@ class GenerateConfig:
                      "simpo_states", "simpo_epochs", "simpo_batch", "lora_r", "lora_alpha"):
             if getattr(self, name) <= 0:
                 raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
+        if self.simpo_samples < 2:
+            raise UserError(f"--simpo-samples must be at least 2 (a pair), got {self.simpo_samples}")
         if self.max_moves > 6:
             raise UserError(f"--max-moves must be at most 6 (the actor enumerates 3^k move lists), got {self.max_moves}")
         if not 0.0 < self.heldout_fraction < 1.0:

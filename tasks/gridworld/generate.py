@@ -171,7 +171,8 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
             rollouts = run_episodes(actor, rewards, _draw(train, cfg.num_envs, cfg.seed, 2, k), cfg.max_turns,
                                     episode_offset=k)
             pairs, pair_ep = sample_pairs(actor, critic, rewards, _draw(train, cfg.simpo_states, cfg.seed, 3, k),
-                                          cfg.gamma, episode_offset=k * cfg.simpo_states)
+                                          cfg.gamma, episode_offset=k * cfg.simpo_states,
+                                          samples=cfg.simpo_samples)
             pair_ep.rows["stream"] = [cfg.num_envs + s for s in pair_ep.rows["stream"]]
             logs = {}
             if pairs:

@@ -1,6 +1,6 @@
-"""SimPO phase: two sampled move lists per start state, ranked by reward + discounted critic value of the next
-state (= the critic advantage up to the shared V(s)), trained with trl's CPOTrainer (``loss_type="simpo"``,
-``cpo_alpha=0``: pure SimPO)."""
+"""SimPO phase: ``samples`` sampled move lists per start state (2 in seed 000), ranked by reward + discounted
+critic value of the next state (= the critic advantage up to the shared V(s)); the best and the worst make the
+preference pair. Trained with trl's CPOTrainer (``loss_type="simpo"``, ``cpo_alpha=0``: pure SimPO)."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -13,18 +13,22 @@ from tasks.gridworld.rollouts import Episodes, Rewards
 
 
 def sample_pairs(actor: Actor, critic: Critic | None, rewards: Rewards, starts: Sequence[Sequence[int]],
-                 gamma: float, episode_offset: int = 0) -> tuple[list[dict[str, str]], Episodes]:
-    """Preference pairs {prompt, chosen, rejected} and the sampled one-turn episodes (stream = sample 0/1)."""
+                 gamma: float, episode_offset: int = 0, samples: int = 2
+                 ) -> tuple[list[dict[str, str]], Episodes]:
+    """Preference pairs {prompt, chosen, rejected} (best vs worst of ``samples`` move lists per start state) and
+    the sampled one-turn episodes (stream = sample index)."""
+    if samples < 2:
+        raise ValueError(f"samples must be at least 2, got {samples}")
     prompts = [make_prompt(rewards.size, s) for s in starts]
-    acted = actor.act(prompts + prompts)  # (2S) one batched call: sample 0 then sample 1 of every state
     S = len(starts)
-    results = [rewards.outcome(starts[i % S], acted.actions[i]) for i in range(2 * S)]
+    acted = actor.act(prompts * samples)  # (samples*S) one batched call: sample j of state i at row j*S + i
+    results = [rewards.outcome(starts[i % S], acted.actions[i]) for i in range(samples * S)]
     next_prompts = [make_prompt(rewards.size, nxt) for nxt, _, _, _ in results]
-    values = critic.values(next_prompts) if critic is not None else np.zeros(2 * S)
+    values = critic.values(next_prompts) if critic is not None else np.zeros(samples * S)
     score = np.asarray([r + (0.0 if (succ or off) else gamma * float(v))
-                        for (_, r, succ, off), v in zip(results, values)])  # (2S,)
+                        for (_, r, succ, off), v in zip(results, values)])  # (samples*S,)
     ep = Episodes()
-    for i in range(2 * S):
+    for i in range(samples * S):
         _, r, succ, off = results[i]
         for key, value in (("stream", i // S), ("episode", episode_offset + i % S), ("step", 0),
                            ("state", prompts[i % S]), ("action", acted.texts[i]), ("logprob", acted.logprobs[i]),
@@ -34,10 +38,11 @@ def sample_pairs(actor: Actor, critic: Critic | None, rewards: Rewards, starts: 
         ep.outcomes.append((succ, off))
     pairs = []
     for i in range(S):
-        a, b = i, S + i
-        if acted.texts[a] == acted.texts[b] or abs(score[a] - score[b]) < 1e-6:
+        rows = [j * S + i for j in range(samples)]
+        best = max(rows, key=lambda j: score[j])  # first of equals: the earliest sample
+        worst = min(rows, key=lambda j: score[j])
+        if acted.texts[best] == acted.texts[worst] or score[best] - score[worst] < 1e-6:
             continue  # no preference
-        best, worst = (a, b) if score[a] > score[b] else (b, a)
         pairs.append({"prompt": prompts[i], "chosen": acted.texts[best], "rejected": acted.texts[worst]})
     return pairs, ep
 
