@@ -143,3 +143,20 @@ def test_simpo_pairs_take_best_and_worst_of_k_samples():
     assert ep.outcomes == [(False, False), (True, False), (False, True)] and ep.rows["stream"] == [0, 1, 2]
     with pytest.raises(ValueError, match="samples"):
         sample_pairs(Scripted(), None, Rewards(size=3), [(0, 0, 0, 0, 1)], gamma=0.9, samples=1)
+
+
+def test_progress_bonus_prefers_move_lists_that_get_closer():
+    from tasks.gridworld.prompts import moves_text
+    from tasks.gridworld.rollouts import Rewards
+    from tasks.gridworld.simpo import sample_pairs
+    from ad.agents import ActorOutput
+
+    class Scripted:  # sample 0: left (stays 3 cells away), sample 1: forward (2 cells away); neither ends the episode
+        def act(self, prompts, greedy=False):
+            moves = [[1]] * (len(prompts) // 2) + [[0]] * (len(prompts) // 2)
+            return ActorOutput([moves_text(m) for m in moves], moves, [np.zeros(1, np.float32)] * len(moves))
+
+    start = [(0, 0, 0, 0, 3)]  # facing north, goal 3 cells north
+    assert sample_pairs(Scripted(), None, Rewards(size=4), start, gamma=0.9)[0] == []  # equal rewards: no pair
+    pairs, _ = sample_pairs(Scripted(), None, Rewards(size=4), start, gamma=0.9, progress_bonus=0.1)
+    assert [(p["chosen"], p["rejected"]) for p in pairs] == [(" forward", " left")]

@@ -36,6 +36,8 @@ class GenerateConfig:
     simpo_states: int = option(64, "start states sampled per SimPO iteration")
     simpo_samples: int = option(4, "move lists sampled per start state; the best and the worst by reward + "
                                 "discounted critic value form its preference pair (seed 000: 2)")
+    progress_bonus: float = option(0.1, "potential-based shaping of the pair ranking: value lowered by this much per "
+                                   "cell of Manhattan distance from the goal after the move list (0 = critic only)")
     simpo_epochs: int = option(2, "passes over each iteration's preference pairs")
     simpo_beta: float = option(2.0, "SimPO beta (reward scale)")
     simpo_gamma: float = option(0.5, "SimPO target reward margin (trl's simpo_gamma)")
@@ -72,8 +74,8 @@ class GenerateConfig:
         if min(self.critic_lr, self.simpo_lr, self.simpo_beta) <= 0 or self.move_cost < 0 or self.offmap_penalty < 0:
             raise UserError("--critic-lr, --simpo-lr, --simpo-beta must be positive; --move-cost and "
                             "--offmap-penalty non-negative")
-        if self.eval_episodes < 0 or self.threads < 0:
-            raise UserError("--eval-episodes and --threads must be >= 0")
+        if self.eval_episodes < 0 or self.threads < 0 or self.progress_bonus < 0:
+            raise UserError("--eval-episodes, --threads and --progress-bonus must be >= 0")
 
     @property
     def phase_list(self) -> list[str]:

@@ -172,7 +172,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
                                     episode_offset=k)
             pairs, pair_ep = sample_pairs(actor, critic, rewards, _draw(train, cfg.simpo_states, cfg.seed, 3, k),
                                           cfg.gamma, episode_offset=k * cfg.simpo_states,
-                                          samples=cfg.simpo_samples)
+                                          samples=cfg.simpo_samples, progress_bonus=cfg.progress_bonus)
             pair_ep.rows["stream"] = [cfg.num_envs + s for s in pair_ep.rows["stream"]]
             logs = {}
             if pairs:

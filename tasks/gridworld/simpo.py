@@ -1,6 +1,12 @@
 """SimPO phase: ``samples`` sampled move lists per start state (2 in seed 000), ranked by reward + discounted
-critic value of the next state (= the critic advantage up to the shared V(s)); the best and the worst make the
-preference pair. Trained with trl's CPOTrainer (``loss_type="simpo"``, ``cpo_alpha=0``: pure SimPO)."""
+value of the next state (= the critic advantage up to the shared V(s)); the best and the worst make the
+preference pair. Trained with trl's CPOTrainer (``loss_type="simpo"``, ``cpo_alpha=0``: pure SimPO).
+
+The next state's value is the critic's plus a potential-based shaping term, ``-progress_bonus`` per cell of
+Manhattan distance to the goal (Ng et al. 1999: shaping by a potential leaves the optimal policy unchanged).
+Without it, the only clear preference in most pairs is "stay on the map", and the actor learns to turn in place
+(measured: sampled success 0.25 -> 0.03 in four iterations with a critic that explains ~10% of the return variance).
+"""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -12,11 +18,17 @@ from tasks.gridworld.prompts import make_prompt
 from tasks.gridworld.rollouts import Episodes, Rewards
 
 
+def goal_distance(config: Sequence[int]) -> int:
+    """Manhattan distance from the agent to the goal of a config ``(x, y, orientation, goal_x, goal_y)``."""
+    return abs(int(config[3]) - int(config[0])) + abs(int(config[4]) - int(config[1]))
+
+
 def sample_pairs(actor: Actor, critic: Critic | None, rewards: Rewards, starts: Sequence[Sequence[int]],
-                 gamma: float, episode_offset: int = 0, samples: int = 2
+                 gamma: float, episode_offset: int = 0, samples: int = 2, progress_bonus: float = 0.0
                  ) -> tuple[list[dict[str, str]], Episodes]:
     """Preference pairs {prompt, chosen, rejected} (best vs worst of ``samples`` move lists per start state) and
-    the sampled one-turn episodes (stream = sample index)."""
+    the sampled one-turn episodes (stream = sample index). A move list's score is its reward plus, if the episode
+    goes on, ``gamma * (V(next) - progress_bonus * goal_distance(next))``."""
     if samples < 2:
         raise ValueError(f"samples must be at least 2, got {samples}")
     prompts = [make_prompt(rewards.size, s) for s in starts]
@@ -25,8 +37,8 @@ def sample_pairs(actor: Actor, critic: Critic | None, rewards: Rewards, starts: 
     results = [rewards.outcome(starts[i % S], acted.actions[i]) for i in range(samples * S)]
     next_prompts = [make_prompt(rewards.size, nxt) for nxt, _, _, _ in results]
     values = critic.values(next_prompts) if critic is not None else np.zeros(samples * S)
-    score = np.asarray([r + (0.0 if (succ or off) else gamma * float(v))
-                        for (_, r, succ, off), v in zip(results, values)])  # (samples*S,)
+    score = np.asarray([r + (0.0 if (succ or off) else gamma * (float(v) - progress_bonus * goal_distance(nxt)))
+                        for (nxt, r, succ, off), v in zip(results, values)])  # (samples*S,)
     ep = Episodes()
     for i in range(samples * S):
         _, r, succ, off = results[i]
