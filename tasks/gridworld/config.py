@@ -41,6 +41,8 @@ class GenerateConfig:
     simpo_epochs: int = option(2, "passes over each iteration's preference pairs")
     simpo_beta: float = option(2.0, "SimPO beta (reward scale)")
     simpo_gamma: float = option(0.5, "SimPO target reward margin (trl's simpo_gamma)")
+    simpo_nll: float = option(1.0, "weight of an NLL (behaviour-cloning) term on the chosen move list, trl's "
+                              "cpo_alpha (CPO-SimPO); 0 = pure SimPO, which drifted to turning in place here")
     simpo_lr: float = option(1e-4, "SimPO learning rate (LoRA parameters)")
     simpo_batch: int = option(16, "SimPO pairs per optimiser step")
     lora_r: int = option(16, "LoRA rank of the actor adapter")
@@ -66,7 +68,8 @@ class GenerateConfig:
         if self.simpo_samples < 2:
             raise UserError(f"--simpo-samples must be at least 2 (a pair), got {self.simpo_samples}")
         if self.max_moves > 6:
-            raise UserError(f"--max-moves must be at most 6 (the actor enumerates 3^k move lists), got {self.max_moves}")
+            raise UserError(f"--max-moves must be at most 6 (the actor enumerates 3^k move lists), "
+                            f"got {self.max_moves}")
         if not 0.0 < self.heldout_fraction < 1.0:
             raise UserError(f"--heldout-fraction must be in (0, 1), got {self.heldout_fraction}")
         if self.temperature <= 0 or not 0.0 < self.gamma <= 1.0:
@@ -74,8 +77,8 @@ class GenerateConfig:
         if min(self.critic_lr, self.simpo_lr, self.simpo_beta) <= 0 or self.move_cost < 0 or self.offmap_penalty < 0:
             raise UserError("--critic-lr, --simpo-lr, --simpo-beta must be positive; --move-cost and "
                             "--offmap-penalty non-negative")
-        if self.eval_episodes < 0 or self.threads < 0 or self.progress_bonus < 0:
-            raise UserError("--eval-episodes, --threads and --progress-bonus must be >= 0")
+        if min(self.eval_episodes, self.threads, self.progress_bonus, self.simpo_nll) < 0:
+            raise UserError("--eval-episodes, --threads, --progress-bonus and --simpo-nll must be >= 0")
 
     @property
     def phase_list(self) -> list[str]:

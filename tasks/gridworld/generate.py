@@ -105,7 +105,8 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
             return
         ep = run_episodes(actor, rewards, eval_starts, cfg.max_turns, greedy=True, batch=cfg.num_envs)
         commit_episodes(writer, task, run, ep, "eval", update, cfg.gamma, {"phase": "eval"})
-        summary[task] = {"success_rate": ep.success_rate(), "offmap_rate": ep.offmap_rate(), "episodes": len(eval_starts)}
+        summary[task] = {"success_rate": ep.success_rate(), "offmap_rate": ep.offmap_rate(),
+                         "episodes": len(eval_starts)}
         board.add(update, **{f"{task}/success_rate": ep.success_rate(), f"{task}/offmap_rate": ep.offmap_rate()})
         _save_summary(summary_path, summary)
         print(f"{task}: success {ep.success_rate():.3f}, off-map {ep.offmap_rate():.3f} ({len(eval_starts)} held-out "
@@ -131,8 +132,8 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
             writer.sync()  # the critic reads back the episodes just committed
             table = HistoryReader(str(out)).table(columns=["phase", "state", "mc_return"]).to_pandas()
             table = table[table["phase"] == "critic"]
-            critic, losses = fit_critic(features, list(table["state"]), table["mc_return"].to_numpy(), cfg.critic_epochs,
-                                        cfg.critic_lr, cfg.seed)
+            critic, losses = fit_critic(features, list(table["state"]), table["mc_return"].to_numpy(),
+                                        cfg.critic_epochs, cfg.critic_lr, cfg.seed)
             critic.save(path)
             summary["critic"] = {"rows": len(table), "mse_first": losses[0], "mse_last": losses[-1],
                                  "return_var": float(table["mc_return"].var())}
@@ -178,7 +179,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
             if pairs:
                 logs = train_simpo(model, tokenizer, pairs, str(run_dir / "trainer"), cfg.simpo_beta, cfg.simpo_gamma,
                                    cfg.simpo_lr, cfg.simpo_epochs, cfg.simpo_batch, cfg.seed + k, cfg.progress,
-                                   optimizer)
+                                   optimizer, nll=cfg.simpo_nll)
             folder = ckpt / f"actor-i{k:04d}"
             tmp = folder.with_name(folder.name + ".tmp")
             shutil.rmtree(tmp, ignore_errors=True)

@@ -123,7 +123,8 @@ def commit_episodes(writer: HistoryWriter, task: str, run: int, ep: Episodes, ph
             "state": [ep.rows["state"][i] for i in order], "action": [ep.rows["action"][i] for i in order],
             "reward": take("reward", np.float32), "terminated": take("terminated", bool),
             "truncated": take("truncated", bool), "logprob": [ep.rows["logprob"][i] for i in order],
-            "phase": [phase] * n if isinstance(phase, str) else [phase[i] for i in order], "success": take("success", bool), "off_map": take("off_map", bool),
+            "phase": [phase] * n if isinstance(phase, str) else [phase[i] for i in order],
+            "success": take("success", bool), "off_map": take("off_map", bool),
             "mc_return": ret[order].astype(np.float32)}
     with writer.unit(task, run) as unit:
         unit.append(cols)

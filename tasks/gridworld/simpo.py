@@ -1,6 +1,7 @@
 """SimPO phase: ``samples`` sampled move lists per start state (2 in seed 000), ranked by reward + discounted
 value of the next state (= the critic advantage up to the shared V(s)); the best and the worst make the
-preference pair. Trained with trl's CPOTrainer (``loss_type="simpo"``, ``cpo_alpha=0``: pure SimPO).
+preference pair. Trained with trl's CPOTrainer (``loss_type="simpo"``; ``cpo_alpha`` = ``nll``
+weighs an NLL term on the chosen move list (CPO-SimPO); ``nll=0`` is pure SimPO).
 
 The next state's value is the critic's plus a potential-based shaping term, ``-progress_bonus`` per cell of
 Manhattan distance to the goal (Ng et al. 1999: shaping by a potential leaves the optimal policy unchanged).
@@ -69,7 +70,7 @@ def make_optimizer(model: Any, lr: float) -> Any:
 
 def train_simpo(model: Any, tokenizer: Any, pairs: list[dict[str, str]], out_dir: str, beta: float, gamma: float,
                 lr: float, epochs: int, batch: int, seed: int, progress: bool,
-                optimizer: Any = None) -> dict[str, float]:
+                optimizer: Any = None, nll: float = 0.0) -> dict[str, float]:
     """One SimPO pass over ``pairs`` with trl's CPOTrainer on the (peft) model, in place; returns its last logs.
 
     ``optimizer`` (from :func:`make_optimizer`) carries Adam's state from one iteration to the next, at a constant
@@ -79,7 +80,7 @@ def train_simpo(model: Any, tokenizer: Any, pairs: list[dict[str, str]], out_dir
     from datasets import Dataset
     from trl.experimental.cpo import CPOConfig, CPOTrainer
 
-    args = CPOConfig(output_dir=out_dir, loss_type="simpo", cpo_alpha=0.0, simpo_gamma=gamma, beta=beta,
+    args = CPOConfig(output_dir=out_dir, loss_type="simpo", cpo_alpha=nll, simpo_gamma=gamma, beta=beta,
                      learning_rate=lr, num_train_epochs=epochs, per_device_train_batch_size=batch,
                      gradient_accumulation_steps=1, max_length=512, logging_steps=1, save_strategy="no",
                      report_to="none", use_cpu=True, bf16=False, seed=seed, disable_tqdm=not progress,
