@@ -32,18 +32,18 @@ class GenerateConfig:
     critic_episodes: int = option(256, "episodes collected with the frozen actor for the critic phase")
     critic_epochs: int = option(200, "value-head training epochs on the collected returns")
     critic_lr: float = option(1e-3, "value-head learning rate")
-    simpo_iterations: int = option(10, "SimPO iterations (sample pairs, train, checkpoint, commit)")
+    simpo_iterations: int = option(8, "SimPO iterations (sample pairs, train, checkpoint, commit)")
     simpo_states: int = option(64, "start states sampled per SimPO iteration")
-    simpo_samples: int = option(4, "move lists sampled per start state; the best and the worst by reward + "
-                                "discounted critic value form its preference pair (seed 000: 2)")
-    progress_bonus: float = option(0.1, "potential-based shaping of the pair ranking: value lowered by this much per "
+    simpo_samples: int = option(2, "move lists sampled per start state (seed 000: 2); the best and the worst by "
+                                "reward + discounted critic value form its preference pair")
+    progress_bonus: float = option(0.0, "potential-based shaping of the pair ranking: value lowered by this much per "
                                    "cell of Manhattan distance from the goal after the move list (0 = critic only)")
     simpo_epochs: int = option(2, "passes over each iteration's preference pairs")
     simpo_beta: float = option(2.0, "SimPO beta (reward scale)")
     simpo_gamma: float = option(0.5, "SimPO target reward margin (trl's simpo_gamma)")
-    simpo_nll: float = option(1.0, "weight of an NLL (behaviour-cloning) term on the chosen move list, trl's "
-                              "cpo_alpha (CPO-SimPO); 0 = pure SimPO, which drifted to turning in place here")
-    simpo_lr: float = option(1e-4, "SimPO learning rate (LoRA parameters)")
+    simpo_nll: float = option(0.0, "weight of an NLL (behaviour-cloning) term on the chosen move list, trl's "
+                              "cpo_alpha (CPO-SimPO); 0 = pure SimPO")
+    simpo_lr: float = option(5e-5, "SimPO learning rate (LoRA parameters)")
     simpo_batch: int = option(16, "SimPO pairs per optimiser step")
     lora_r: int = option(16, "LoRA rank of the actor adapter")
     lora_alpha: int = option(32, "LoRA alpha")

@@ -95,14 +95,9 @@ def info_text(size: int) -> str:
 
 
 def state_text(config: Sequence[int]) -> str:
-    """Plain-text state: position, orientation, goal, and where the goal lies from the agent (compass offsets)."""
+    """Plain-text state: position, orientation and goal."""
     x, y, o, gx, gy = (int(v) for v in config)
-    dx, dy = gx - x, gy - y
-    offsets = [f"{abs(dx)} {'east' if dx > 0 else 'west'}"] if dx else []
-    offsets += [f"{abs(dy)} {'north' if dy > 0 else 'south'}"] if dy else []
-    where = " and ".join(offsets) if offsets else "here"
-    return (f"You are at x={x}, y={y}, facing {ORIENTATIONS[o]}. The goal is at x={gx}, y={gy}: "
-            f"{where} of you.")
+    return f"You are at x={x}, y={y}, facing {ORIENTATIONS[o]}. The goal is at x={gx}, y={gy}."
 
 
 def apply_moves(size: int, config: Sequence[int], moves: Sequence[int], clip_at_wall: bool = False

@@ -6,8 +6,7 @@ from typing import Sequence
 from tasks.gridworld.env import MOVES, info_text, state_text
 
 STRATEGY = ("You are in a grid world. Propose a list of moves that reaches the goal. 'left' and 'right' turn 90 "
-            "degrees in place (right: north -> east -> south -> west); 'forward' moves one cell the way you face. "
-            "Never step off the grid.")
+            "degrees in place; 'forward' moves one cell the way you face. Never step off the grid.")
 
 
 def make_prompt(size: int, config: Sequence[int]) -> str:

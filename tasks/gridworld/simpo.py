@@ -5,8 +5,8 @@ weighs an NLL term on the chosen move list (CPO-SimPO); ``nll=0`` is pure SimPO)
 
 The next state's value is the critic's plus a potential-based shaping term, ``-progress_bonus`` per cell of
 Manhattan distance to the goal (Ng et al. 1999: shaping by a potential leaves the optimal policy unchanged).
-Without it, the only clear preference in most pairs is "stay on the map", and the actor learns to turn in place
-(measured: sampled success 0.25 -> 0.03 in four iterations with a critic that explains ~10% of the return variance).
+Off by default: in the runs measured so far (BENCHMARKS.md, #8) neither shaping, best-of-4 pairs nor the NLL term
+lifted held-out success; they are options for further experiments.
 """
 from __future__ import annotations
 
