@@ -304,7 +304,6 @@ class UnitWriter:
                                        column_encoding={c: "DELTA_BINARY_PACKED" for c in delta},
                                        write_statistics=["update", "episode", "stream"])
         self._parts.append(name)
-        self._shard_rows = 0
 
     def _close_shard(self) -> None:
         if self._shard is None:

@@ -22,9 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,8 +34,8 @@ from ad.config import config_to_dict
 from ad.distributed import WorkUnit, run_units
 from ad.errors import UserError
 from ad.history import ColumnSpec, HistorySpec, HistoryReader, HistoryWriter, Location
-from ad.history.writer import UnitWriter
 from tasks.darkroom.a2c import BatchedA2C, Rollout, denormals_flushed
+from tasks.darkroom.batch_writer import BatchWriter
 from tasks.darkroom.config import GenerateConfig
 from tasks.darkroom.goals import (ACTION_NAMES, NUM_ACTIONS, optimal_return, resolve_goals, split_goals,
                                   start_cell, task_name)
@@ -91,92 +89,6 @@ def dataset_metadata(cfg: GenerateConfig, goals: list[tuple[int, int]]) -> dict[
                   "heldout": [task_name(cfg.size, g) for g in heldout]},
         "tasks": tasks,
     }
-
-
-#: Rollout fields that become history columns (with their storage dtypes).
-_ROLLOUT_COLUMNS = {"episode": np.int32, "step": np.int32, "state": np.int16, "action": np.int8,
-                    "reward": np.float32, "terminated": bool, "truncated": bool, "logprob": np.float32,
-                    "value": np.float32}
-
-
-def env_major(rollouts: list[Rollout]) -> dict[str, np.ndarray]:
-    """Buffered rollouts as env-major columns: name -> ``(E, K*T)`` (row e = sub-env e's steps in time order)."""
-    K, (T, E) = len(rollouts), rollouts[0].state.shape
-    columns = {}
-    for name, dtype in _ROLLOUT_COLUMNS.items():
-        x = np.stack([getattr(r, name) for r in rollouts], dtype=dtype)  # (K, T, E), cast while copying
-        columns[name] = np.ascontiguousarray(x.reshape(K * T, E).T)  # (E, K*T)
-    update = np.array([r.update for r in rollouts], dtype=np.int64)  # (K,)
-    columns["update"] = np.repeat(update, T)  # (K*T,) shared by every sub-env
-    return columns
-
-
-def unit_columns(columns: dict[str, np.ndarray], g: int, envs_per_goal: int) -> dict[str, np.ndarray]:
-    """Goal ``g``'s column batch from :func:`env_major` columns: stream-major, time-ordered within a stream."""
-    N = envs_per_goal
-    steps = columns["update"].shape[0]  # K*T
-    batch = {name: columns[name][g * N:(g + 1) * N].reshape(-1) for name in _ROLLOUT_COLUMNS}  # (N*K*T,) each
-    batch["stream"] = np.repeat(np.arange(N, dtype=np.int32), steps)
-    batch["update"] = np.tile(columns["update"], N)
-    return batch
-
-
-class BatchWriter:
-    """Hands buffered rollouts to a batch's units in order, on a background thread if ``background``.
-
-    With the background thread, column preparation and Parquet encoding (numpy and pyarrow release
-    the GIL there) overlap with the next updates on a second core. At most one hand-off is in flight,
-    which bounds memory; an error in the writer is raised in the training thread at the next hand-off.
-    """
-
-    def __init__(self, units: dict[int, UnitWriter], envs_per_goal: int, background: bool = False):
-        self.units, self.envs_per_goal = units, envs_per_goal
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="darkroom-writer",
-                                        initializer=_lower_priority) if background else None
-        self._pending: Future | None = None
-
-    def submit(self, rollouts: list[Rollout]) -> None:
-        """Append these rollouts (no longer modified by the caller) to every unit."""
-        self.wait()
-        if self._pool is None:
-            self._append(rollouts)
-        else:
-            self._pending = self._pool.submit(self._append, rollouts)
-
-    def _append(self, rollouts: list[Rollout]) -> None:
-        columns = env_major(rollouts)
-        for g, unit in self.units.items():
-            unit.append(unit_columns(columns, g, self.envs_per_goal))
-
-    def wait(self) -> None:
-        """Block until the hand-off in flight is written; re-raise its error."""
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.result()
-
-    def finish(self) -> None:
-        """Write every unit's buffered rows (their last shards), half of the units on the background thread."""
-        self.wait()
-        units = list(self.units.values())
-        half = len(units) // 2 if self._pool is not None else 0
-        if half:
-            self._pending = self._pool.submit(lambda: [unit.flush() for unit in units[:half]])
-        for unit in units[half:]:
-            unit.flush()
-        self.wait()
-
-    def close(self) -> None:
-        """Stop the background thread (after the write in flight, if any; its error is not raised here)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _lower_priority() -> None:
-    """Give the calling thread a lower CPU priority (Linux: per-thread nice), so training keeps its core."""
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
-    except (AttributeError, OSError):  # not Linux, or not allowed: run at normal priority
-        pass
 
 
 def generate(cfg: GenerateConfig) -> Path | str:
