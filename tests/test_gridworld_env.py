@@ -90,3 +90,24 @@ def test_split_is_disjoint_complete_and_seeded():
     for s in range(20):
         obs, _ = env.reset(seed=s)
         assert tuple(obs.tolist()) in set(held)
+
+
+def test_egocentric_state_text_agrees_with_the_dynamics():
+    from tasks.gridworld.env import apply_moves, state_text
+
+    assert state_text((1, 1, 1, 0, 3), "egocentric").endswith(
+        "The goal is 1 cell behind you and 2 cells to your left.")  # facing east: west is behind, north is left
+    assert state_text((0, 0, 0, 2, 0)) == "You are at x=0, y=0, facing north. The goal is at x=2, y=0."
+    for config in all_configs(4):  # "a ahead, r to the right" -> a forwards, a right turn, r forwards reach it
+        words = state_text(config, "egocentric").rsplit("The goal is ", 1)[1]
+        ahead = int(words.split(" cell")[0]) if "ahead" in words else 0
+        right = int(words.split(" and ")[-1].split(" cell")[0]) if "to your right" in words else 0
+        if ahead >= 0 and right >= 0 and "behind" not in words and "left" not in words:
+            moves = [0] * ahead + [2] + [0] * right
+            assert apply_moves(4, config, moves)[2], (config, words)
+    with pytest.raises(UserError, match="state text"):
+        state_text((0, 0, 0, 1, 1), "polar")
+    with pytest.raises(UserError, match="state text"):
+        GridWorldEnv(size=4, text_style="polar")
+    assert "cells ahead" in GridWorldEnv(size=4, start=(0, 0, 0), goal=(0, 3), text_style="egocentric").reset()[1][
+        "state_text"]

@@ -58,7 +58,7 @@ def test_generate_logs_every_episode_and_resumes(tiny_model, tmp_path, monkeypat
     out = tmp_path / "gw"
     gen.generate(_cfg(out, tiny_model, phases="critic"))  # critic phase only, then the full command resumes
     assert set(HistoryReader(str(out)).tasks()) == {"eval-before", "critic-b0000", "critic-b0001"}
-    real, calls = gen.train_simpo, []
+    real, calls = gen.train_shared_prefix_simpo, []
 
     def crash_second(*args, **kwargs):  # interrupted inside SimPO iteration 1
         calls.append(1)
@@ -66,11 +66,11 @@ def test_generate_logs_every_episode_and_resumes(tiny_model, tmp_path, monkeypat
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(gen, "train_simpo", crash_second)
+    monkeypatch.setattr(gen, "train_shared_prefix_simpo", crash_second)
     with pytest.raises(KeyboardInterrupt):
         gen.generate(_cfg(out, tiny_model))
     assert "simpo-i0001" not in HistoryReader(str(out)).tasks()
-    monkeypatch.setattr(gen, "train_simpo", real)
+    monkeypatch.setattr(gen, "train_shared_prefix_simpo", real)
     summary = gen.generate(_cfg(out, tiny_model, plots=True))
     reader = HistoryReader(str(out))
     assert set(reader.tasks()) == {"eval-before", "critic-b0000", "critic-b0001", "simpo-i0000", "simpo-i0001",
@@ -104,6 +104,19 @@ def test_bad_options(tiny_model, tmp_path):
         _cfg(tmp_path, tiny_model, max_moves=9)
     with pytest.raises(UserError, match="--simpo-samples"):
         _cfg(tmp_path, tiny_model, simpo_samples=1)
+    for name, value in (("simpo_chosen", "oracle"), ("simpo_trainer", "dpo"), ("dtype", "float16")):
+        with pytest.raises(UserError, match=f"--{name.replace('_', '-')}"):
+            _cfg(tmp_path, tiny_model, **{name: value})
+
+
+def test_trl_trainer_and_best_of_all_candidates_run_end_to_end(tiny_model, tmp_path):
+    from ad.history import HistoryReader
+    from tasks.gridworld import generate as gen
+
+    out = tmp_path / "gw"
+    summary = gen.generate(_cfg(out, tiny_model, simpo_trainer="trl", simpo_chosen="all", simpo_iterations=1,
+                                dtype="bfloat16"))
+    assert "eval-after" in summary and "simpo-i0000" in HistoryReader(str(out)).tasks()
 
 
 def test_simpo_pairs_prefer_higher_score():
@@ -160,3 +173,68 @@ def test_progress_bonus_prefers_move_lists_that_get_closer():
     assert sample_pairs(Scripted(), None, Rewards(size=4), start, gamma=0.9)[0] == []  # equal rewards: no pair
     pairs, _ = sample_pairs(Scripted(), None, Rewards(size=4), start, gamma=0.9, progress_bonus=0.1)
     assert [(p["chosen"], p["rejected"]) for p in pairs] == [(" forward", " left")]
+
+
+def test_best_of_all_candidates_chooses_the_best_move_list_the_env_allows():
+    from tasks.gridworld.actor import all_move_lists
+    from tasks.gridworld.prompts import moves_text
+    from tasks.gridworld.rollouts import Rewards
+    from tasks.gridworld.simpo import sample_pairs
+    from ad.agents import ActorOutput
+
+    class Scripted:  # both samples turn in place
+        def act(self, prompts, greedy=False):
+            moves = [[1]] * (len(prompts) // 2) + [[1, 1]] * (len(prompts) // 2)
+            return ActorOutput([moves_text(m) for m in moves], moves, [np.zeros(len(m), np.float32) for m in moves])
+
+    # (0, 0) facing north, goal (1, 1): the shortest successes are "forward, right, forward" / "right, forward,
+    # left, forward" (3 vs 4 moves: the move cost makes the 3-move list the best)
+    starts = [(0, 0, 0, 1, 1), (0, 0, 1, 2, 0)]  # second: facing east, goal 2 east -> "forward, forward"
+    pairs, ep = sample_pairs(Scripted(), None, Rewards(size=3), starts, gamma=0.9, candidates=all_move_lists(4))
+    assert [(p["chosen"], p["rejected"]) for p in pairs] == [(" forward, right, forward", " left, left"),
+                                                             (" forward, forward", " left, left")]
+    assert ep.success_rate() == 0.0  # the logged episodes stay the policy's own samples
+
+
+def test_shared_prefix_simpo_matches_full_sequences_and_learns(tiny_model):
+    import torch.nn.functional as F
+    from peft import LoraConfig, get_peft_model
+
+    from ad.pretrained import load_base
+    from tasks.gridworld.prompts import make_prompt
+    from tasks.gridworld.shared_prefix_simpo import completion_ids, simpo_loss, train_shared_prefix_simpo
+    from tasks.gridworld.simpo import make_optimizer
+
+    torch.manual_seed(0)
+    base, tok = load_base(tiny_model)
+    model = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules="all-linear",
+                                            init_lora_weights=False))  # non-zero B: the adapter matters
+    pairs = [{"prompt": make_prompt(4, (i % 4, i // 4, i % 4, 3, 3)), "chosen": " forward, left",
+              "rejected": " right"} for i in range(5)]
+    beta, gamma, nll = 2.0, 0.5, 0.7
+    loss, metrics = simpo_loss(model, tok, pairs, beta, gamma, nll)
+    loss.backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad}
+    model.zero_grad()
+
+    def avg_logp(prompt, completion):  # one full sequence, no shared cache
+        p, c = tok(prompt)["input_ids"], completion_ids(tok, completion)
+        logp = torch.log_softmax(model(input_ids=torch.tensor([p + c])).logits[0].float(), -1)  # (L, V)
+        picked = torch.stack([logp[len(p) - 1 + j, t] for j, t in enumerate(c)])
+        return picked.mean(), picked.sum(), len(c)
+
+    chosen = [avg_logp(p["prompt"], p["chosen"]) for p in pairs]
+    rejected = [avg_logp(p["prompt"], p["rejected"]) for p in pairs]
+    margin = torch.stack([c[0] - r[0] for c, r in zip(chosen, rejected)])
+    reference = (-F.logsigmoid(beta * margin - gamma)).mean() - nll * sum(c[1] for c in chosen) / sum(
+        c[2] for c in chosen)
+    reference.backward()
+    assert float(loss.detach()) == pytest.approx(float(reference.detach()), abs=1e-5)
+    for n, p in model.named_parameters():
+        if p.requires_grad:  # gradients flow through the repeated keys/values of the shared opening too
+            assert torch.allclose(grads[n], p.grad, atol=1e-5, rtol=1e-4), n
+    model.zero_grad()
+    before = metrics["rewards/margins"]
+    logs = train_shared_prefix_simpo(model, tok, pairs, make_optimizer(model, 1e-2), beta, gamma, epochs=10,
+                                     batch=5, seed=0, nll=nll)
+    assert logs["steps"] == 10 and simpo_loss(model, tok, pairs, beta, gamma)[1]["rewards/margins"] > before + 0.3

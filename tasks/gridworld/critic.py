@@ -88,7 +88,7 @@ def fit_critic(features: LMFeatures, prompts: Sequence[str], returns: np.ndarray
                seed: int = 0) -> tuple[LMCritic, list[float]]:
     """Train a value head on (prompt, Monte-Carlo return) pairs, full batch; returns the critic and the MSE curve."""
     x = features(prompts)  # (N, H)
-    y = torch.as_tensor(np.asarray(returns, np.float32))  # (N,)
+    y = torch.as_tensor(np.array(returns, np.float32))  # (N,) a writable copy
     torch.manual_seed(seed)
     head = ValueHead(x.shape[1])
     opt = torch.optim.Adam(head.parameters(), lr=lr)

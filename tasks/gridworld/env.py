@@ -23,6 +23,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ad.errors import UserError
+from tasks.gridworld.config import STATE_TEXTS
 
 #: The move vocabulary; a move's index is its integer code.
 MOVES = ("forward", "left", "right")
@@ -94,10 +95,23 @@ def info_text(size: int) -> str:
     return f"Grid world is size {size}x{size}"
 
 
-def state_text(config: Sequence[int]) -> str:
-    """Plain-text state: position, orientation and goal."""
+def state_text(config: Sequence[int], style: str = "absolute") -> str:
+    """Plain-text state: ``absolute`` (position, orientation, goal; seed 000) or ``egocentric`` (the same, then where
+    the goal lies from the agent's heading: "The goal is 2 cells ahead and 1 cell to your left.")."""
     x, y, o, gx, gy = (int(v) for v in config)
-    return f"You are at x={x}, y={y}, facing {ORIENTATIONS[o]}. The goal is at x={gx}, y={gy}."
+    text = f"You are at x={x}, y={y}, facing {ORIENTATIONS[o]}. The goal is at x={gx}, y={gy}."
+    if style == "absolute":
+        return text
+    if style != "egocentric":
+        raise UserError(f"unknown state text style {style!r}; choose one of {', '.join(STATE_TEXTS)}")
+    dx, dy = gx - x, gy - y
+    ahead = dx * DELTAS[o][0] + dy * DELTAS[o][1]  # along the heading
+    right = dx * DELTAS[(o + 1) % 4][0] + dy * DELTAS[(o + 1) % 4][1]  # along the heading turned right
+    cells = lambda n: f"{n} cell{'s' if n != 1 else ''}"  # noqa: E731
+    parts = ([f"{cells(ahead)} ahead"] if ahead > 0 else [f"{cells(-ahead)} behind you"] if ahead < 0 else [])
+    parts += ([f"{cells(right)} to your right"] if right > 0 else [f"{cells(-right)} to your left"] if right < 0
+              else [])
+    return f"{text} The goal is {' and '.join(parts)}."
 
 
 def apply_moves(size: int, config: Sequence[int], moves: Sequence[int], clip_at_wall: bool = False
@@ -130,8 +144,12 @@ class GridWorldEnv(gym.Env):
 
     def __init__(self, size: int = 4, start: Sequence[int] | None = None, goal: Sequence[int] | None = None,
                  configs: Sequence[Config] | None = None, clip_at_wall: bool = False, goal_reward: float = 1.0,
-                 move_cost: float = 0.01, offmap_penalty: float = 1.0, render_mode: str | None = None):
+                 move_cost: float = 0.01, offmap_penalty: float = 1.0, render_mode: str | None = None,
+                 text_style: str = "absolute"):
         self.size = check_size(size)
+        if text_style not in STATE_TEXTS:
+            raise UserError(f"unknown state text style {text_style!r}; choose one of {', '.join(STATE_TEXTS)}")
+        self.text_style = text_style
         self.clip_at_wall = bool(clip_at_wall)
         self.goal_reward, self.move_cost, self.offmap_penalty = float(goal_reward), float(move_cost), float(
             offmap_penalty)
@@ -167,7 +185,7 @@ class GridWorldEnv(gym.Env):
         return np.asarray(self.config, dtype=np.int64)
 
     def _info(self, **extra: Any) -> dict[str, Any]:
-        return {"state_text": state_text(self.config), "info_string": self.info_string, **extra}
+        return {"state_text": state_text(self.config, self.text_style), "info_string": self.info_string, **extra}
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)

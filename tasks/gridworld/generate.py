@@ -26,12 +26,13 @@ from ad.config import config_to_dict
 from ad.errors import UserError
 from ad.history import HistoryReader, HistoryWriter
 from ad.pretrained import load_base
-from tasks.gridworld.actor import LMActor
+from tasks.gridworld.actor import LMActor, all_move_lists
 from tasks.gridworld.config import GenerateConfig
 from tasks.gridworld.critic import LMCritic, LMFeatures, fit_critic
 from tasks.gridworld.env import MOVES, split_configs
 from tasks.gridworld.prompts import STRATEGY
 from tasks.gridworld.rollouts import SPEC, Rewards, commit_episodes, concat, run_episodes
+from tasks.gridworld.shared_prefix_simpo import train_shared_prefix_simpo
 from tasks.gridworld.simpo import make_optimizer, sample_pairs, train_simpo
 
 #: Options that do not change the data (a resume may change them).
@@ -45,6 +46,7 @@ def dataset_metadata(cfg: GenerateConfig, train: list, heldout: list) -> dict[st
     return {
         "task_spec": {"kind": "llm-gridworld", "size": cfg.size, "moves": list(MOVES), "max_moves": cfg.max_moves,
                       "max_turns": cfg.max_turns, "clip_at_wall": cfg.clip_at_wall, "strategy": STRATEGY,
+                      "state_text": cfg.state_text,
                       "config": "(x, y, orientation, goal_x, goal_y); orientation 0 north (+y) 1 east 2 south 3 west"},
         "source": {"algorithm": "MC critic + SimPO", "config": {k: v for k, v in config_to_dict(cfg).items()
                                                               if k not in _RUN_ONLY}},
@@ -86,7 +88,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     train, heldout = split_configs(cfg.size, cfg.heldout_fraction, cfg.seed)
-    model, tokenizer = load_base(cfg.model)
+    model, tokenizer = load_base(cfg.model, cfg.dtype)
     out = Path(cfg.out)
     writer = HistoryWriter(str(out), spec=SPEC, family="gridworld", metadata=dataset_metadata(cfg, train, heldout))
     run_dir, run = out / "_run", cfg.seed
@@ -95,7 +97,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     summary_path = run_dir / "summary.json"
     summary: dict[str, Any] = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
     board = _Board(run_dir / "tb" if cfg.tensorboard else None)
-    rewards = Rewards(cfg.size, cfg.clip_at_wall, cfg.goal_reward, cfg.move_cost, cfg.offmap_penalty)
+    rewards = Rewards(cfg.size, cfg.clip_at_wall, cfg.goal_reward, cfg.move_cost, cfg.offmap_penalty, cfg.state_text)
     actor = LMActor(model, tokenizer, cfg.max_moves, cfg.temperature, torch.Generator().manual_seed(cfg.seed))
     eval_starts = _draw(heldout, cfg.eval_episodes, cfg.seed, 0) if cfg.eval_episodes else []
     start = time.perf_counter()
@@ -173,13 +175,19 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
                                     episode_offset=k)
             pairs, pair_ep = sample_pairs(actor, critic, rewards, _draw(train, cfg.simpo_states, cfg.seed, 3, k),
                                           cfg.gamma, episode_offset=k * cfg.simpo_states,
-                                          samples=cfg.simpo_samples, progress_bonus=cfg.progress_bonus)
+                                          samples=cfg.simpo_samples, progress_bonus=cfg.progress_bonus,
+                                          candidates=all_move_lists(cfg.max_moves) if cfg.simpo_chosen == "all"
+                                          else None)
             pair_ep.rows["stream"] = [cfg.num_envs + s for s in pair_ep.rows["stream"]]
             logs = {}
-            if pairs:
+            if pairs and cfg.simpo_trainer == "trl":
                 logs = train_simpo(model, tokenizer, pairs, str(run_dir / "trainer"), cfg.simpo_beta, cfg.simpo_gamma,
                                    cfg.simpo_lr, cfg.simpo_epochs, cfg.simpo_batch, cfg.seed + k, cfg.progress,
                                    optimizer, nll=cfg.simpo_nll)
+            elif pairs:
+                logs = train_shared_prefix_simpo(model, tokenizer, pairs, optimizer, cfg.simpo_beta, cfg.simpo_gamma,
+                                                 cfg.simpo_epochs, cfg.simpo_batch, cfg.seed + k, cfg.simpo_nll,
+                                                 cfg.progress)
             folder = ckpt / f"actor-i{k:04d}"
             tmp = folder.with_name(folder.name + ".tmp")
             shutil.rmtree(tmp, ignore_errors=True)

@@ -9,10 +9,11 @@ STRATEGY = ("You are in a grid world. Propose a list of moves that reaches the g
             "degrees in place; 'forward' moves one cell the way you face. Never step off the grid.")
 
 
-def make_prompt(size: int, config: Sequence[int]) -> str:
-    """The actor's prompt for one state; the completion (a move list) follows ``Moves:``."""
+def make_prompt(size: int, config: Sequence[int], style: str = "absolute") -> str:
+    """The actor's prompt for one state (state text in ``style``, see ``env.STATE_TEXTS``); the completion (a move
+    list) follows ``Moves:``."""
     return (f"{STRATEGY}\n{info_text(size)} (x and y run from 0 to {size - 1}; north is +y, east is +x).\n"
-            f"{state_text(config)}\nMoves:")
+            f"{state_text(config, style)}\nMoves:")
 
 
 def moves_text(moves: Sequence[int]) -> str:

@@ -24,13 +24,18 @@ SPEC = HistorySpec(state=ColumnSpec.text(), action=ColumnSpec.text(), logprob="p
 
 @dataclass
 class Rewards:
-    """Reward settings of the env (same meaning as GridWorldEnv's arguments)."""
+    """Settings of the env (same meaning as GridWorldEnv's arguments, ``state_text`` = its ``text_style``)."""
 
     size: int = 4
     clip_at_wall: bool = False
     goal_reward: float = 1.0
     move_cost: float = 0.01
     offmap_penalty: float = 1.0
+    state_text: str = "absolute"
+
+    def prompt(self, config: Sequence[int]) -> str:
+        """The actor's prompt for a config (``x, y, orientation, goal_x, goal_y``)."""
+        return make_prompt(self.size, config, self.state_text)
 
     def outcome(self, config: Sequence[int], moves: Sequence[int]) -> tuple[tuple[int, ...], float, bool, bool]:
         """(next config, reward, success, off_map) of one move list (the env's step, without the env object)."""
@@ -66,7 +71,7 @@ def run_episodes(actor: Actor, rewards: Rewards, starts: Sequence[Sequence[int]]
         active = list(range(len(group)))
         result = [(False, False)] * len(group)
         for turn in range(max_turns):
-            prompts = [make_prompt(rewards.size, state[b]) for b in active]
+            prompts = [rewards.prompt(state[b]) for b in active]
             acted = actor.act(prompts, greedy=greedy)
             still = []
             for j, b in enumerate(active):

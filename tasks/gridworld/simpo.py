@@ -1,12 +1,13 @@
 """SimPO phase: ``samples`` sampled move lists per start state (2 in seed 000), ranked by reward + discounted
 value of the next state (= the critic advantage up to the shared V(s)); the best and the worst make the
-preference pair. Trained with trl's CPOTrainer (``loss_type="simpo"``; ``cpo_alpha`` = ``nll``
-weighs an NLL term on the chosen move list (CPO-SimPO); ``nll=0`` is pure SimPO).
+preference pair. With ``candidates`` (``--simpo-chosen all``) the chosen list is instead the best of every valid
+move list from that state, scored the same way with the env's dynamics (a deterministic simulator), and the
+rejected one stays the policy's worst sample. Trained with :mod:`tasks.gridworld.shared_prefix_simpo` (default)
+or trl's CPOTrainer (``loss_type="simpo"``); ``nll`` (trl's ``cpo_alpha``) weighs an NLL term on the chosen move
+list (CPO-SimPO); ``nll=0`` is pure SimPO.
 
 The next state's value is the critic's plus a potential-based shaping term, ``-progress_bonus`` per cell of
 Manhattan distance to the goal (Ng et al. 1999: shaping by a potential leaves the optimal policy unchanged).
-Off by default: in the runs measured so far (BENCHMARKS.md, #8) neither shaping, best-of-4 pairs nor the NLL term
-lifted held-out success; they are options for further experiments.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ad.agents import Actor, Critic
-from tasks.gridworld.prompts import make_prompt
+from tasks.gridworld.prompts import moves_text
 from tasks.gridworld.rollouts import Episodes, Rewards
 
 
@@ -24,22 +25,46 @@ def goal_distance(config: Sequence[int]) -> int:
     return abs(int(config[3]) - int(config[0])) + abs(int(config[4]) - int(config[1]))
 
 
+def score_move_lists(critic: Critic | None, rewards: Rewards, configs: Sequence[Sequence[int]],
+                     move_lists: Sequence[Sequence[int]], gamma: float, progress_bonus: float = 0.0
+                     ) -> tuple[np.ndarray, list]:
+    """(scores (N,), outcomes) of move list i played from config i: reward plus, if the episode goes on,
+    ``gamma * (V(next) - progress_bonus * goal_distance(next))``; outcomes as :meth:`Rewards.outcome`."""
+    results = [rewards.outcome(c, m) for c, m in zip(configs, move_lists)]
+    values = np.zeros(len(results))
+    if critic is not None:
+        prompts = [rewards.prompt(nxt) for nxt, _, _, _ in results]
+        unique = sorted(set(prompts))  # many lists lead to the same next state
+        by_prompt = dict(zip(unique, critic.values(unique)))
+        values = np.asarray([by_prompt[p] for p in prompts])
+    score = np.asarray([r + (0.0 if (succ or off) else gamma * (float(v) - progress_bonus * goal_distance(nxt)))
+                        for (nxt, r, succ, off), v in zip(results, values)])
+    return score, results
+
+
 def sample_pairs(actor: Actor, critic: Critic | None, rewards: Rewards, starts: Sequence[Sequence[int]],
-                 gamma: float, episode_offset: int = 0, samples: int = 2, progress_bonus: float = 0.0
-                 ) -> tuple[list[dict[str, str]], Episodes]:
+                 gamma: float, episode_offset: int = 0, samples: int = 2, progress_bonus: float = 0.0,
+                 candidates: Sequence[Sequence[int]] | None = None) -> tuple[list[dict[str, str]], Episodes]:
     """Preference pairs {prompt, chosen, rejected} (best vs worst of ``samples`` move lists per start state) and
-    the sampled one-turn episodes (stream = sample index). A move list's score is its reward plus, if the episode
-    goes on, ``gamma * (V(next) - progress_bonus * goal_distance(next))``."""
+    the sampled one-turn episodes (stream = sample index). Scores: :func:`score_move_lists`. With ``candidates``
+    (e.g. every valid move list), the chosen list is the best of those instead, scored the same way from the same
+    state; the rejected one is still the worst sample, and a state whose worst sample scores as well as the best
+    candidate gives no pair."""
     if samples < 2:
         raise ValueError(f"samples must be at least 2, got {samples}")
-    prompts = [make_prompt(rewards.size, s) for s in starts]
+    prompts = [rewards.prompt(s) for s in starts]
     S = len(starts)
     acted = actor.act(prompts * samples)  # (samples*S) one batched call: sample j of state i at row j*S + i
-    results = [rewards.outcome(starts[i % S], acted.actions[i]) for i in range(samples * S)]
-    next_prompts = [make_prompt(rewards.size, nxt) for nxt, _, _, _ in results]
-    values = critic.values(next_prompts) if critic is not None else np.zeros(samples * S)
-    score = np.asarray([r + (0.0 if (succ or off) else gamma * (float(v) - progress_bonus * goal_distance(nxt)))
-                        for (nxt, r, succ, off), v in zip(results, values)])  # (samples*S,)
+    score, results = score_move_lists(critic, rewards, [starts[i % S] for i in range(samples * S)], acted.actions,
+                                      gamma, progress_bonus)  # (samples*S,)
+    best_text, best_score = None, None
+    if candidates is not None:
+        C = len(candidates)
+        cand_score, _ = score_move_lists(critic, rewards, [s for s in starts for _ in range(C)],
+                                         [m for _ in starts for m in candidates], gamma, progress_bonus)
+        top = cand_score.reshape(S, C).argmax(1)  # (S,) first of equals: the shortest, candidates are by length
+        best_text = [moves_text(candidates[c]) for c in top]
+        best_score = cand_score.reshape(S, C).max(1)  # (S,)
     ep = Episodes()
     for i in range(samples * S):
         _, r, succ, off = results[i]
@@ -54,9 +79,10 @@ def sample_pairs(actor: Actor, critic: Critic | None, rewards: Rewards, starts: 
         rows = [j * S + i for j in range(samples)]
         best = max(rows, key=lambda j: score[j])  # first of equals: the earliest sample
         worst = min(rows, key=lambda j: score[j])
-        if acted.texts[best] == acted.texts[worst] or score[best] - score[worst] < 1e-6:
+        chosen, top = (acted.texts[best], score[best]) if best_text is None else (best_text[i], best_score[i])
+        if chosen == acted.texts[worst] or top - score[worst] < 1e-6:
             continue  # no preference
-        pairs.append({"prompt": prompts[i], "chosen": acted.texts[best], "rejected": acted.texts[worst]})
+        pairs.append({"prompt": prompts[i], "chosen": chosen, "rejected": acted.texts[worst]})
     return pairs, ep
 
 
