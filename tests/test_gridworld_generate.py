@@ -109,13 +109,13 @@ def test_bad_options(tiny_model, tmp_path):
             _cfg(tmp_path, tiny_model, **{name: value})
 
 
-def test_trl_trainer_and_best_of_all_candidates_run_end_to_end(tiny_model, tmp_path):
+def test_seed_000_configuration_with_the_trl_trainer_runs_end_to_end(tiny_model, tmp_path):
     from ad.history import HistoryReader
     from tasks.gridworld import generate as gen
 
-    out = tmp_path / "gw"
-    summary = gen.generate(_cfg(out, tiny_model, simpo_trainer="trl", simpo_chosen="all", simpo_iterations=1,
-                                dtype="bfloat16"))
+    out = tmp_path / "gw"  # sampled pairs, absolute state text, pure SimPO through trl's CPOTrainer, bf16 weights
+    summary = gen.generate(_cfg(out, tiny_model, simpo_trainer="trl", simpo_chosen="sampled", state_text="absolute",
+                                simpo_nll=0.0, progress_bonus=0.0, simpo_iterations=1, dtype="bfloat16"))
     assert "eval-after" in summary and "simpo-i0000" in HistoryReader(str(out)).tasks()
 
 
@@ -238,3 +238,28 @@ def test_shared_prefix_simpo_matches_full_sequences_and_learns(tiny_model):
     logs = train_shared_prefix_simpo(model, tok, pairs, make_optimizer(model, 1e-2), beta, gamma, epochs=10,
                                      batch=5, seed=0, nll=nll)
     assert logs["steps"] == 10 and simpo_loss(model, tok, pairs, beta, gamma)[1]["rewards/margins"] > before + 0.3
+
+
+def test_run_episodes_refills_finished_slots():
+    from tasks.gridworld.prompts import moves_text
+    from tasks.gridworld.rollouts import Rewards, run_episodes
+    from ad.agents import ActorOutput
+
+    calls = []
+
+    class Forward:  # always one step forward (north)
+        def act(self, prompts, greedy=False):
+            calls.append(len(prompts))
+            return ActorOutput([moves_text([0])] * len(prompts), [[0]] * len(prompts),
+                               [np.zeros(1, np.float32)] * len(prompts))
+
+    # goal 1, 2, 3 cells north -> episodes of 1, 2, 3 turns; (0, 3) facing north walks off the map at turn 1
+    starts = [(0, 0, 0, 0, 3), (1, 0, 0, 1, 1), (0, 3, 0, 1, 1), (2, 0, 0, 2, 2), (3, 2, 0, 3, 3)]
+    ep = run_episodes(Forward(), Rewards(size=4), starts, max_turns=6, batch=2, episode_offset=7)
+    assert ep.outcomes == [(True, False), (True, False), (False, True), (True, False), (True, False)]
+    assert calls[:3] == [2, 2, 2] and sum(calls) == len(ep.rows["step"]) == 3 + 1 + 1 + 2 + 1
+    keys = list(zip(ep.rows["stream"], ep.rows["episode"], ep.rows["step"]))
+    assert len(set(keys)) == len(keys) and set(ep.rows["stream"]) == {0, 1} and min(ep.rows["episode"]) == 7
+    for stream in (0, 1):  # a stream's episodes come one after another
+        episodes = [e for s, e, _ in keys if s == stream]
+        assert episodes == sorted(episodes)

@@ -26,7 +26,7 @@ class GenerateConfig:
     goal_reward: float = option(1.0, "reward for reaching the goal")
     move_cost: float = option(0.01, "cost of every executed move")
     offmap_penalty: float = option(1.0, "penalty for leaving the grid (ends the episode)")
-    state_text: str = option("absolute", "state text of the prompt: 'absolute' (position, orientation, goal; seed "
+    state_text: str = option("egocentric", "state text of the prompt: 'absolute' (position, orientation, goal; seed "
                              "000) or 'egocentric' (the same + where the goal lies from the agent's heading, e.g. "
                              "'2 cells ahead and 1 cell to your left')")
     max_turns: int = option(6, "move lists per episode (TimeLimit)")
@@ -38,25 +38,26 @@ class GenerateConfig:
     critic_episodes: int = option(256, "episodes collected with the frozen actor for the critic phase")
     critic_epochs: int = option(200, "value-head training epochs on the collected returns")
     critic_lr: float = option(1e-3, "value-head learning rate")
-    simpo_iterations: int = option(8, "SimPO iterations (sample pairs, train, checkpoint, commit)")
-    simpo_states: int = option(64, "start states sampled per SimPO iteration")
-    simpo_samples: int = option(2, "move lists sampled per start state (seed 000: 2); the best and the worst by "
-                                "reward + discounted critic value form its preference pair")
-    simpo_chosen: str = option("sampled", "where a pair's chosen move list comes from: 'sampled' = the best of the "
+    simpo_iterations: int = option(5, "SimPO iterations (sample pairs, train, checkpoint, commit)")
+    simpo_states: int = option(256, "start states sampled per SimPO iteration")
+    simpo_samples: int = option(2, "move lists sampled per start state (seed 000: 2); the worst by reward + "
+                                "discounted critic value is its pair's rejected list (and the best its chosen one "
+                                "with --simpo-chosen sampled)")
+    simpo_chosen: str = option("all", "where a pair's chosen move list comes from: 'sampled' = the best of the "
                                "--simpo-samples policy samples (seed 000); 'all' = the best of every valid move list, "
                                "each scored like a sample with the env's dynamics (the rejected list stays the worst "
                                "policy sample)")
-    progress_bonus: float = option(0.0, "potential-based shaping of the pair ranking: value lowered by this much per "
+    progress_bonus: float = option(0.5, "potential-based shaping of the pair ranking: value lowered by this much per "
                                    "cell of Manhattan distance from the goal after the move list (0 = critic only)")
     simpo_epochs: int = option(2, "passes over each iteration's preference pairs")
     simpo_beta: float = option(2.0, "SimPO beta (reward scale)")
     simpo_gamma: float = option(0.5, "SimPO target reward margin (trl's simpo_gamma)")
-    simpo_nll: float = option(0.0, "weight of an NLL (behaviour-cloning) term on the chosen move list, trl's "
+    simpo_nll: float = option(1.0, "weight of an NLL (behaviour-cloning) term on the chosen move list, trl's "
                               "cpo_alpha (CPO-SimPO); 0 = pure SimPO")
     simpo_trainer: str = option("shared-prefix", "SimPO implementation: 'shared-prefix' (the prompts' common opening "
                                 "runs once per batch, ~4x fewer tokens per step; prompts and completions tokenized as "
                                 "the actor sees them) or 'trl' (trl's CPOTrainer, loss_type=simpo); same loss")
-    simpo_lr: float = option(5e-5, "SimPO learning rate (LoRA parameters)")
+    simpo_lr: float = option(1e-3, "SimPO learning rate (LoRA parameters)")
     simpo_batch: int = option(16, "SimPO pairs per optimiser step")
     dtype: str = option("float32", "weights of the LM: float32, or bfloat16 (1.8x faster batched acting on CPUs with "
                         "AMX / AVX512-BF16 and on GPUs; log-probabilities then carry bfloat16 rounding)")
@@ -80,8 +81,8 @@ class GenerateConfig:
                      "simpo_states", "simpo_epochs", "simpo_batch", "lora_r", "lora_alpha"):
             if getattr(self, name) <= 0:
                 raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
-        for name, allowed in (("state_text", STATE_TEXTS), ("simpo_chosen", ("sampled", "all")), ("simpo_trainer", ("shared-prefix", "trl")),
-                              ("dtype", ("float32", "bfloat16"))):
+        for name, allowed in (("state_text", STATE_TEXTS), ("simpo_chosen", ("sampled", "all")),
+                              ("simpo_trainer", ("shared-prefix", "trl")), ("dtype", ("float32", "bfloat16"))):
             if getattr(self, name) not in allowed:
                 raise UserError(f"--{name.replace('_', '-')} must be one of {', '.join(allowed)}, "
                                 f"got {getattr(self, name)!r}")

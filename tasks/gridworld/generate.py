@@ -198,7 +198,8 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
             phases = ["simpo-rollout"] * len(rollouts.rows["reward"]) + ["simpo-pair"] * len(pair_ep.rows["reward"])
             commit_episodes(writer, f"simpo-i{k:04d}", run, concat(rollouts, pair_ep), phases, k, cfg.gamma,
                             {"phase": "simpo", "pairs": len(pairs), "rollout_success": rollouts.success_rate(),
-                             "rollout_offmap": rollouts.offmap_rate(), "loss": logs.get("loss")})
+                             "rollout_offmap": rollouts.offmap_rate(), "loss": logs.get("loss"),
+                             "last_step": {name: v for name, v in logs.items() if name != "loss"}})
             board.add(k, **{"simpo/success_rate": rollouts.success_rate(), "simpo/offmap_rate": rollouts.offmap_rate(),
                             "simpo/pairs": len(pairs), **({"simpo/loss": logs["loss"]} if "loss" in logs else {})})
         evaluate("eval-after", cfg.simpo_iterations)

@@ -1,4 +1,4 @@
-"""Success rate and off-map rate per policy version (update), from the logged full episodes."""
+"""Success rate and off-map rate per policy version (update), from the logged full episodes and evaluations."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,15 +25,36 @@ def rates_per_update(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return per.index.to_numpy(), per["success"].to_numpy(float), per["off_map"].to_numpy(float)
 
 
+def heldout_rates(path: str | Path) -> dict[int, tuple[float, float]]:
+    """{update: (success rate, off-map rate)} of the greedy held-out evaluations (phase ``eval``)."""
+    table = HistoryReader(str(path)).table(columns=["task", "stream", "episode", "update", "phase", "success",
+                                                    "off_map"]).to_pandas()
+    table = table[table["phase"] == "eval"]
+    if table.empty:
+        return {}
+    episodes = table.groupby(["task", "stream", "episode"]).agg(update=("update", "first"), success=("success", "any"),
+                                                                off_map=("off_map", "any"))
+    per = episodes.groupby("update").mean()
+    return {int(u): (float(r["success"]), float(r["off_map"])) for u, r in per.iterrows()}
+
+
 def plot_rates(path: str | Path, out: str | Path) -> Path:
-    """Save the success / off-map rate curves (PNG)."""
+    """Save the success / off-map rate curves (PNG): sampled episodes on train configurations per policy version,
+    and the greedy held-out evaluations (before / after SimPO) as large markers."""
     plt = pyplot()
     updates, success, off = rates_per_update(path)
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(updates, success, marker="o", label="success rate")
-    ax.plot(updates, off, marker="x", label="off-map rate")
+    ax.plot(updates, success, marker="o", label="success rate (train configs, sampled)")
+    ax.plot(updates, off, marker="x", label="off-map rate (train configs, sampled)")
+    held = heldout_rates(path)
+    if held:
+        u = sorted(held)
+        ax.scatter(u, [held[k][0] for k in u], s=120, marker="*", color="C2", zorder=3,
+                   label="success rate (held-out, greedy)")
+        ax.scatter(u, [held[k][1] for k in u], s=80, marker="D", color="C3", zorder=3,
+                   label="off-map rate (held-out, greedy)")
     ax.set_xlabel("policy version (0 = base actor, k = after k SimPO iterations)")
-    ax.set_ylabel("fraction of episodes (train configurations, sampled)")
+    ax.set_ylabel("fraction of episodes")
     ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)
     ax.legend()

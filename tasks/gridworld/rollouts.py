@@ -62,38 +62,45 @@ class Episodes:
 
 def run_episodes(actor: Actor, rewards: Rewards, starts: Sequence[Sequence[int]], max_turns: int,
                  greedy: bool = False, batch: int | None = None, episode_offset: int = 0) -> Episodes:
-    """Play one episode from each start config; ``batch`` envs at a time (default: all) in lockstep."""
+    """Play one episode from each start config in ``batch`` env slots (default: all at once), one batched actor
+    call per turn. A slot whose episode ends takes the next start right away (continuous batching), so calls stay
+    full until the starts run out. Rows: stream = slot, episode = ``episode_offset`` + the slot's episode count;
+    ``outcomes`` follow the order of ``starts``."""
     out = Episodes()
-    batch = batch or len(starts)
-    for first in range(0, len(starts), batch):
-        group = [tuple(int(v) for v in s) for s in starts[first:first + batch]]
-        state = list(group)
-        active = list(range(len(group)))
-        result = [(False, False)] * len(group)
-        for turn in range(max_turns):
-            prompts = [rewards.prompt(state[b]) for b in active]
-            acted = actor.act(prompts, greedy=greedy)
-            still = []
-            for j, b in enumerate(active):
-                nxt, r, success, off = rewards.outcome(state[b], acted.actions[j])
-                term = success or off
-                trunc = not term and turn == max_turns - 1
-                slot = first + b
-                for key, value in (("stream", slot % batch), ("episode", episode_offset + slot // batch),
-                                   ("step", turn), ("state", prompts[j]), ("action", acted.texts[j]),
-                                   ("logprob", acted.logprobs[j]), ("reward", r), ("terminated", term),
-                                   ("truncated", trunc), ("success", success), ("off_map", off),
-                                   ("config", state[b])):
-                    out.rows[key].append(value)
-                state[b] = nxt
-                if term:
-                    result[b] = (success, off)
-                elif not trunc:
-                    still.append(b)
-            active = still
-            if not active:
-                break
-        out.outcomes += result
+    batch = max(1, min(batch or len(starts), len(starts)))
+    queue = iter(range(len(starts)))
+    result = [(False, False)] * len(starts)
+    slots: list[dict[str, Any] | None] = [None] * batch
+    episodes_in = [0] * batch
+
+    def refill(s: int) -> None:
+        index = next(queue, None)
+        slots[s] = None if index is None else {"index": index, "state": tuple(int(v) for v in starts[index]),
+                                               "turn": 0, "episode": episode_offset + episodes_in[s]}
+        episodes_in[s] += index is not None
+
+    for s in range(batch):
+        refill(s)
+    while any(slot is not None for slot in slots):
+        active = [s for s in range(batch) if slots[s] is not None]
+        prompts = [rewards.prompt(slots[s]["state"]) for s in active]
+        acted = actor.act(prompts, greedy=greedy)
+        for j, s in enumerate(active):
+            slot = slots[s]
+            nxt, r, success, off = rewards.outcome(slot["state"], acted.actions[j])
+            term = success or off
+            trunc = not term and slot["turn"] == max_turns - 1
+            for key, value in (("stream", s), ("episode", slot["episode"]), ("step", slot["turn"]),
+                               ("state", prompts[j]), ("action", acted.texts[j]), ("logprob", acted.logprobs[j]),
+                               ("reward", r), ("terminated", term), ("truncated", trunc), ("success", success),
+                               ("off_map", off), ("config", slot["state"])):
+                out.rows[key].append(value)
+            slot["state"], slot["turn"] = nxt, slot["turn"] + 1
+            if term:
+                result[slot["index"]] = (success, off)
+            if term or trunc:
+                refill(s)
+    out.outcomes += result
     return out
 
 
