@@ -12,29 +12,25 @@ from ad.plots import pyplot, save_figure
 EPISODE_PHASES = ("critic", "simpo-rollout")
 
 
-def rates_per_update(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(updates (U,), success rate (U,), off-map rate (U,)) over the episodes of :data:`EPISODE_PHASES`."""
+def _episodes_per_update(path: str | Path, phases: tuple[str, ...]):
+    """Success and off-map rate per update (a pandas frame indexed by update) over the episodes of ``phases``."""
     table = HistoryReader(str(path)).table(columns=["task", "stream", "episode", "update", "phase", "success",
                                                     "off_map"]).to_pandas()
-    table = table[table["phase"].isin(EPISODE_PHASES)]
-    if table.empty:
-        return np.zeros(0), np.zeros(0), np.zeros(0)
+    table = table[table["phase"].isin(phases)]
     episodes = table.groupby(["task", "stream", "episode"]).agg(update=("update", "first"), success=("success", "any"),
                                                                 off_map=("off_map", "any"))
-    per = episodes.groupby("update").mean()
+    return episodes.groupby("update").mean()
+
+
+def rates_per_update(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(updates (U,), success rate (U,), off-map rate (U,)) over the episodes of :data:`EPISODE_PHASES`."""
+    per = _episodes_per_update(path, EPISODE_PHASES)
     return per.index.to_numpy(), per["success"].to_numpy(float), per["off_map"].to_numpy(float)
 
 
 def heldout_rates(path: str | Path) -> dict[int, tuple[float, float]]:
     """{update: (success rate, off-map rate)} of the greedy held-out evaluations (phase ``eval``)."""
-    table = HistoryReader(str(path)).table(columns=["task", "stream", "episode", "update", "phase", "success",
-                                                    "off_map"]).to_pandas()
-    table = table[table["phase"] == "eval"]
-    if table.empty:
-        return {}
-    episodes = table.groupby(["task", "stream", "episode"]).agg(update=("update", "first"), success=("success", "any"),
-                                                                off_map=("off_map", "any"))
-    per = episodes.groupby("update").mean()
+    per = _episodes_per_update(path, ("eval",))
     return {int(u): (float(r["success"]), float(r["off_map"])) for u, r in per.iterrows()}
 
 
