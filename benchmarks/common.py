@@ -12,6 +12,16 @@ from typing import Any, Callable
 RESULTS = Path(__file__).parent / "results"
 
 
+def lm_parser(description: str, quick_help: str) -> Any:
+    """An argparse parser with the options every LM benchmark takes: ``--quick`` and ``--model``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--model", default="smollm2-135m", help="base LM (ad.pretrained.load_base name or folder)")
+    return parser
+
+
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     """(seconds, result) of one call."""
     start = time.perf_counter()
@@ -35,7 +45,7 @@ def report(bench: str, figures: list[dict[str, Any]], quick: bool) -> Path:
         fig.update(command=command, date=date)
     print(f"\n{bench} ({'quick' if quick else 'full'}; {platform.processor() or platform.machine()}, "
           f"{_cores()} cores)")
-    print(f"| figure | unit | ours | reference | ratio | goal |\n|---|---|---|---|---|---|")
+    print("| figure | unit | ours | reference | ratio | goal |\n|---|---|---|---|---|---|")
     for fig in figures:
         ref = "-" if fig["reference"] is None else f"{fig['reference']:,.3g}"
         ratio = "-" if fig["ratio"] is None else f"{fig['ratio']:.2f}x"

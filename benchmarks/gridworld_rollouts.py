@@ -6,7 +6,6 @@ model, same episodes, side by side. Goal: >= 8x more turns per second batched.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -14,13 +13,11 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import figure, report, timed  # noqa: E402
+from benchmarks.common import figure, lm_parser, report, timed  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="fewer episodes (< 1 min)")
-    parser.add_argument("--model", default="smollm2-135m")
+    parser = lm_parser(__doc__, "fewer episodes (< 1 min)")
     parser.add_argument("--envs", type=int, default=32, help="env slots of the batched actor")
     parser.add_argument("--episodes", type=int, default=0, help="episodes played by both sides (default 4 x envs; "
                         "a batched slot whose episode ends starts the next one)")

@@ -6,19 +6,16 @@ same batch, side by side. Both compute the same loss (tests/test_gridworld_gener
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import figure, report, timed  # noqa: E402
+from benchmarks.common import figure, lm_parser, report, timed  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="2 steps each (< 1.5 min)")
-    parser.add_argument("--model", default="smollm2-135m")
+    parser = lm_parser(__doc__, "2 steps each (< 1.5 min)")
     parser.add_argument("--batch", type=int, default=16, help="pairs per optimiser step")
     parser.add_argument("--steps", type=int, default=4, help="timed optimiser steps per trainer")
     args = parser.parse_args()
