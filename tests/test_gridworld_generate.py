@@ -202,7 +202,8 @@ def test_shared_prefix_simpo_matches_full_sequences_and_learns(tiny_model):
 
     from ad.pretrained import load_base
     from tasks.gridworld.prompts import make_prompt
-    from tasks.gridworld.shared_prefix_simpo import completion_ids, simpo_loss, train_shared_prefix_simpo
+    from tasks.gridworld.actor import completion_ids
+    from tasks.gridworld.shared_prefix_simpo import simpo_loss, train_shared_prefix_simpo
     from tasks.gridworld.simpo import make_optimizer
 
     torch.manual_seed(0)

@@ -22,6 +22,11 @@ from tasks.gridworld.env import MOVES
 from tasks.gridworld.prompts import moves_text
 
 
+def completion_ids(tokenizer: Any, text: str) -> list[int]:
+    """Token ids of a completion as the actor emits it: the text's tokens, then EOS."""
+    return tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+
+
 def all_move_lists(max_moves: int) -> list[tuple[int, ...]]:
     """Every move list of length 1..max_moves (3 + 9 + ... candidates)."""
     return [seq for n in range(1, max_moves + 1) for seq in itertools.product(range(len(MOVES)), repeat=n)]
@@ -39,7 +44,7 @@ class MoveTrie:
         self.leaf: list[int] = [-1]
         self.token_ids: list[list[int]] = []
         for index, moves in enumerate(self.candidates):
-            ids = tokenizer(moves_text(moves), add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+            ids = completion_ids(tokenizer, moves_text(moves))
             self.token_ids.append(ids)
             node = 0
             for tok in ids:

@@ -12,25 +12,29 @@ from ad.plots import pyplot, save_figure
 EPISODE_PHASES = ("critic", "simpo-rollout")
 
 
-def _episodes_per_update(path: str | Path, phases: tuple[str, ...]):
+def _read(path: str | Path):
+    return HistoryReader(str(path)).table(columns=["task", "stream", "episode", "update", "phase", "success",
+                                                   "off_map"]).to_pandas()
+
+
+def _episodes_per_update(table, phases: tuple[str, ...]):
     """Success and off-map rate per update (a pandas frame indexed by update) over the episodes of ``phases``."""
-    table = HistoryReader(str(path)).table(columns=["task", "stream", "episode", "update", "phase", "success",
-                                                    "off_map"]).to_pandas()
     table = table[table["phase"].isin(phases)]
     episodes = table.groupby(["task", "stream", "episode"]).agg(update=("update", "first"), success=("success", "any"),
                                                                 off_map=("off_map", "any"))
     return episodes.groupby("update").mean()
 
 
-def rates_per_update(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(updates (U,), success rate (U,), off-map rate (U,)) over the episodes of :data:`EPISODE_PHASES`."""
-    per = _episodes_per_update(path, EPISODE_PHASES)
+def rates_per_update(path: str | Path, table=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(updates (U,), success rate (U,), off-map rate (U,)) over the episodes of :data:`EPISODE_PHASES`
+    (``table``: the dataset's rows if already read)."""
+    per = _episodes_per_update(_read(path) if table is None else table, EPISODE_PHASES)
     return per.index.to_numpy(), per["success"].to_numpy(float), per["off_map"].to_numpy(float)
 
 
-def heldout_rates(path: str | Path) -> dict[int, tuple[float, float]]:
+def heldout_rates(path: str | Path, table=None) -> dict[int, tuple[float, float]]:
     """{update: (success rate, off-map rate)} of the greedy held-out evaluations (phase ``eval``)."""
-    per = _episodes_per_update(path, ("eval",))
+    per = _episodes_per_update(_read(path) if table is None else table, ("eval",))
     return {int(u): (float(r["success"]), float(r["off_map"])) for u, r in per.iterrows()}
 
 
@@ -38,11 +42,12 @@ def plot_rates(path: str | Path, out: str | Path) -> Path:
     """Save the success / off-map rate curves (PNG): sampled episodes on train configurations per policy version,
     and the greedy held-out evaluations (before / after SimPO) as large markers."""
     plt = pyplot()
-    updates, success, off = rates_per_update(path)
+    table = _read(path)  # one read for both curves
+    updates, success, off = rates_per_update(path, table)
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(updates, success, marker="o", label="success rate (train configs, sampled)")
     ax.plot(updates, off, marker="x", label="off-map rate (train configs, sampled)")
-    held = heldout_rates(path)
+    held = heldout_rates(path, table)
     if held:
         u = sorted(held)
         ax.scatter(u, [held[k][0] for k in u], s=120, marker="*", color="C2", zorder=3,

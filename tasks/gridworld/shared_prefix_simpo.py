@@ -21,18 +21,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from tasks.gridworld.actor import shared_prefix_length
+from tasks.gridworld.actor import completion_ids, shared_prefix_length
 
 
 def _body_and_head(model: Any) -> tuple[Any, Any]:
     """The decoder stack and the LM head of a causal LM (through a peft wrapper: LoRA layers stay in place)."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     return getattr(base, base.base_model_prefix), base.get_output_embeddings()
-
-
-def completion_ids(tokenizer: Any, text: str) -> list[int]:
-    """Token ids of a completion as the actor emits it: the text's tokens, then EOS."""
-    return tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
 
 
 def sequence_logps(model: Any, prompt_ids: Sequence[Sequence[int]], completions: Sequence[Sequence[int]],
