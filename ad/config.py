@@ -3,14 +3,21 @@
 Every option is a dataclass field with ``metadata={"help": ...}``; the field's
 type decides parsing. Values are resolved in this order (later wins):
 field defaults < ``PRESETS[preset]`` (if the class defines presets) <
-``--config file.yaml|json`` < explicit command-line flags. ``__post_init__``
-of the dataclass validates and raises :class:`ad.errors.UserError`.
+``--config file.yaml|json`` < explicit command-line flags.
+
+Every value, wherever it came from, is checked against the field's type before the dataclass is built
+(:func:`check_value`): an ``int`` option refuses ``9.7``, ``true`` and ``"nine"``, a ``float`` option refuses
+NaN and +-inf, a ``Literal[...]`` option refuses values outside its choices; the error names the option.
+``__post_init__`` of the dataclass then checks ranges and raises :class:`ad.errors.UserError`.
+Booleans take ``--flag``, ``--flag false`` and ``--no-flag``; ``--print-config`` prints the resolved
+options as YAML (a file ``--config`` reads back) and exits without running anything.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
+import math
 import types
 import typing
 from pathlib import Path
@@ -53,11 +60,18 @@ def _parse_bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
 
 
+def _choices(tp: Any) -> tuple[Any, ...] | None:
+    """The allowed values of a ``Literal[...]`` type (None for other types)."""
+    return typing.get_args(tp) if typing.get_origin(tp) is typing.Literal else None
+
+
 def _converter(tp: Any):
     tp, _ = _base_type(tp)
     origin = typing.get_origin(tp)
     if tp is bool:
         return _parse_bool, None
+    if _choices(tp):
+        return type(_choices(tp)[0]), None
     if origin in (list, tuple):
         (inner, *_rest) = typing.get_args(tp) or (str,)
         conv, _ = _converter(inner)
@@ -69,33 +83,121 @@ def _converter(tp: Any):
     return str, None
 
 
+_KIND = {bool: "true or false", int: "an integer", float: "a finite number", str: "a string"}
+
+
+def check_value(name: str, value: Any, tp: Any, source: str = "options") -> Any:
+    """``value`` converted to the field type ``tp``, or a UserError naming option ``--name`` and ``source``.
+
+    Integers refuse fractions and booleans, floats refuse NaN / +-inf and booleans (numeric strings such as
+    YAML's ``1e-4`` are read as numbers), ``Literal`` types refuse values outside their choices, lists check
+    each item (a single value becomes a one-item list).
+    """
+    flag = "--" + name.replace("_", "-")
+    base, optional = _base_type(tp)
+
+    def bad(expected: str) -> UserError:
+        return UserError(f"option {flag} ({source}): expected {expected}, got {value!r}")
+
+    if value is None:
+        if optional:
+            return None
+        raise bad(_KIND.get(base, str(base)))
+    choices = _choices(base)
+    if choices is not None:
+        if value not in choices:
+            raise bad("one of " + ", ".join(map(str, choices)))
+        return value
+    origin = typing.get_origin(base)
+    if origin in (list, tuple):
+        inner = (typing.get_args(base) or (str,))[0]
+        items = list(value) if isinstance(value, (list, tuple)) else [value]
+        return [check_value(name, item, inner, source) for item in items]
+    if base is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            try:
+                return _parse_bool(value)
+            except argparse.ArgumentTypeError:
+                pass
+        raise bad(_KIND[bool])
+    if base is int:
+        if isinstance(value, bool):
+            raise bad(_KIND[int])
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                return int(value.strip())
+            except ValueError:
+                pass
+        raise bad(_KIND[int])
+    if base is float:
+        if isinstance(value, bool):
+            raise bad(_KIND[float])
+        number = value
+        if isinstance(value, str):
+            try:
+                number = float(value.strip())
+            except ValueError:
+                raise bad(_KIND[float]) from None
+        if not isinstance(number, (int, float)) or not math.isfinite(number):
+            raise bad(_KIND[float])
+        return float(number)
+    if base is str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+        raise bad(_KIND[str])
+    if (base is dict or origin is dict) and not isinstance(value, dict):
+        raise bad("a mapping")
+    return value
+
+
 def build_parser(config_cls: type, prog: str, description: str = "") -> argparse.ArgumentParser:
     """An argparse parser whose options are the dataclass fields (all default to None)."""
-    parser = argparse.ArgumentParser(prog=prog, description=description or (config_cls.__doc__ or ""))
+    text = (description or (config_cls.__doc__ or "")).replace("%", "%%")
+    parser = argparse.ArgumentParser(prog=prog, description=text)
     parser.add_argument("--config", default=None, help="YAML or JSON file of option values (flags override it)")
+    parser.add_argument("--print-config", action="store_true",
+                        help="print the resolved options as YAML (a file --config reads) and exit")
     hints = typing.get_type_hints(config_cls)
     fields = [f for f in dataclasses.fields(config_cls) if f.init]
     groups: dict[str, Any] = {}
     for field in sorted(fields, key=lambda f: bool(f.metadata.get("group"))):  # stable: grouped ones last
         title = field.metadata.get("group")
         target = groups.setdefault(title, parser.add_argument_group(title)) if title else parser
-        conv, nargs = _converter(hints[field.name])
+        tp = hints[field.name]
+        conv, nargs = _converter(tp)
         default = field.default if field.default is not dataclasses.MISSING else (
             field.default_factory() if field.default_factory is not dataclasses.MISSING else None)  # type: ignore[misc]
         help_text = field.metadata.get("help", "")
         if default is not None:
             help_text += f" (default: {default})"
+        help_text = help_text.replace("%", "%%")  # argparse reads % as a format code
         kwargs: dict[str, Any] = {"type": conv, "default": None, "help": help_text, "dest": field.name}
         if nargs:
             kwargs["nargs"] = nargs
-        if _base_type(hints[field.name])[0] is bool:
+        choices = _choices(_base_type(tp)[0])
+        if choices:
+            kwargs["choices"] = choices
+        flag = "--" + field.name.replace("_", "-")
+        if _base_type(tp)[0] is bool:
             kwargs["nargs"] = "?"
             kwargs["const"] = True
             kwargs["metavar"] = "BOOL"
+            target.add_argument(flag, **kwargs)
+            target.add_argument("--no-" + field.name.replace("_", "-"), dest=field.name, action="store_const",
+                                const=False, default=None, help=argparse.SUPPRESS)
+            continue
         if field.metadata.get("positional"):
             parser.add_argument(f"_{field.name}_positional", nargs="?", default=None, type=conv, help=help_text,
                                 metavar=field.name.upper())
-        target.add_argument("--" + field.name.replace("_", "-"), **kwargs)
+        target.add_argument(flag, **kwargs)
     return parser
 
 
@@ -134,6 +236,8 @@ def make_config(config_cls: type, values: dict[str, Any], source: str = "options
             raise UserError(f"unknown preset {preset!r}; choose one of: {', '.join(sorted(presets))}")
         merged.update(presets[preset])
     merged.update(values)
+    hints = typing.get_type_hints(config_cls)
+    merged = {name: check_value(name, value, hints[name], source) for name, value in merged.items()}
     try:
         return config_cls(**merged)
     except TypeError as err:
@@ -145,6 +249,7 @@ def parse_config(config_cls: type, argv: Sequence[str], prog: str, description: 
     parser = build_parser(config_cls, prog, description)
     args = vars(parser.parse_args(list(argv)))
     file = args.pop("config")
+    show = args.pop("print_config")
     for key in [k for k in args if k.startswith("_") and k.endswith("_positional")]:
         value = args.pop(key)
         name = key[1:-len("_positional")]
@@ -152,7 +257,13 @@ def parse_config(config_cls: type, argv: Sequence[str], prog: str, description: 
             args[name] = value
     values: dict[str, Any] = load_config_file(file) if file else {}
     values.update({k: v for k, v in args.items() if v is not None})
-    return make_config(config_cls, values, source=f"{prog} options")
+    config = make_config(config_cls, values, source=f"{prog} options" + (f" or config file {file}" if file else ""))
+    if show:
+        import yaml
+
+        print(yaml.safe_dump(config_to_dict(config), sort_keys=False), end="")
+        raise SystemExit(0)
+    return config
 
 
 def config_to_dict(config: Any) -> dict[str, Any]:

@@ -87,7 +87,7 @@ def test_other_family_or_settings_refused_and_untouched(synthetic_dataset):
     meta = HistoryReader(synthetic_dataset).metadata
     changed = {k: meta[k] for k in ("task_spec", "source", "seeds", "split", "tasks")}
     changed["seeds"] = [123]
-    with pytest.raises(UserError, match="differs in: seeds"):
+    with pytest.raises(UserError, match=r"different settings: seeds: dataset \[1\], this command \[123\]"):
         HistoryWriter(synthetic_dataset, SPEC, family="synthetic", metadata=changed)
     assert content_hash(synthetic_dataset) == before
 

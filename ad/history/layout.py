@@ -2,7 +2,12 @@
 
     <root>/dataset.json                        metadata + list of complete units (written last)
     <root>/task=<task>/run=<run>/part-00000.parquet   Hive-partitioned shards of complete units
-    <root>/.staging/task=<task>/run=<run>/...          units being written (hidden from every reader)
+    <root>/.staging/task=<task>/run=<run>/part-00000.parquet.partial   units being written
+    <root>/.lock                               held by the process writing the dataset (local datasets)
+
+Files being written never end in ``.parquet`` (they carry :data:`PARTIAL_SUFFIX` until the unit commits), so
+the documented globs (``<root>/**/*.parquet`` in DuckDB and polars) never match an incomplete file, even
+though those globs descend into the hidden staging folder.
 """
 from __future__ import annotations
 
@@ -10,7 +15,9 @@ import re
 
 DATASET_JSON = "dataset.json"
 STAGING = ".staging"
-UNIT_MARKER = ".unit.json"  # written into a unit folder just before it is moved into place
+UNIT_MARKER = ".unit.json"
+LOCK = ".lock"
+PARTIAL_SUFFIX = ".partial"  # a shard's name while it is written or waiting for its unit to commit  # written into a unit folder just before it is moved into place
 FORMAT_NAME = "ad-learning-history"
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 

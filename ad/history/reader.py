@@ -1,7 +1,6 @@
 """Read learning-history datasets: units, tables, and each stream's columns as contiguous arrays."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -11,6 +10,7 @@ import pyarrow.parquet as pq
 
 from ad.errors import SchemaError, UserError
 from ad.history import layout
+from ad.history.manifest import read_manifest
 from ad.history.spec import SCHEMA_VERSION, HistorySpec
 from ad.history.storage import Location
 
@@ -53,15 +53,7 @@ class HistoryReader:
         if not self.location.exists(json_path):
             raise UserError(f"{self.location.base} is not a learning-history dataset (no {layout.DATASET_JSON}); "
                             f"create one with `ad generate <task> --out {self.location.base}`")
-        try:
-            meta = self.location.read_json(json_path)
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise SchemaError(f"{json_path} is corrupt ({err}); regenerate the dataset") from None
-        if meta.get("format") != layout.FORMAT_NAME:
-            raise SchemaError(f"{json_path} is not a learning-history dataset description")
-        if meta.get("schema_version") != SCHEMA_VERSION:
-            raise SchemaError(f"{json_path} has schema_version {meta.get('schema_version')}; this toolkit reads "
-                              f"version {SCHEMA_VERSION}: regenerate the dataset with this version")
+        meta = read_manifest(self.location)
         self.metadata: dict[str, Any] = meta
         self.spec = HistorySpec.from_dict(meta["spec"])
         self.family: str = meta["family"]
@@ -95,14 +87,16 @@ class HistoryReader:
     def _read_file(self, relpath: str, columns: Sequence[str] | None) -> pa.Table:
         path = self.location.join(relpath)
         if not self.location.exists(path):
-            raise SchemaError(f"shard {path} is missing; delete its unit folder and dataset.json entry, or "
-                              "regenerate the dataset with the same `ad generate` command")
+            raise SchemaError(f"shard {path} is missing; re-run the `ad generate` command that made the dataset "
+                              f"(same options and --out): it regenerates the units whose shards are missing or "
+                              "damaged and keeps the others")
         try:
             file = pq.ParquetFile(path, filesystem=self.location.fs)
             schema = file.schema_arrow
         except (pa.ArrowInvalid, OSError) as err:
             raise SchemaError(f"shard {path} is corrupt or not Parquet ({err}); delete its unit folder "
-                              f"({relpath.rsplit('/', 1)[0]}) and re-run the same `ad generate` command") from None
+                              f"({relpath.rsplit('/', 1)[0]}) and re-run the `ad generate` command that made the "
+                              "dataset (same options and --out): it regenerates that unit") from None
         wanted = list(columns) if columns is not None else list(self._types)
         for name in wanted:
             if name not in self._types:
@@ -116,8 +110,9 @@ class HistoryReader:
         try:
             return file.read(columns=wanted, use_threads=True)
         except (pa.ArrowInvalid, OSError) as err:
-            raise SchemaError(f"shard {path} is corrupt ({err}); delete its unit folder and re-run "
-                              "the same `ad generate` command") from None
+            raise SchemaError(f"shard {path} is corrupt ({err}); delete its unit folder "
+                              f"({relpath.rsplit('/', 1)[0]}) and re-run the `ad generate` command that made the "
+                              "dataset (same options and --out): it regenerates that unit") from None
 
     def table(self, tasks: Iterable[str] | None = None, runs: Iterable[int] | None = None,
               columns: Sequence[str] | None = None) -> pa.Table:

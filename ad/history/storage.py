@@ -81,11 +81,31 @@ class Location:
             return json.loads(stream.read().decode())
 
     def write_json_atomic(self, path: str, data: Any) -> None:
-        """Write JSON to a temporary name, then rename over ``path``."""
+        """Write JSON to a temporary name, then rename over ``path``; on failure (disk full, read-only) the
+        temporary file is removed and ``path`` keeps its old content."""
         tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
-        with self.fs.open_output_stream(tmp) as stream:
-            stream.write(json.dumps(data, indent=2, sort_keys=False).encode())
-        self.fs.move(tmp, path)
+        try:
+            with self.fs.open_output_stream(tmp) as stream:
+                stream.write(json.dumps(data, indent=2, sort_keys=False).encode())
+            self.fs.move(tmp, path)
+        except BaseException:
+            try:
+                self.fs.delete_file(tmp)
+            except Exception:  # noqa: BLE001 -- it may never have been created
+                pass
+            raise
+
+    def is_file(self, path: str) -> bool:
+        return self.fs.get_file_info(path).type == pafs.FileType.File
+
+    def sizes(self, path: str) -> dict[str, int]:
+        """Size of every file below ``path`` by path relative to it (one recursive listing)."""
+        if not self.is_dir(path):
+            return {}
+        infos = self.fs.get_file_info(pafs.FileSelector(path, recursive=True))
+        prefix = path.rstrip("/") + "/"
+        return {i.path[len(prefix):] if i.path.startswith(prefix) else i.path: int(i.size or 0)
+                for i in infos if i.type == pafs.FileType.File}
 
 
 def _from_url(url: str) -> Location:

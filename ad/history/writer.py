@@ -9,6 +9,7 @@ with the same arguments skips complete units and redoes the others from scratch.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from typing import Any
 
@@ -18,6 +19,8 @@ import pyarrow.parquet as pq
 
 from ad.errors import UserError
 from ad.history import layout
+from ad.history.lock import DatasetLock
+from ad.history.manifest import read_manifest, settings_differences
 from ad.history.provenance import now_iso, provenance
 from ad.history.spec import SCHEMA_VERSION, HistorySpec
 from ad.history.storage import Location
@@ -94,16 +97,26 @@ class HistoryWriter:
 
     def _prepare(self) -> None:
         loc = self.location
+        if loc.is_file(loc.base):
+            raise UserError(f"--out {loc.base} is a file, not a folder; choose a new or empty folder")
         if self.worker and not loc.exists(self._json_path):
             raise RuntimeError(f"{self._json_path} does not exist: the driver creates the dataset before workers "
                                "write units into it")
+        self._lock = None if self.worker else DatasetLock.acquire(loc)
         if loc.exists(self._json_path):
-            existing = loc.read_json(self._json_path)
-            self._check_compatible(existing)
+            existing = read_manifest(loc)
             self._units = dict(existing.get("units", {}))
             self._provenance = existing.get("provenance") or provenance()
             if self.worker:
+                self._check_compatible(existing)
                 return
+            self._adopt_orphans()
+            if self._units:
+                self._check_compatible(existing)
+            elif existing.get("family") != self.family:
+                self._check_compatible(existing)  # refuses: another task's dataset
+            else:  # nothing committed yet (e.g. a run that failed at its start): the new settings replace the old
+                self._provenance = provenance()
         else:
             visible = [n for n in loc.listdir(loc.base) if not n.startswith(".")]
             if visible:
@@ -111,29 +124,26 @@ class HistoryWriter:
                                 f"(found {', '.join(visible[:5])}); choose an empty or new --out folder")
             loc.makedirs(loc.base)
             self._provenance = provenance()
-        self._adopt_orphans()
+            self._adopt_orphans()
+        self._drop_damaged_units()
         self._save()
 
     def _check_compatible(self, existing: dict[str, Any]) -> None:
         where = self._json_path
-        if existing.get("format") != layout.FORMAT_NAME:
-            raise UserError(f"{where} is not a learning-history dataset; choose another --out folder")
-        if existing.get("schema_version") != SCHEMA_VERSION:
-            raise UserError(f"{where} has schema_version {existing.get('schema_version')}, this toolkit writes "
-                            f"{SCHEMA_VERSION}; write to a new --out folder")
         if existing.get("family") != self.family:
             raise UserError(f"{self.location.base} holds a {existing.get('family')!r} dataset, not {self.family!r}; "
                             "choose another --out folder (nothing was overwritten)")
         header = self._header()
-        differing = sorted(k for k in set(header) | {k for k in existing if k not in _RESERVED}
-                           if k not in ("provenance", "units", "updated") and existing.get(k) != header.get(k))
+        old = {k: v for k, v in existing.items() if k not in ("provenance", "units", "updated")}
+        differing = settings_differences(old, header)
         if differing:
-            raise UserError(f"{self.location.base} was generated with different settings (differs in: "
-                            f"{', '.join(differing)}); re-run with the original arguments to resume, or choose "
-                            "another --out folder (nothing was overwritten)")
+            raise UserError(f"{self.location.base} was generated with different settings: {'; '.join(differing)}. "
+                            "Re-run with the dataset's values to resume, or choose another --out folder (nothing "
+                            f"was overwritten; {where} records the settings)")
 
     def _adopt_orphans(self) -> None:
-        """Record units moved into place by a run that died before updating dataset.json."""
+        """Record units moved into place by a run that died before updating dataset.json (and finish naming
+        their shards, if it died between moving the unit folder and renaming them)."""
         loc = self.location
         for task_dir in loc.listdir(loc.base):
             if not task_dir.startswith("task="):
@@ -143,9 +153,31 @@ class HistoryWriter:
                 if not loc.exists(marker):
                     continue
                 record = loc.read_json(marker)
+                for file in record["files"]:
+                    partial = loc.join(file) + layout.PARTIAL_SUFFIX
+                    if loc.exists(partial):
+                        loc.move(partial, loc.join(file))
                 key = layout.unit_key(record["task"], record["run"])
                 if key not in self._units:
                     self._units[key] = record
+
+    def _drop_damaged_units(self) -> None:
+        """Forget committed units whose shards are missing or of another size than when they were written
+        (deleted, truncated): their folders are removed, so the command that made them regenerates them."""
+        loc = self.location
+        sizes = loc.sizes(loc.base)
+        for key, record in list(self._units.items()):
+            files = record.get("files", [])
+            missing = [f for f in files if f not in sizes]
+            total = sum(sizes.get(f, 0) for f in files)
+            expected = int(record.get("bytes") or 0)
+            if not missing and (not expected or total == expected):
+                continue
+            why = f"shard {missing[0]} is missing" if missing else f"its shards hold {total} bytes, not {expected}"
+            print(f"repairing {loc.base}: unit task={record['task']} run={record['run']} is damaged ({why}); "
+                  "it is removed and will be regenerated", file=sys.stderr)
+            loc.delete_dir(loc.join(layout.unit_dir(record["task"], record["run"])))
+            del self._units[key]
 
     def _save(self) -> None:
         started = time.perf_counter()
@@ -208,9 +240,22 @@ class HistoryWriter:
             self._save()
 
     def close(self) -> None:
-        """Write the final dataset.json (units still open are left unfinished); a worker writes nothing."""
+        """Write the final dataset.json (units still open are left unfinished) and release the dataset's lock;
+        a worker writes nothing."""
         if not self.worker:
-            self._save()
+            try:
+                self._save()
+            finally:
+                self.release()
+
+    def release(self) -> None:
+        """Let another process write this dataset (``close`` does this; also called when the writer is freed)."""
+        lock, self._lock = getattr(self, "_lock", None), None
+        if lock is not None:
+            lock.release()
+
+    def __del__(self) -> None:
+        self.release()
 
     def __enter__(self) -> "HistoryWriter":
         return self
@@ -298,7 +343,7 @@ class UnitWriter:
         delta = [c for c in _DELTA_COLUMNS if c in self.schema.names]
         plain = [f.name for f in self.schema if _high_cardinality_float(f.name, f.type)]
         dictionary = [c for c in self.schema.names if c not in delta and c not in plain]
-        self._shard = pq.ParquetWriter(f"{self.staging}/{name}", self.schema, filesystem=writer.location.fs,
+        self._shard = pq.ParquetWriter(f"{self.staging}/{name}{layout.PARTIAL_SUFFIX}", self.schema, filesystem=writer.location.fs,
                                        compression=writer.compression, compression_level=writer.compression_level,
                                        use_dictionary=dictionary,
                                        column_encoding={c: "DELTA_BINARY_PACKED" for c in delta},
@@ -310,10 +355,12 @@ class UnitWriter:
             return
         self._shard.close()
         self._shard, self._shard_rows = None, 0
-        self._bytes += self.writer.location.size(f"{self.staging}/{self._parts[-1]}")
+        self._bytes += self.writer.location.size(f"{self.staging}/{self._parts[-1]}{layout.PARTIAL_SUFFIX}")
 
     def commit(self, info: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Flush, move the unit into place in one rename, and record it in dataset.json."""
+        """Flush, move the unit into place in one rename, give its shards their ``.parquet`` names, and record
+        it in dataset.json. A crash after the move leaves a marker the next writer adopts (finishing the
+        renames); before it, the unit is rerun."""
         self.flush()
         loc = self.writer.location
         record = {"task": self.task, "run": self.run, "rows": self.rows, "bytes": self._bytes,
@@ -322,6 +369,8 @@ class UnitWriter:
         loc.write_json_atomic(f"{self.staging}/{layout.UNIT_MARKER}", record)
         loc.makedirs(loc.join(f"task={self.task}"))
         loc.move(self.staging, self.final)
+        for part in self._parts:
+            loc.move(f"{self.final}/{part}{layout.PARTIAL_SUFFIX}", f"{self.final}/{part}")
         self._done = True
         self.writer._record(record)
         return record
