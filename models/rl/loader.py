@@ -16,8 +16,11 @@ def model_dir(path: Any) -> Path | None:
             try:
                 if json.loads(config.read_text()).get("model_type") == "ad-rl":
                     return candidate
-            except ValueError:
-                continue
+            except ValueError as err:
+                from ad.errors import UserError
+
+                raise UserError(f"checkpoint file {config} is corrupt ({err}); re-run the `ad train` command that made "
+                                "it, or restore the folder from a copy") from None
     return None
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ad.config import option
 from ad.distributed import check_backend_options
 from ad.errors import UserError
-from tasks.darkroom.goals import check_size, resolve_goals
+from tasks.darkroom.goals import check_size, resolve_goals, start_cell
 
 #: Whether this machine has a second core for background shard encoding (the default of --background-writing).
 _MULTICORE = (os.cpu_count() or 1) >= 2
@@ -16,6 +16,22 @@ _MULTICORE = (os.cpu_count() or 1) >= 2
 _SEED004 = {"hidden": 128, "num_envs": 10, "num_steps": 10, "lr": 1e-4, "adam_betas": [0.9, 0.999],
             "adam_eps": 1e-6, "max_grad_norm": 0.5, "ent_coef": 0.01, "vf_coef": 0.99, "gamma": 0.99,
             "gae_lambda": 1.0, "steps_per_goal": 400_000}
+
+
+def batch_memory_bytes(size: int, hidden: int, num_envs: int, goals: int) -> int:
+    """Rough peak memory of one batch of A2C agents: per goal, parameters + gradient + two Adam moments + the
+    pre-ReLU gradient of the (hidden, cells) embedding and heads, and the (actions, cells) policy table."""
+    cells, actions = size * size, 5
+    per_goal = 5 * (hidden * cells + (actions + 1) * (hidden + 1)) + 3 * actions * cells + 64 * num_envs
+    return 4 * goals * per_goal
+
+
+def physical_memory_bytes() -> int:
+    """RAM of this machine (or 64 GiB where the OS does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 64 << 30
 
 
 @dataclass
@@ -99,7 +115,17 @@ class GenerateConfig:
             raise UserError("--gamma and --gae-lambda must be in [0, 1]")
         if isinstance(self.goals, str):
             self.goals = [self.goals]
-        resolve_goals(self.goals, self.size)  # raises UserError for a goal off the grid
+        goals = resolve_goals(self.goals, self.size)  # raises UserError for a goal off the grid
+        if not self.random_start and start_cell(self.size) in goals:
+            r, c = start_cell(self.size)
+            raise UserError(f"--goals {r},{c} is the start cell of a {self.size}x{self.size} room (episodes start "
+                            "there): choose another goal, or pass --random-start")
+        per_batch = min(self.goals_per_batch or len(goals), len(goals))
+        need = batch_memory_bytes(self.size, self.hidden, self.num_envs, per_batch)
+        if need > 0.6 * physical_memory_bytes():
+            raise UserError(f"--size {self.size} with {per_batch} goals per batch needs about {need / 2**30:.1f} GiB "
+                            f"of memory, more than this machine can give ({physical_memory_bytes() / 2**30:.1f} GiB "
+                            "in all); pass a smaller --goals-per-batch, fewer --goals or a smaller --size")
         check_backend_options(self.backend, self.address, self.workers)
 
     @property

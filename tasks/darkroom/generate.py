@@ -218,7 +218,7 @@ def _train_batch(cfg: GenerateConfig, goals: list[tuple[int, int]], writer: Hist
     tracker = ReturnTracker(len(goals), cfg.num_envs, cfg.updates)
     out = BatchWriter(units, cfg.num_envs, cfg.background_writing)
     try:
-        with denormals_flushed():
+        with denormals_flushed(), np.errstate(over="ignore", invalid="ignore"):  # divergence: _check_finite says
             _train_loop(cfg, agent, tracker, out, names, tb, bar, started, steps_before)
         out.finish()
     except BaseException:
@@ -255,6 +255,7 @@ def _train_loop(cfg: GenerateConfig, agent: BatchedA2C, tracker: ReturnTracker, 
     for u in range(cfg.updates):
         log_now = (u + 1) % cfg.log_every == 0 or u == cfg.updates - 1
         rollout, stats = agent.step(stats=log_now and tb is not None)  # stats only where they are logged
+        _check_finite(cfg, rollout, agent.goal_of_env, names, u)
         tracker.add(rollout)
         buffer.append(rollout)
         if len(buffer) >= flush_every or u == cfg.updates - 1:
@@ -268,6 +269,25 @@ def _train_loop(cfg: GenerateConfig, agent: BatchedA2C, tracker: ReturnTracker, 
             if tb is not None:
                 _log_scalars(tb, names, recent, stats, (u + 1) * cfg.num_envs * cfg.num_steps, rate)
         bar.update(advance=1)
+    if not all(bool(torch.isfinite(p).all()) for p in agent.params):
+        _diverged(cfg, "its parameters turned non-finite in the last update", cfg.updates)
+
+
+def _check_finite(cfg: GenerateConfig, rollout: Rollout, goal_of_env: np.ndarray, names: list[str],
+                  update: int) -> None:
+    """Stop (UserError) before anything is committed if an agent's log-probabilities or values are NaN / inf."""
+    finite = np.isfinite(rollout.logprob) & np.isfinite(rollout.value)  # (T, E)
+    if finite.all():
+        return
+    bad = sorted({names[g] for g in goal_of_env[~finite.all(axis=0)]})
+    _diverged(cfg, f"the policy of {bad[0]}{f' (and {len(bad) - 1} more goals)' if len(bad) > 1 else ''} "
+                   "gave NaN / inf log-probabilities or values", update)
+
+
+def _diverged(cfg: GenerateConfig, what: str, update: int) -> None:
+    raise UserError(f"A2C diverged at update {update} of {cfg.updates}: {what}; nothing of this batch was "
+                    f"committed. Lower --lr (now {cfg.lr}) or --max-grad-norm (now {cfg.max_grad_norm}), or check "
+                    f"--ent-coef ({cfg.ent_coef}) and --vf-coef ({cfg.vf_coef}), then re-run")
 
 
 def _summarize(cfg: GenerateConfig, out: Location, metadata: dict[str, Any], elapsed: float,

@@ -19,11 +19,18 @@ ACTION_NAMES = ("noop", "up", "right", "down", "left")
 _TASK_RE = re.compile(r"^darkroom(\d+)-g(\d+)-(\d+)$")
 
 
+#: Largest supported room side: goals grow as size^2 and each agent's tables as size^2 too.
+MAX_SIZE = 32
+
+
 def check_size(size: int) -> None:
-    """Raise a UserError unless ``size`` is a usable grid size."""
+    """Raise a UserError unless ``size`` is a usable grid size (2 .. MAX_SIZE)."""
     if int(size) < 2:
         raise UserError(f"DarkRoom size must be at least 2 (a {size}x{size} grid has no goal besides the start); "
                         "pass --size 2 or more")
+    if int(size) > MAX_SIZE:
+        raise UserError(f"DarkRoom size {size} is too large: at most {MAX_SIZE} (a {size}x{size} room has "
+                        f"{int(size) ** 2 - 1} goals, each trained by its own agent); pass --size {MAX_SIZE} or less")
 
 
 def start_cell(size: int) -> tuple[int, int]:
