@@ -138,7 +138,7 @@ def test_windows_lose_oldest_whole_transitions_like_acting():
 
 
 @pytest.mark.parametrize("values, match", [
-    ({"lora_r": 0}, "lora_r"), ({"loss_on": "prompt"}, "loss_on"), ({"max_tokens": 4}, "max_tokens"),
+    ({"lora_r": 0}, "--lora-r"), ({"loss_on": "prompt"}, "--loss-on"), ({"max_tokens": 4}, "--max-tokens"),
     ({"dtype": "int8"}, "dtype"), ({"preset": "nope"}, "preset"), ({"lr": 0}, "lr"), ({"target_modules": []}, "target"),
 ])
 def test_bad_options_are_user_errors(values, match):

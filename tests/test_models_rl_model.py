@@ -124,8 +124,8 @@ def test_unreadable_model_folder_is_a_user_error(tmp_path):
 
 @pytest.mark.parametrize("bad, match", [
     (dict(layout="interleaved"), "layout"),
-    (dict(n_embd=30, n_head=4), "multiple of n_head"),
-    (dict(attn_dropout=1.0), "attn_dropout"),
+    (dict(n_embd=30, n_head=4), "multiple of --n-head"),
+    (dict(attn_dropout=1.0), "--attn-dropout"),
     (dict(action_weight=0.0, state_weight=0.0, reward_weight=0.0, logprob_weight=0.0), "loss weights"),
     (dict(num_states=9, state_dim=3), "not both"),
 ])
@@ -138,5 +138,5 @@ def test_grid_embedding_shares_rows_and_columns():
     model = ADTransformer(tiny(grid_size=3))
     emb = model._embed_states(torch.tensor([[0, 1, 3, 4]]))[0]  # cells (0,0) (0,1) (1,0) (1,1)
     torch.testing.assert_close(emb[0] + emb[3], emb[1] + emb[2])  # row + column decomposition
-    with pytest.raises(UserError, match="grid_size 4 needs num_states = 16"):
+    with pytest.raises(UserError, match="--grid-size 4 needs --num-states = 16"):
         tiny(grid_size=4)

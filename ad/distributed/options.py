@@ -34,10 +34,10 @@ def check_distributed_options(config: DistributedOptions, batch_size: int) -> No
     """UserError unless devices / num_nodes are positive and the global ``batch_size`` splits evenly over them."""
     for name in ("devices", "num_nodes"):
         if getattr(config, name) < 1:
-            raise UserError(f"{name} must be at least 1, got {getattr(config, name)}")
+            raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(config, name)}")
     processes = config.devices * config.num_nodes
     if batch_size % processes:
-        raise UserError(f"batch_size {batch_size} (the global batch) must be a multiple of the number of "
+        raise UserError(f"--batch-size {batch_size} (the global batch) must be a multiple of the number of "
                         f"processes, devices x num_nodes = {processes}")
 
 

@@ -28,13 +28,13 @@ class LoRAOptions:
 
     def __post_init__(self) -> None:
         if self.lora_r < 1:
-            raise UserError(f"lora_r must be at least 1, got {self.lora_r}")
+            raise UserError(f"--lora-r must be at least 1, got {self.lora_r}")
         if self.lora_alpha <= 0:
-            raise UserError(f"lora_alpha must be positive, got {self.lora_alpha}")
+            raise UserError(f"--lora-alpha must be positive, got {self.lora_alpha}")
         if not 0.0 <= self.lora_dropout < 1.0:
-            raise UserError(f"lora_dropout must be in [0, 1), got {self.lora_dropout}")
+            raise UserError(f"--lora-dropout must be in [0, 1), got {self.lora_dropout}")
         if not self.target_modules:
-            raise UserError("target_modules must name at least one layer (e.g. q_proj v_proj, or all-linear)")
+            raise UserError("--target-modules must name at least one layer (e.g. q_proj v_proj, or all-linear)")
 
 
 @dataclass
@@ -93,15 +93,15 @@ class TrainLMConfig(LoRAOptions, DistributedOptions):
         if self.preset not in self.PRESETS:
             raise UserError(f"unknown preset {self.preset!r}; choose one of: {', '.join(sorted(self.PRESETS))}")
         if self.loss_on not in LOSS_ON:
-            raise UserError(f"loss_on must be one of {', '.join(LOSS_ON)}, got {self.loss_on!r}")
+            raise UserError(f"--loss-on must be one of {', '.join(LOSS_ON)}, got {self.loss_on!r}")
         if self.dtype not in DTYPES:
-            raise UserError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+            raise UserError(f"--dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
         for name in ("context", "stride", "max_steps", "batch_size", "log_every", "checkpoint_every", "val_batches"):
             if getattr(self, name) < 1:
-                raise UserError(f"{name} must be at least 1, got {getattr(self, name)}")
+                raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
         check_distributed_options(self, self.batch_size)
         if self.max_tokens < 16:
-            raise UserError(f"max_tokens must be at least 16, got {self.max_tokens}")
+            raise UserError(f"--max-tokens must be at least 16, got {self.max_tokens}")
         from ad.training import check_optim_options
 
         check_optim_options(self)

@@ -58,31 +58,31 @@ class ADConfig:
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
-            raise UserError(f"layout must be one of {', '.join(LAYOUTS)}, got {self.layout!r}")
+            raise UserError(f"--layout must be one of {', '.join(LAYOUTS)}, got {self.layout!r}")
         if self.reward_kind not in REWARD_KINDS:
-            raise UserError(f"reward_kind must be one of {', '.join(REWARD_KINDS)}, got {self.reward_kind!r}")
+            raise UserError(f"--reward-kind must be one of {', '.join(REWARD_KINDS)}, got {self.reward_kind!r}")
         for name in ("n_layer", "n_head", "n_embd", "n_ff", "context"):
             if getattr(self, name) < 1:
-                raise UserError(f"{name} must be at least 1, got {getattr(self, name)}")
+                raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
         if self.n_embd % self.n_head:
-            raise UserError(f"n_embd ({self.n_embd}) must be a multiple of n_head ({self.n_head})")
+            raise UserError(f"--n-embd ({self.n_embd}) must be a multiple of --n-head ({self.n_head})")
         for name in ("attn_dropout", "resid_dropout", "embd_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
-                raise UserError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+                raise UserError(f"--{name.replace('_', '-')} must be in [0, 1), got {getattr(self, name)}")
         if self.grid_size < -1:
-            raise UserError(f"grid_size must be >= 0 (or -1: from the dataset), got {self.grid_size}")
+            raise UserError(f"--grid-size must be >= 0 (or -1: from the dataset), got {self.grid_size}")
         if self.grid_size > 0 and self.num_states and self.num_states != self.grid_size ** 2:
-            raise UserError(f"grid_size {self.grid_size} needs num_states = {self.grid_size ** 2}, got {self.num_states}")
+            raise UserError(f"--grid-size {self.grid_size} needs --num-states = {self.grid_size ** 2}, got {self.num_states}")
         for name in ("num_states", "state_dim", "num_actions", "episode_length"):
             if getattr(self, name) < 0:
-                raise UserError(f"{name} must be >= 0, got {getattr(self, name)}")
+                raise UserError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
         if self.num_states and self.state_dim:
-            raise UserError("set num_states (discrete states) or state_dim (vector states), not both")
+            raise UserError("set --num-states (discrete states) or --state-dim (vector states), not both")
         if self.reward_kind == "discrete" and self.num_rewards < 1:
-            raise UserError(f"num_rewards must be at least 1 for discrete rewards, got {self.num_rewards}")
+            raise UserError(f"--num-rewards must be at least 1 for discrete rewards, got {self.num_rewards}")
         weights = [self.action_weight, self.state_weight, self.reward_weight, self.logprob_weight]
         if min(weights) < 0 or max(weights) == 0:
-            raise UserError("loss weights must be >= 0 and at least one of them > 0")
+            raise UserError("the loss weights (--action-weight, --state-weight, --reward-weight, --logprob-weight) must be >= 0 and at least one of them > 0")
 
     def check_complete(self) -> None:
         """Raise a UserError unless the data-dependent sizes are set (needed to build a model)."""
@@ -171,7 +171,7 @@ class TrainRLConfig(ADConfig, DistributedOptions):
             raise UserError(f"unknown preset {self.preset!r}; choose one of: {', '.join(sorted(self.PRESETS))}")
         for name in ("max_steps", "batch_size", "subsample", "log_every", "checkpoint_every", "val_batches"):
             if getattr(self, name) < 1:
-                raise UserError(f"{name} must be at least 1, got {getattr(self, name)}")
+                raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
         from ad.training import check_optim_options
 
         check_optim_options(self)
