@@ -1,0 +1,58 @@
+"""`ad export minari`: write a learning-history dataset as a Minari dataset (see :mod:`ad.interop.minari`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ad.config import option
+from ad.errors import UserError
+from ad.registry import register
+
+DATA_FORMATS = ("hdf5", "parquet", "arrow")  # ad.interop.minari.DATA_FORMATS (not imported: it loads pyarrow)
+
+
+@dataclass
+class ExportMinariConfig:
+    """Write a learning-history dataset as a Minari dataset, one Minari episode per history episode, in order."""
+
+    data: str = option("data/darkroom", "learning-history dataset folder or URL to export", positional=True)
+    name: str | None = option(None, "Minari dataset id NAMESPACE/ENV/NAME-vVERSION, e.g. ad/darkroom9/a2c-v0 "
+                                    "(required)")
+    out: str | None = option(None, "Minari datasets root the dataset is written under (default: "
+                                   "$MINARI_DATASETS_PATH, else ~/.minari/datasets)")
+    data_format: str = option("hdf5", "Minari storage: hdf5 (one HDF5 file, Minari's default), parquet or arrow "
+                                      "(one Parquet / Arrow IPC file per episode)")
+    overwrite: bool = option(False, "replace a Minari dataset of that name (it is kept until the new one is "
+                                    "complete)")
+    tasks: list[str] = option([], "export these tasks only (default: every task)")
+    skip_columns: list[str] = option([], "extra history columns to leave out (every other column is kept, the "
+                                         "per-transition ones in each episode's infos)")
+    author: str | None = option(None, "author recorded in the Minari metadata")
+    author_email: str | None = option(None, "author e-mail recorded in the Minari metadata")
+    code_permalink: str | None = option(None, "link to the code that made the dataset, recorded in the metadata")
+    description: str | None = option(None, "description recorded in the Minari metadata (default: says where the "
+                                           "order metadata is)")
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise UserError("--name is required: the Minari dataset id NAMESPACE/ENV/NAME-vVERSION, "
+                            "e.g. ad/darkroom9/a2c-v0")
+        from ad.interop.minari import check_export_name  # light: numpy + ad.history are imported there
+
+        check_export_name(self.name)
+        if self.data_format not in DATA_FORMATS:
+            raise UserError(f"--data-format {self.data_format!r}: choose one of {', '.join(DATA_FORMATS)}")
+
+
+def run(config: ExportMinariConfig) -> int:
+    from ad.interop.minari import export_minari
+
+    result = export_minari(config.data, config.name, root=config.out, data_format=config.data_format,
+                           overwrite=config.overwrite, skip_columns=config.skip_columns, author=config.author,
+                           author_email=config.author_email, code_permalink=config.code_permalink,
+                           description=config.description, tasks=config.tasks)
+    print(f"wrote Minari dataset {config.name} ({result['data_format']}): {result['episodes']:,} episodes, "
+          f"{result['steps']:,} steps in {result['path']}")
+    return 0
+
+
+register("export", "minari", ExportMinariConfig, run, "write a learning-history dataset as a Minari dataset")

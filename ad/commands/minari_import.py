@@ -1,0 +1,51 @@
+"""`ad import minari`: write a Minari dataset as a learning-history dataset (see :mod:`ad.interop.minari`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ad.config import option
+from ad.errors import UserError
+from ad.registry import register
+
+FOREIGN_STREAMS = ("dataset", "episode")  # ad.interop.minari.FOREIGN_STREAMS (not imported: it loads pyarrow)
+
+
+@dataclass
+class ImportMinariConfig:
+    """Write a Minari dataset as a learning-history dataset; one written by `ad export minari` comes back exactly."""
+
+    name: str | None = option(None, "Minari dataset id in the datasets root, e.g. ad/darkroom9/a2c-v0")
+    path: str | None = option(None, "folder of one Minari dataset (instead of --name)")
+    root: str | None = option(None, "Minari datasets root --name is looked up in (default: $MINARI_DATASETS_PATH, "
+                                    "else ~/.minari/datasets)")
+    out: str = option("data/minari", "learning-history dataset folder to write (re-running resumes)")
+    streams: str = option("dataset", "datasets not written by `ad export minari`: 'dataset' = all episodes form one "
+                                     "stream in episode-id order (one learning history), 'episode' = each episode "
+                                     "is its own stream")
+    task: str | None = option(None, "datasets not written by `ad export minari`: the task name (default: the "
+                                    "dataset id with / replaced by .)")
+
+    def __post_init__(self) -> None:
+        if (self.name is None) == (self.path is None):
+            raise UserError("give the Minari dataset as --name ID (looked up in --root) or as --path FOLDER, "
+                            "exactly one of them")
+        if self.streams not in FOREIGN_STREAMS:
+            raise UserError(f"--streams {self.streams!r}: choose one of {', '.join(FOREIGN_STREAMS)}")
+        if self.name is not None:
+            from ad.interop.minari import check_dataset_id
+
+            check_dataset_id(self.name)
+
+
+def run(config: ImportMinariConfig) -> int:
+    from ad.interop.minari import import_minari
+
+    result = import_minari(config.out, name=config.name, root=config.root, path=config.path,
+                           streams=config.streams, task=config.task)
+    how = "restored exactly (written by `ad export minari`)" if result["exact"] else \
+        f"imported as family 'minari' (streams per {config.streams})"
+    print(f"wrote {config.out}: {result['rows']:,} transitions in {result['units']} unit(s), {how}")
+    return 0
+
+
+register("import", "minari", ImportMinariConfig, run, "write a Minari dataset as a learning-history dataset")
