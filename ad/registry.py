@@ -1,28 +1,32 @@
 """Name -> command registries for tasks and models.
 
-`ad` never imports a concrete task or model at module level. Task and model
-packages call :func:`register` when imported; :func:`load_plugins` imports the
-packages listed in ``PLUGIN_MODULES`` (one line per task or model family).
+`ad` never imports a concrete task or model at module level, and holds no list of them. A task or model family
+is a *plugin*: a module that calls :func:`register` (and maybe :func:`register_env_factory` /
+:func:`register_policy_loader`) when imported, declared by its distribution as a Python entry point::
+
+    [project.entry-points."ad.plugins"]
+    darkroom = "tasks.darkroom"
+
+so a family may also live in another package. :func:`load_plugins` imports every module of the group once.
+
+Plugin modules must stay light (no torch / lightning / transformers at import): ``ad --help`` imports all of them.
+Register the heavy parts by reference, e.g. ``register(..., run=lazy_function("pkg.train:run"))``.
 """
 from __future__ import annotations
 
 import importlib
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from ad.errors import UserError
 
-#: Modules that register commands when imported. A new task is one line here.
-PLUGIN_MODULES: tuple[str, ...] = (
-    "tasks.darkroom",
-    "tasks.darkroom.eval_env",
-    "tasks.rlhf",
-    "tasks.gridworld",
-    "models.rl",
-    "models.rl.loader",
-    "models.lm",
-    "models.lm.loader",
-)
+#: Entry-point group whose values name plugin modules (``name = "package.module"``).
+ENTRY_POINT_GROUP = "ad.plugins"
+
+#: Stop-gap for an install made before pyproject.toml declared the ``ad.plugins`` entry points (its metadata has
+#: none): this distribution's own plugins. Delete once every checkout has re-run ``pip install -e .``.
+_UNDECLARED_PLUGINS: tuple[str, ...] = ("tasks.darkroom", "tasks.rlhf", "tasks.gridworld", "models.rl", "models.lm")
 
 
 @dataclass(frozen=True)
@@ -45,25 +49,47 @@ def register(group: str, name: str, config_cls: type, run: Callable[[Any], Any],
     _COMMANDS[(group, name)] = Command(group, name, config_cls, run, help)
 
 
+def plugin_modules() -> list[tuple[str, str]]:
+    """(name, "module" or "module:function") of every installed plugin, from the ``ad.plugins`` entry points."""
+    from importlib.metadata import entry_points
+
+    found = [(ep.name, ep.value) for ep in entry_points(group=ENTRY_POINT_GROUP)]
+    declared = {value.partition(":")[0] for _, value in found}
+    if not declared.intersection(_UNDECLARED_PLUGINS):
+        found += [(module.rpartition(".")[2], module) for module in _UNDECLARED_PLUGINS]
+    return found
+
+
 def load_plugins() -> None:
-    """Import every plugin module once so their commands are registered."""
+    """Import every plugin module once so their commands are registered (``module:function``: also call it)."""
     global _loaded
     if _loaded:
         return
-    for module in PLUGIN_MODULES:
+    _loaded = True
+    for name, value in plugin_modules():
+        module_name, _, function = (part.strip() for part in value.partition(":"))
         try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as err:  # a plugin not written yet must not break the CLI
-            if err.name and module.startswith(err.name):
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as err:  # a stale entry point (module renamed or uninstalled) must not break `ad`
+            if err.name and (module_name == err.name or module_name.startswith(err.name + ".")):
+                print(f"warning: skipping ad plugin {name!r}: module {module_name!r} is not installed",
+                      file=sys.stderr)
                 continue
             raise
-    _loaded = True
+        if function:
+            getattr(module, function)()
 
 
 def commands(group: str) -> dict[str, Command]:
     """All registered commands of one group, by name."""
     load_plugins()
     return {name: cmd for (g, name), cmd in _COMMANDS.items() if g == group}
+
+
+def all_commands() -> list[Command]:
+    """Every registered command, plugins loaded, by group and name (``ad``'s own ones: import ad.commands first)."""
+    load_plugins()
+    return [cmd for _, cmd in sorted(_COMMANDS.items())]
 
 
 def get(group: str, name: str) -> Command:

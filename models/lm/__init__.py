@@ -1,12 +1,13 @@
 """Causal language models (+ LoRA) on Language-format learning histories.
 
-Registers `ad train lm`. Heavy modules (torch, transformers, peft, lightning) load only when used:
-``from models.lm import LMPolicy`` works, but importing this package alone imports none of them.
+Registers `ad train lm` and its `ad eval` policy loader. Heavy modules (torch, transformers, peft, lightning) load
+only when used: ``from models.lm import LMPolicy`` works, but importing this package alone imports none of them.
 """
 from __future__ import annotations
 
 from ad.lazy import lazy_exports, lazy_function
 from ad.registry import register
+from models.lm import loader as _loader  # noqa: F401  (registers the `ad eval` policy loader)
 from models.lm.config import LoRAOptions, TrainLMConfig
 
 _LAZY = {

@@ -1,6 +1,6 @@
 """Decision-Transformer-style Algorithm-Distillation models on RL-format learning histories.
 
-Registers `ad train rl`. Heavy modules (torch, lightning) load only when used:
+Registers `ad train rl` and its `ad eval` policy loader. Heavy modules (torch, lightning) load only when used:
 ``from models.rl import ADTransformer, ADPolicy`` works, but importing this
 package alone imports neither.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ad.lazy import lazy_exports, lazy_function
 from ad.registry import register
+from models.rl import loader as _loader  # noqa: F401  (registers the `ad eval` policy loader)
 from models.rl.config import ADConfig, TrainRLConfig
 
 _LAZY = {

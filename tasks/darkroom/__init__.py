@@ -1,14 +1,14 @@
 """DarkRoom: the grid-world task of seed 004, its batched A2C source algorithm, and ``ad generate darkroom``.
 
-Importing this package registers the gymnasium ids (``ad/DarkRoom-9x9-v0`` ...) and the CLI command;
-torch is imported only when the command runs.
+Importing this package registers the gymnasium ids (``ad/DarkRoom-9x9-v0`` ...), the CLI command and the
+evaluation env of ``ad eval``; torch is imported only when one of them runs (``ad --help`` imports this package).
 """
 from __future__ import annotations
 
 import gymnasium
 
 from ad.lazy import lazy_function
-from ad.registry import register
+from ad.registry import register, register_env_factory
 from tasks.darkroom.config import GenerateConfig
 
 #: gymnasium ids registered here (the one place): id -> (size, max_episode_steps).
@@ -22,3 +22,4 @@ for _gym_id, (_size, _steps) in GYM_IDS.items():
 
 register("generate", "darkroom", GenerateConfig, lazy_function("tasks.darkroom.generate:generate"),
          help="A2C learning histories on every DarkRoom goal (all goals batched)")
+register_env_factory("darkroom", lazy_function("tasks.darkroom.eval_env:make_eval_env"))

@@ -1,4 +1,4 @@
-"""Evaluation environments for DarkRoom histories (registered with ``ad.registry.register_env_factory``)."""
+"""Evaluation environments for DarkRoom histories (``tasks.darkroom`` registers :func:`make_eval_env`)."""
 from __future__ import annotations
 
 from typing import Any
@@ -7,7 +7,6 @@ import numpy as np
 
 from ad.errors import UserError
 from ad.evaluate import EvalEnv
-from ad.registry import register_env_factory
 from tasks.darkroom.goals import NUM_ACTIONS, optimal_return, parse_task_name
 from tasks.darkroom.vector_env import DarkRoomVectorEnv
 
@@ -30,5 +29,3 @@ def make_eval_env(metadata: dict[str, Any], tasks: list[str], envs_per_task: int
                                        kwargs["random_start"]) for g in goals])
     return EvalEnv(env, list(tasks), envs_per_task, optimal, NUM_ACTIONS)
 
-
-register_env_factory("darkroom", make_eval_env)
