@@ -129,11 +129,12 @@ def run_in_context(policy: InContextPolicy, setup: EvalEnv, episodes: int, seed:
 
 
 def _progress(enabled: bool, total: int, name: str):
+    """A bar on a terminal, plain lines in a log or pipe (:func:`ad.progress.progress_bar`)."""
     if not enabled:
         return None
-    from tqdm.auto import tqdm
+    from ad.progress import progress_bar
 
-    return tqdm(total=total, desc=f"eval {name}", unit="episode", leave=False)
+    return progress_bar(total, desc=f"eval {name}", unit="episode", leave=False)
 
 
 def source_curve(reader: Any, tasks: list[str], episodes: int) -> EvalResult:

@@ -87,21 +87,26 @@ def make_trainer(config: Any, out: Path, validate: bool, strategy: Any = None) -
     ``config`` has max_steps, grad_clip, log_every, checkpoint_every, val_every, val_batches, progress and the
     :class:`ad.distributed.options.DistributedOptions` fields; ``strategy`` overrides ``config.strategy`` with a
     strategy object. Data modules shard the global batch themselves (``use_distributed_sampler=False``).
+    With ``config.progress`` the bar counts steps out of max_steps, and prints plain lines when stdout is not a
+    terminal (:mod:`ad.step_progress`).
     """
     import lightning as L
     from lightning.fabric.utilities.exceptions import MisconfigurationException
     from lightning.pytorch.callbacks import ModelCheckpoint
     from lightning.pytorch.loggers import TensorBoardLogger
 
+    from ad.step_progress import StepProgressBar
+
     checkpoint = ModelCheckpoint(dirpath=out / CHECKPOINT_DIR, filename="{step}", save_top_k=1, save_last=True,
                                  every_n_train_steps=config.checkpoint_every)
+    callbacks = [checkpoint, StepProgressBar()] if config.progress else [checkpoint]
     try:
         return L.Trainer(
             max_steps=config.max_steps, accelerator=config.accelerator, devices=config.devices,
             num_nodes=config.num_nodes, strategy=strategy or config.strategy, use_distributed_sampler=False,
             gradient_clip_val=config.grad_clip or None,
             logger=TensorBoardLogger(str(out), name="tb", version="", default_hp_metric=False),
-            callbacks=[checkpoint], log_every_n_steps=config.log_every,
+            callbacks=callbacks, log_every_n_steps=config.log_every,
             val_check_interval=config.val_every if validate else None, check_val_every_n_epoch=None,
             limit_val_batches=config.val_batches if validate else 0, num_sanity_val_steps=0,
             enable_progress_bar=config.progress, enable_model_summary=False, default_root_dir=str(out),

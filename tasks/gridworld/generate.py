@@ -221,8 +221,14 @@ def _save_summary(path: Path, summary: dict[str, Any]) -> None:
 
 
 def _progress(items: range, label: str, show: bool):
+    """A rich bar on a terminal; plain lines in a log or pipe, where rich draws nothing until the end."""
     if not show:
         return items
+    from ad.progress import interactive
+    from ad.progress import track as plain_track
+
+    if not interactive():
+        return plain_track(items, label)
     from rich.progress import track
 
     return track(items, description=label)
