@@ -38,6 +38,9 @@ def check_resume(config: Any, out: Path, resumable: Iterable[str],
     """
     import yaml
 
+    from ad.outputs import check_output_folder
+
+    check_output_folder(out)
     last = out / CHECKPOINT_DIR / LAST_CHECKPOINT
     if not config.resume:
         if last.exists() and first_local_process():  # extra DDP processes start after rank 0 checked

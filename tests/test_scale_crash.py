@@ -15,7 +15,7 @@ import torch
 from ad.history import HistoryReader, content_hash
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.scale_generate import ad_command, kill_and_resume, transition_diff  # noqa: E402
+from benchmarks.scale_generate import ad_command, kill_and_resume, read_with_globs, transition_diff  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -27,11 +27,16 @@ def _generate_argv(out: Path) -> list[str]:
 
 
 def test_generate_killed_five_times_then_resumed_equals_an_uninterrupted_run(tmp_path):
+    """Also: while each run is in progress and after each kill, DuckDB and polars read the dataset through the
+    README's glob ``<out>/**/*.parquet`` without an error (files being written never end in .parquet)."""
     subprocess.run(_generate_argv(tmp_path / "ref"), check=True, capture_output=True)
     unit_seconds = statistics.median(u["info"]["batch_seconds"] for u in HistoryReader(tmp_path / "ref").units())
     stats = kill_and_resume(_generate_argv(tmp_path / "killed"), tmp_path / "killed", total_units=8, kills=5,
-                            unit_seconds=unit_seconds, seed=0)
+                            unit_seconds=unit_seconds, seed=0, probe=read_with_globs)
     assert stats["killed"] == 5, stats  # every kill landed while a unit was being written
+    assert stats["probe_failures"] == 0, stats["probe_errors"]
+    assert stats["probe_reads"] >= 2 * 5 + 1, stats  # read during every run and after every kill
+    assert read_with_globs(tmp_path / "killed") == {"duckdb": 8 * 40_000, "polars": 8 * 40_000}
     assert stats["units_after_kill"] == sorted(stats["units_after_kill"]) and stats["units_after_kill"][-1] < 8
     assert transition_diff(tmp_path / "ref", tmp_path / "killed") == (0, 0)  # none lost, none duplicated
     assert content_hash(tmp_path / "killed") == content_hash(tmp_path / "ref")

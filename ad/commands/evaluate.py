@@ -83,7 +83,6 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     reader = HistoryReader(config.data)
     tasks = pick_tasks(reader, config.split, config.max_tasks)
     make_env = env_factory(reader.family)
-    out.mkdir(parents=True, exist_ok=True)
 
     policies: list[tuple[str, Any]] = []
     for name, ckpt in ((config.name, config.ckpt), (config.baseline_name, config.baseline)):
@@ -92,6 +91,7 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
         policy = load_policy(ckpt, greedy=config.greedy, seed=config.seed)
         check_compatible(policy, reader, ckpt)
         policies.append((name, policy))
+    out.mkdir(parents=True, exist_ok=True)  # only once the inputs are known to be good
 
     results = []
     for name, policy in policies:

@@ -1,0 +1,202 @@
+"""Reliability table (issue #19): bad inputs tried as a new user would, and faults injected into `ad generate`.
+
+Each bad input runs `python -m ad ...` in a fresh process (as a user would) and counts as handled when the
+command exits with code 2, prints exactly one `error:` line and no traceback, and leaves what was on disk
+before as it was (every file's bytes; a run that fails after it started, e.g. by diverging, may leave a new
+dataset folder that holds no committed unit, which the corrected command then replaces). Faults: `ad generate` SIGKILLed at
+random moments and resumed (DuckDB and polars read the dataset through the README's glob while each run is in
+progress and after each kill), a truncated shard and a deleted shard repaired by re-running the command.
+The reference of each count is the number tried, so `ratio` 1.0 means every case was handled.
+
+    python benchmarks/reliability.py            # 10 kills on 3x3 histories of 40k steps
+    python benchmarks/reliability.py --quick    # 5 kills on 3x3 histories of 20k steps (~2 min)
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import figure, report  # noqa: E402
+from benchmarks.scale_generate import ad_command, kill_and_resume, read_with_globs, transition_diff  # noqa: E402
+
+from ad.history import HistoryReader, content_hash  # noqa: E402
+
+TINY = ["--size", "3", "--hidden", "16", "--progress", "false", "--plots", "false", "--tensorboard", "false"]
+
+
+def _tree_digest(path: Path) -> str:
+    """Digest of every file under ``path`` (names and bytes; not the writer's lock file, which holds the pid of
+    the last writer): equal iff nothing was written or changed."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file() and p.name != ".lock") if path.exists() else []:
+        digest.update(str(file.relative_to(path)).encode() + file.read_bytes())
+    return digest.hexdigest()
+
+
+def _ad(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(ad_command(*args), capture_output=True, text=True, timeout=600)
+
+
+def _handled(result: subprocess.CompletedProcess) -> bool:
+    lines = [l for l in result.stderr.splitlines() if l.strip() and not l.startswith(("usage:", " ", "repairing "))]
+    return result.returncode == 2 and "Traceback" not in result.stderr and len(lines) == 1 and "error:" in lines[0]
+
+
+def bad_input_cases(work: Path) -> list[tuple[str, Callable[[], list[str]]]]:
+    """(name, set-up returning the argv) of each bad input; the set-up may write files the case must not change."""
+    data = work / "data"
+    if not data.exists():
+        _ad("generate", "darkroom", "--out", str(data), *TINY, "--steps-per-goal", "2000", "--goals", "0,0", "2,2",
+            "0,2", "2,0")
+    afile = work / "afile"
+    afile.write_text("keep")
+
+    def config(text: str) -> str:
+        path = work / f"config-{hashlib.md5(text.encode()).hexdigest()[:8]}.yaml"
+        path.write_text(text)
+        return str(path)
+
+    def copy_with(edit: Callable[[Path], None]) -> str:
+        target = work / f"copy-{len(list(work.glob('copy-*')))}"
+        shutil.copytree(data, target)
+        edit(target)
+        return str(target)
+
+    def bad_json(text: str) -> Callable[[Path], None]:
+        return lambda d: (d / "dataset.json").write_text(text)
+
+    def wrong_type(d: Path) -> None:
+        meta = json.loads((d / "dataset.json").read_text())
+        next(iter(meta["units"].values()))["files"] = "part-00000.parquet"
+        (d / "dataset.json").write_text(json.dumps(meta))
+
+    def corrupt_ckpt() -> str:
+        folder = work / "ckpt" / "model"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "config.json").write_text('{"model_type": "ad-rl", ')
+        return str(work / "ckpt")
+
+    gen = ["generate", "darkroom", *TINY, "--steps-per-goal", "2000", "--goals", "0,0"]
+    sizeless = [a for i, a in enumerate(gen) if a != "--size" and (i == 0 or gen[i - 1] != "--size")]
+    new = lambda: str(work / f"new-{time.monotonic_ns()}")  # noqa: E731 -- an --out that must stay absent
+    cases: list[tuple[str, Callable[[], list[str]]]] = [
+        (f"generate {flag} {value}", lambda flag=flag, value=value: [*gen, f"{flag}={value}", "--out", new()])
+        for flag in ("--lr", "--ent-coef", "--vf-coef", "--gamma", "--max-grad-norm", "--heldout-fraction")
+        for value in ("nan", "inf", "-inf")]
+    cases += [
+        ("generate --lr 1e30 (diverges mid-run)", lambda: [*gen, "--lr", "1e30", "--out", new()]),
+        ("generate --size 100000", lambda: [*gen[:2], "--size", "100000", "--out", new()]),
+        ("generate --goals on the start cell", lambda: [*gen, "--goals", "1,1", "--out", new()]),
+        ("generate --steps-per-goal 0", lambda: [*gen, "--steps-per-goal", "0", "--out", new()]),
+        ("generate --preset nope", lambda: [*gen, "--preset", "nope", "--out", new()]),
+        ("config size: nine", lambda: [*sizeless, "--config", config("size: nine\n"), "--out", new()]),
+        ("config size: 9.7", lambda: [*sizeless, "--config", config("size: 9.7\n"), "--out", new()]),
+        ("config size: true", lambda: [*sizeless, "--config", config("size: true\n"), "--out", new()]),
+        ("config lr: .inf", lambda: [*gen, "--config", config("lr: .inf\n"), "--out", new()]),
+        ("train config max_steps: 1.5", lambda: ["train", "rl", "--data", str(data), "--config",
+                                                 config("max_steps: 1.5\n"), "--out", new()]),
+        ("generate --out is a file", lambda: [*gen, "--out", str(afile)]),
+        ("train rl --out is a file", lambda: ["train", "rl", "--data", str(data), "--out", str(afile)]),
+        ("eval --out is a file", lambda: ["eval", "--data", str(data), "--out", str(afile)]),
+        ("train rl --out is the dataset", lambda: ["train", "rl", "--data", str(data), "--out", str(data)]),
+        ("generate into another run's dataset with other settings",
+         lambda: ["generate", "darkroom", *TINY, "--steps-per-goal", "2000", "--goals", "0,0", "2,2", "0,2", "2,0",
+                  "--lr", "0.5", "--out", str(data)]),
+        ("inspect: dataset.json not JSON", lambda: ["inspect", copy_with(bad_json("{oops"))]),
+        ("inspect: dataset.json a list", lambda: ["inspect", copy_with(bad_json("[]"))]),
+        ("inspect: dataset.json wrongly typed field", lambda: ["inspect", copy_with(wrong_type)]),
+        ("eval --max-tasks 0", lambda: ["eval", "--data", str(data), "--max-tasks", "0"]),
+        ("eval: corrupt checkpoint config", lambda: ["eval", "--data", str(data), "--ckpt", corrupt_ckpt(),
+                                                     "--split", "train"]),
+        ("eval --ckpt holds no checkpoint", lambda: ["eval", "--data", str(data), "--ckpt", str(work)]),
+        ("unknown generate target", lambda: ["generate", "nope"]),
+    ]
+    return cases
+
+
+def _nothing_committed(work: Path, before: str, argv: list[str]) -> bool:
+    """Nothing changed on disk, or (a run that failed after it started) a new --out holds no committed unit."""
+    if _tree_digest(work) == before:
+        return True
+    out = Path(argv[argv.index("--out") + 1]) if "--out" in argv else None
+    return out is not None and out.name.startswith("new-") and HistoryReader(out).units() == []
+
+
+def run_bad_inputs(work: Path) -> tuple[int, list[str]]:
+    """(cases handled, names of the cases that were not)."""
+    failed = []
+    cases = bad_input_cases(work)
+    for name, setup in cases:
+        argv = setup()
+        before = _tree_digest(work)
+        result = _ad(*argv)
+        if not _handled(result) or not _nothing_committed(work, before, argv):
+            failed.append(f"{name}: exit {result.returncode}: {result.stderr.strip()[-300:]}")
+    return len(cases) - len(failed), failed
+
+
+def run_repairs(work: Path, steps: int) -> dict[str, Any]:
+    """Truncate one shard and delete another, re-run the same command: is the dataset as before?"""
+    argv = ["generate", "darkroom", "--out", str(work / "repair"), *TINY, "--steps-per-goal", str(steps)]
+    _ad(*argv)
+    reference = content_hash(work / "repair")
+    shards = sorted((work / "repair").glob("task=*/run=*/*.parquet"))
+    with open(shards[0], "r+b") as fh:
+        fh.truncate(shards[0].stat().st_size // 2)
+    shards[3].unlink()
+    result = _ad(*argv)
+    return {"faults": 2, "repaired": int(result.returncode == 0 and content_hash(work / "repair") == reference)
+            * 2}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="5 kills, 20k-step histories (~2 min)")
+    args = parser.parse_args()
+    kills, steps = (5, 20_000) if args.quick else (10, 40_000)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        handled, failed = run_bad_inputs(work / "bad")
+        tried = handled + len(failed)
+        for line in failed:
+            print("NOT HANDLED:", line)
+        repairs = run_repairs(work, 2000)
+        argv = ad_command("generate", "darkroom", *TINY, "--steps-per-goal", str(steps), "--goals-per-batch", "1")
+        subprocess.run([*argv, "--out", str(work / "ref")], check=True, capture_output=True)
+        unit_seconds = statistics.median(u["info"]["batch_seconds"] for u in HistoryReader(work / "ref").units())
+        stats = kill_and_resume([*argv, "--out", str(work / "killed")], work / "killed", total_units=8, kills=kills,
+                                unit_seconds=unit_seconds, seed=1, probe=read_with_globs)
+        for line in stats["probe_errors"]:
+            print("GLOB READ FAILED:", line)
+        lost, duplicated = transition_diff(work / "ref", work / "killed")
+        same_hash = content_hash(work / "ref") == content_hash(work / "killed")
+    figures = [
+        figure("bad inputs answered with exit 2, one error line, nothing changed on disk", "cases", handled, tried,
+               "all"),
+        figure("faults repaired by re-running the same command (truncated shard, deleted shard)", "faults",
+               repairs["repaired"], repairs["faults"], "all"),
+        figure(f"SIGKILLs of `ad generate` at random moments, each resumed", "kills", stats["killed"], kills, "all"),
+        figure("DuckDB + polars glob reads during runs and after kills that failed", "reads",
+               stats["probe_failures"], stats["probe_reads"], "0", higher_is_better=False),
+        figure("transitions lost after the kills (vs an uninterrupted run)", "transitions", lost, None, "0",
+               higher_is_better=False),
+        figure("transitions duplicated after the kills", "transitions", duplicated, None, "0",
+               higher_is_better=False),
+        figure("resumed dataset's content hash equals the uninterrupted run's", "bool", int(same_hash), None, "1"),
+    ]
+    report("reliability", figures, args.quick)
+
+
+if __name__ == "__main__":
+    main()
