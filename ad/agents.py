@@ -1,4 +1,4 @@
-"""Small protocols shared by LLM tasks (seed 000's "base classes"): actor, critic, reward function.
+"""Small protocols shared by LLM tasks (the LLM tasks' "base classes"): actor, critic, reward function.
 
 They say only what a training loop needs, so a task's loop works with any implementation (an LM + LoRA actor,
 a scripted one in tests, a value head on LM features, a lexicon reward ...). ``tasks/gridworld`` implements all

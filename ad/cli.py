@@ -6,6 +6,7 @@ registered under the group "ad". User errors exit with code 2 and one message.
 """
 from __future__ import annotations
 
+import os
 import sys
 from typing import Sequence
 
@@ -59,6 +60,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         code = 2
+    except BrokenPipeError:  # the reader of our output went away (`ad --help | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 141
     except OSError as err:  # the machine refused a file operation: full disk, read-only or missing folder ...
         if not isinstance(err, USER_OS_ERRORS) and getattr(err, "errno", None) not in USER_ERRNOS:
             raise

@@ -41,6 +41,17 @@ def option(default: Any = dataclasses.MISSING, help: str = "", positional: bool 
     return dataclasses.field(default=default, metadata=meta, **kwargs)
 
 
+def override(base: type, name: str, default: Any) -> Any:
+    """Field ``name`` of the option group ``base`` with another default, keeping its help text and group, for a
+    config that shares the group but not its default (``warmup_steps: int = override(TrainingOptions,
+    "warmup_steps", 20)``): the option is declared once."""
+    field = next((f for f in dataclasses.fields(base) if f.name == name), None)
+    if field is None:
+        raise TypeError(f"{base.__name__} has no option {name!r}")
+    meta = field.metadata
+    return option(default, meta.get("help", ""), positional=meta.get("positional", False), group=meta.get("group", ""))
+
+
 def _base_type(tp: Any) -> tuple[Any, bool]:
     """Strip Optional[...]; return (type, is_optional)."""
     origin = typing.get_origin(tp)

@@ -24,11 +24,6 @@ from ad.errors import UserError
 #: Entry-point group whose values name plugin modules (``name = "package.module"``).
 ENTRY_POINT_GROUP = "ad.plugins"
 
-#: Stop-gap for an install made before pyproject.toml declared the ``ad.plugins`` entry points (its metadata has
-#: none): this distribution's own plugins. Delete once every checkout has re-run ``pip install -e .``.
-_UNDECLARED_PLUGINS: tuple[str, ...] = ("tasks.darkroom", "tasks.rlhf", "tasks.gridworld", "models.rl", "models.lm")
-
-
 @dataclass(frozen=True)
 class Command:
     """A CLI sub-command: ``ad <group> <name> [--options]``."""
@@ -53,11 +48,7 @@ def plugin_modules() -> list[tuple[str, str]]:
     """(name, "module" or "module:function") of every installed plugin, from the ``ad.plugins`` entry points."""
     from importlib.metadata import entry_points
 
-    found = [(ep.name, ep.value) for ep in entry_points(group=ENTRY_POINT_GROUP)]
-    declared = {value.partition(":")[0] for _, value in found}
-    if not declared.intersection(_UNDECLARED_PLUGINS):
-        found += [(module.rpartition(".")[2], module) for module in _UNDECLARED_PLUGINS]
-    return found
+    return [(ep.name, ep.value) for ep in entry_points(group=ENTRY_POINT_GROUP)]
 
 
 def load_plugins() -> None:

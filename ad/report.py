@@ -1,6 +1,8 @@
 """`report.md` of a demo run: settings, timings, the in-context table and the plots."""
 from __future__ import annotations
 
+import os
+import platform
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,7 @@ def write_report(out: Path, summary: dict[str, Any], timings: dict[str, float], 
                   "AD does not reach 90% of the optimal return within the evaluated episodes."]
     lines += ["", "## Plots", ""]
     lines += [f"![{title}]({path})" for title, path in images.items()]
-    lines += ["", "## Time (2 CPU cores unless noted)", "", "| stage | seconds |", "|---|---|"]
+    lines += ["", f"## Time ({machine_description()})", "", "| stage | seconds |", "|---|---|"]
     lines += [f"| {stage} | {seconds:.0f} |" for stage, seconds in timings.items()]
     lines += ["", "## Settings", "", "```"]
     lines += [f"{key}: {_fmt(value)}" for key, value in settings.items()]
@@ -39,3 +41,17 @@ def write_report(out: Path, summary: dict[str, Any], timings: dict[str, float], 
     path = out / "report.md"
     path.write_text("\n".join(lines))
     return path
+
+
+def machine_description() -> str:
+    """The machine a run's timings were taken on, e.g. ``2 CPU cores (x86_64), no GPU``."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    gpu = "no GPU"
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            gpu = f"{torch.cuda.device_count()} x {torch.cuda.get_device_name(0)}"
+    except ImportError:
+        pass
+    return f"{cores} CPU cores ({platform.machine()}), {gpu}"

@@ -50,19 +50,6 @@ def fast_adamw_kwargs() -> dict:
         return {"foreach": True}
 
 
-def check_optim_options(config) -> None:
-    """Validate the optimiser fields every training config shares (lr, min_lr, betas, weight decay, clipping)."""
-    for name in ("warmup_steps", "decay_steps", "val_every", "num_workers", "threads"):
-        if getattr(config, name) < 0:
-            raise UserError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(config, name)}")
-    if not 0 < config.lr or not 0 <= config.min_lr <= config.lr:
-        raise UserError(f"need 0 < --lr and 0 <= --min-lr <= --lr, got --lr {config.lr}, --min-lr {config.min_lr}")
-    if not (0 <= config.beta1 < 1 and 0 <= config.beta2 < 1):
-        raise UserError(f"--beta1 and --beta2 must be in [0, 1), got {config.beta1}, {config.beta2}")
-    if config.weight_decay < 0 or config.grad_clip < 0:
-        raise UserError("--weight-decay and --grad-clip must be >= 0")
-
-
 def non_finite_error(err: NonFiniteLossError, last_checkpoint) -> UserError:
     """The user-facing message for a run stopped by a NaN / inf loss."""
     return UserError(f"training stopped: the loss became {err.metrics.get('loss')} at step {err.step} "

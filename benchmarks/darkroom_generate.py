@@ -3,7 +3,7 @@ stable-baselines3 A2C on toymeta's DarkRoom (one goal, 10 envs, same hyperparame
 
 Figures: env steps per second (ours on all 80 goals at once and on one goal, both including
 writing; SB3 on one goal), ours without writing (to show what writing costs), the extrapolated
-time of seed 004's full job (80 goals x 2.5M steps), and the learning figure of the run.
+time of the original recipe's full job (80 goals x 2.5M steps), and the learning figure of the run.
 Ours runs the A2C on one torch thread and is measured both ways: history writing on the same thread,
 and on a background thread (``--background-writing``, a second core); the headline figure is
 ``ad generate darkroom``'s default. SB3 is measured with 1 and 2 torch threads and with denormals flushed (as
@@ -37,7 +37,7 @@ from tasks.darkroom.config import GenerateConfig  # noqa: E402
 from tasks.darkroom.generate import generate  # noqa: E402
 from tasks.darkroom.goals import all_goals  # noqa: E402
 
-SEED004_JOB = 80 * 2_500_000  # env steps of seed 004's full job
+RECIPE_JOB = 80 * 2_500_000  # env steps of the original recipe's full job (80 goals x 2.5M)
 
 
 def _config(out: Path, steps_per_goal: int, goals: list[str], background: bool | None = None) -> GenerateConfig:
@@ -72,7 +72,7 @@ def ours_no_writing(steps_per_goal: int) -> float:
 
 
 def sb3_a2c(steps: int, threads: int = 1, flush_denormal: bool = False) -> float:
-    """Env steps/s of stable-baselines3 A2C on toymeta DarkRoom, goal (0, 0), seed 004's hyperparameters
+    """Env steps/s of stable-baselines3 A2C on toymeta DarkRoom, goal (0, 0), the standard preset's hyperparameters
     (with denormal floats flushed to zero if ``flush_denormal``, as our run does)."""
     from gymnasium.wrappers import TimeLimit
     from stable_baselines3 import A2C
@@ -140,10 +140,10 @@ def main() -> None:
                "steps/s", one_rate, sb3_rate, "faster"),
         figure("env steps/s of our batched A2C alone, 80 goals, nothing written (vs SB3)", "steps/s",
                bare_rate, sb3_rate, "-"),
-        figure("seed 004's job, 80 goals x 2.5M steps, extrapolated", "s", SEED004_JOB / all_rate,
-               SEED004_JOB / sb3_rate, "< 300 s", higher_is_better=False),
+        figure("the original recipe's job, 80 goals x 2.5M steps, extrapolated", "s", RECIPE_JOB / all_rate,
+               RECIPE_JOB / sb3_rate, "< 300 s", higher_is_better=False),
         figure(f"goals reaching 90% of optimal return over the last 5% of their streams "
-               f"({steps_per_goal:,} steps/goal, seed004 preset)", "fraction", summary["learned_fraction"], None,
+               f"({steps_per_goal:,} steps/goal, standard preset)", "fraction", summary["learned_fraction"], None,
                ">= 0.95 (default run)"),
     ]
     report("darkroom_generate", figures, args.quick)

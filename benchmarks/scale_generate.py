@@ -6,7 +6,7 @@ Figures:
   1 thread), both including history writing and (for Ray) starting the workers;
 - seconds per goal-history measured on the Ray workers (8-goal units, what 2,000 histories on 256
   CPUs also get), and from it an estimate of the wall time of 2,000 DarkRoom histories (400k
-  steps each, seed 004's setting) on a 16-node cluster of 16-CPU machines;
+  steps each, the standard preset) on a 16-node cluster of 16-CPU machines;
 - crash test: `ad generate` SIGKILLed at random moments five times and resumed each time, then a
   Ray worker SIGKILLed mid-unit: runs killed, runs resumed, transitions lost and duplicated
   against an uninterrupted run (goal: 0 and 0).

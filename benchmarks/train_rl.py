@@ -12,7 +12,7 @@ Figures: transitions/s (ours in both layouts vs reference), action NLL on fresh 
 number of training transitions, and optimiser steps/s of the whole `ad train rl` (Lightning + data loader)
 next to a plain PyTorch loop with the same model.
 
-    python benchmarks/train_rl.py            # demo and seed004 sizes, more steps (~10 min on 1 thread)
+    python benchmarks/train_rl.py            # demo and large preset sizes, more steps (~10 min on 1 thread)
     python benchmarks/train_rl.py --quick    # demo size only, under a minute
 """
 from __future__ import annotations
@@ -193,8 +193,8 @@ def main() -> None:
     figures = compare("demo", steps=32 if args.quick else 300, chunk=10 if args.quick else 25,
                       pool=32 if args.quick else 300)  # fresh windows every step: no memorising a small pool
     figures += lightning_steps(steps=60 if args.quick else 300, threads=threads)
-    if not args.quick:  # seed004 size: the reference takes ~20 s per step on one CPU thread
-        figures += compare("seed004", steps=6, chunk=2, pool=6, eval_batches=1)
+    if not args.quick:  # large preset size: the reference takes ~20 s per step on one CPU thread
+        figures += compare("large", steps=6, chunk=2, pool=6, eval_batches=1)
     report("train_rl", figures, args.quick)
 
 

@@ -82,7 +82,7 @@ def test_expert_only_trains(dataset, tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--preset", "nope"], "unknown preset 'nope'"),
+    (["--preset", "nope"], "invalid choice: 'nope'"),
     (["--context", "5000"], "longer than every stream"),
     (["--num-actions", "7"], "does not fit dataset"),
     (["--num-rewards", "1"], "not one of the integers"),

@@ -25,7 +25,7 @@ class DemoConfig:
     steps_per_goal: int = option(240_000, "A2C env steps per goal (the fast preset learns every goal in ~50k; "
                                           "longer histories give AD more learning-to-converged windows)")
     generate_preset: str = option("fast", "A2C preset of `ad generate darkroom`")
-    terminate_on_goal: bool = option(False, "end episodes at the goal (seed 004) instead of rewarding every step "
+    terminate_on_goal: bool = option(False, "end episodes at the goal (the `ad generate darkroom` default) instead of rewarding every step "
                                             "spent there (the AD paper's Dark Room)")
     subsample: int = option(40, "AD trains on every k-th episode of each history (the AD paper's subsampling): "
                                 "a history that improves k times faster per episode than its source")

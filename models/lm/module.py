@@ -12,11 +12,10 @@ import torch
 
 from ad.training import NonFiniteLossError, OptimConfig, fast_adamw_kwargs, lr_multiplier
 
-LORA_OPTIONS = ("lora_r", "lora_alpha", "lora_dropout", "target_modules")
-
-
 def add_lora(model: Any, lora: dict[str, Any]) -> Any:
-    """Wrap ``model`` in a peft ``PeftModel`` with LoRA adapters; only the adapters are trainable."""
+    """Wrap ``model`` in a peft ``PeftModel`` with LoRA adapters; only the adapters are trainable.
+
+    ``lora`` holds the :class:`ad.options.LoRAOptions` fields (``LoRAOptions.lora_dict()``)."""
     import warnings
 
     from peft import LoraConfig, get_peft_model

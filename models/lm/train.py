@@ -89,10 +89,10 @@ def trained_model(module: Any, trainer: Any, config: TrainLMConfig) -> Any:
     if not trainer.is_global_zero:
         return None
     from ad.pretrained import load_base
-    from models.lm.module import LORA_OPTIONS, add_lora
+    from models.lm.module import add_lora
 
     base, _ = load_base(config.model, config.dtype)
-    model = add_lora(base, {k: getattr(config, k) for k in LORA_OPTIONS})
+    model = add_lora(base, config.lora_dict())
     prefix = "model."
     model.load_state_dict({k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)})
     return model
@@ -115,7 +115,7 @@ def train(config: TrainLMConfig) -> Path:
     from ad.trainer import check_resume, fit, load_checkpoint, make_trainer, write_config
     from ad.training import OptimConfig
     from models.lm.data import ShardedLMDataModule
-    from models.lm.module import LORA_OPTIONS, LMLightningModule, add_lora
+    from models.lm.module import LMLightningModule, add_lora
 
     if config.threads:
         torch.set_num_threads(config.threads)
@@ -142,7 +142,7 @@ def train(config: TrainLMConfig) -> Path:
                            strategy=strategy)
     write_config(config, out)
     L.seed_everything(config.seed, workers=True, verbose=False)
-    model = add_lora(base, {k: getattr(config, k) for k in LORA_OPTIONS})
+    model = add_lora(base, config.lora_dict())
     optim = {k: getattr(config, k) for k in vars(OptimConfig()) if hasattr(config, k)}
     optim["decay_steps"] = config.decay_steps or config.max_steps
     model.train()  # from_pretrained leaves models in eval mode (LoRA dropout would be off)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from ad.config import option
+from ad.config import option, override
 from ad.distributed.options import DISTRIBUTED_FIELDS, DistributedOptions, check_distributed_options
 from ad.errors import UserError
+from ad.options import TrainingOptions, continue_post_init
 
 LAYOUTS = ("transition", "separate")
 REWARD_KINDS = ("discrete", "continuous")
@@ -82,7 +83,9 @@ class ADConfig:
             raise UserError(f"--num-rewards must be at least 1 for discrete rewards, got {self.num_rewards}")
         weights = [self.action_weight, self.state_weight, self.reward_weight, self.logprob_weight]
         if min(weights) < 0 or max(weights) == 0:
-            raise UserError("the loss weights (--action-weight, --state-weight, --reward-weight, --logprob-weight) must be >= 0 and at least one of them > 0")
+            raise UserError("the loss weights (--action-weight, --state-weight, --reward-weight, --logprob-weight) "
+                            "must be >= 0 and at least one of them > 0")
+        continue_post_init(ADConfig, self)
 
     def check_complete(self) -> None:
         """Raise a UserError unless the data-dependent sizes are set (needed to build a model)."""
@@ -112,14 +115,15 @@ def model_config_of(config: Any, **overrides: Any) -> ADConfig:
 
 
 @dataclass
-class TrainRLConfig(ADConfig, DistributedOptions):
+class TrainRLConfig(ADConfig, TrainingOptions, DistributedOptions):
     """Train the AD transformer on an RL-format learning-history dataset (`ad train rl`)."""
 
     PRESETS = {
         # The field defaults: a small model that trains at useful speed on 2 CPU cores.
         "demo": {},
-        # Seed 004's Decision-Transformer AD run (its training took 24h+ on one machine).
-        "seed004": dict(layout="separate", batch_size=32, context=256, n_embd=64, n_layer=4, n_head=4,
+        # The AD paper's layout at full size: separate state / action / reward tokens, context 256, 22k steps
+        # (a day or more on one CPU machine).
+        "large": dict(layout="separate", batch_size=32, context=256, n_embd=64, n_layer=4, n_head=4,
                         n_ff=2048, attn_dropout=0.5, resid_dropout=0.1, embd_dropout=0.0, lr=3e-4,
                         beta1=0.9, beta2=0.99, weight_decay=0.0, grad_clip=1.0, min_lr=2e-6,
                         warmup_steps=0, max_steps=22_000, action_weight=1.0, state_weight=0.0,
@@ -129,52 +133,26 @@ class TrainRLConfig(ADConfig, DistributedOptions):
     grid_size: int = option(-1, "embed discrete states as grid row + column (generalises to unseen cells): -1 = when "
                                  "the dataset's task_spec.size says the states are the cells of a square grid; "
                                  "0 = one embedding per state; n = an n x n grid")
-    position_embedding: bool = option(True, "add a learned embedding of each transition's position in the window "
-                                            "(besides the in-episode time step)")
+    position_embedding: bool = override(ADConfig, "position_embedding", True)
     data: str = option("data/darkroom", "learning-history dataset folder or URL (file://, s3://, gs://, memory:// "
                                         "...), written by `ad generate ...`")
     out: str = option("runs/ad", "run folder on the local disk: checkpoints/, tb/ (TensorBoard), config.yaml, model/")
-    preset: str = option("demo", "named set of option values applied first: demo, seed004")
-    resume: bool = option(False, "continue the run in --out from its last checkpoint (same options). The model, "
-                                 "optimiser, schedule and step count are restored, but not the random draw of "
-                                 "training windows, so a resumed run is statistically equivalent to an "
-                                 "uninterrupted one, not bit-identical")
+    preset: Literal["demo", "large"] = option("demo", "named set of option values applied first: demo (small, minutes "
+                                                     "on a CPU) or large (the AD paper's separate-token layout, "
+                                                     "context 256, 22k steps)")
     expert_only: bool = option(False, "train on the expert part of each stream only (its last episodes): "
                                       "the 'expert distillation' baseline of the AD paper")
-    max_steps: int = option(3000, "optimiser steps in total (a resumed run continues up to this count)")
-    batch_size: int = option(32, "windows per optimiser step, over all processes (each of devices x num_nodes "
-                                 "processes trains on its share of the same global batch)")
     subsample: int = option(1, "train on every k-th episode of each stream (the AD paper's subsampling: the distilled "
                                    "history improves k times faster per episode than its source)")
-    lr: float = option(1e-3, "peak learning rate (AdamW)")
-    min_lr: float = option(1e-5, "learning rate floor at the end of the cosine decay")
-    warmup_steps: int = option(100, "linear learning-rate warm-up steps")
-    decay_steps: int = option(0, "step at which the cosine decay reaches min_lr (0: max_steps)")
-    weight_decay: float = option(0.01, "AdamW weight decay on matrices (not on biases, norms, embeddings)")
-    beta1: float = option(0.9, "AdamW beta1")
-    beta2: float = option(0.99, "AdamW beta2")
-    grad_clip: float = option(1.0, "clip the gradient norm to this value (0: no clipping)")
-    val_every: int = option(250, "run validation on held-out tasks every this many steps (0: never)")
-    val_batches: int = option(8, "held-out batches per validation")
-    log_every: int = option(25, "log training metrics every this many steps")
-    checkpoint_every: int = option(250, "write checkpoints/last.ckpt every this many steps")
-    num_workers: int = option(0, "data-loader worker processes")
-    seed: int = option(0, "random seed (weights, window sampling, dropout)")
-    threads: int = option(0, "torch CPU threads (0: torch's default)")
     compile: bool = option(False, "torch.compile the model (slow start, faster steps on some machines)")
-    progress: bool = option(True, "show a progress bar")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_distributed_options(self, self.batch_size)
         if self.preset not in self.PRESETS:
             raise UserError(f"unknown preset {self.preset!r}; choose one of: {', '.join(sorted(self.PRESETS))}")
-        for name in ("max_steps", "batch_size", "subsample", "log_every", "checkpoint_every", "val_batches"):
-            if getattr(self, name) < 1:
-                raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
-        from ad.training import check_optim_options
-
-        check_optim_options(self)
+        if self.subsample < 1:
+            raise UserError(f"--subsample must be at least 1, got {self.subsample}")
 
 
 #: Options that may change when a run is resumed (everything else must match the saved config).

@@ -10,11 +10,12 @@ Token layouts (``ADConfig.layout``):
 * ``transition``: one token per transition,
   ``x_t = E_s(s_t) + E_a(a_{t-1}) + E_r(r_{t-1}) + E_time(timestep_t)``;
   the first token of a window uses learned START ids for a_{-1} and r_{-1}.
-* ``separate`` (AD paper / seed 004): three tokens per transition
+* ``separate`` (AD paper): three tokens per transition
   ``[s_t, a_t, r_t]``, each plus ``E_time(timestep_t)``.
 
-There is no absolute position embedding: as in seed 004, the in-episode time
-step is embedded instead, so the model knows when an episode is about to reset.
+Every token carries the embedded in-episode time step, so the model knows when an episode is about to
+reset. By default (``ADConfig.position_embedding``, on) each token also gets a learned embedding of its
+position in the window; turn it off for the AD paper's time-step-only variant.
 
 Heads, all on the final hidden states:
 

@@ -389,5 +389,33 @@ class _Bar:
         self.progress.update(self.task, advance=advance, **fields)
 
 
+class _Lines:
+    """Plain progress lines (``A2C updates: update 600/2400 env_steps_per_s 223,849 mean_return 0.987 ...``) for a
+    log file or pipe, where rich would draw nothing until the end."""
+
+    def __init__(self, total: int, what: str):
+        from ad.progress import PlainProgress
+
+        self.bar = PlainProgress(total, what, unit=what.split()[-1].rstrip("s"))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.bar.close(done=exc[0] is None)
+        return False
+
+    def update(self, advance: int = 0, rate: float | None = None, ret: float | None = None, **_: Any) -> None:
+        if rate is not None:
+            self.bar.set_postfix(env_steps_per_s=f"{rate:,.0f}",
+                                 mean_return=f"{ret:.3f}" if ret is not None and np.isfinite(ret) else "-")
+        self.bar.update(advance)
+
+
 def _progress(cfg: GenerateConfig, total: int, what: str = "A2C updates"):
-    return _Bar(total, what) if cfg.progress else _NoBar()
+    """A rich bar on a terminal, plain periodic lines in a log or pipe, nothing with --progress false."""
+    from ad.progress import interactive
+
+    if not cfg.progress:
+        return _NoBar()
+    return _Bar(total, what) if interactive() else _Lines(total, what)

@@ -1,4 +1,4 @@
-"""LLM grid world (seed 000): the env, an LLM actor constrained to the move vocabulary, a Monte-Carlo critic,
+"""LLM grid world (after LactChain): the env, an LLM actor constrained to the move vocabulary, a Monte-Carlo critic,
 SimPO training, and ``ad generate gridworld``.
 
 Importing this package registers the gymnasium ids (``ad/GridWorld-4x4-v0`` ...) and the CLI command; torch is

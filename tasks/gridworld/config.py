@@ -14,7 +14,7 @@ PHASES = ("critic", "simpo")
 
 @dataclass
 class GenerateConfig:
-    """LLM actor on the grid world (seed 000): Monte-Carlo critic with the actor frozen, then SimPO on ranked
+    """LLM actor on the grid world: Monte-Carlo critic with the actor frozen, then SimPO on ranked
     pairs of move lists; every episode of every phase logged as a learning history."""
 
     out: str = option("data/gridworld", "output dataset folder (re-running the same command resumes)")
@@ -40,11 +40,11 @@ class GenerateConfig:
     critic_lr: float = option(1e-3, "value-head learning rate")
     simpo_iterations: int = option(5, "SimPO iterations (sample pairs, train, checkpoint, commit)")
     simpo_states: int = option(256, "start states sampled per SimPO iteration")
-    simpo_samples: int = option(2, "move lists sampled per start state (seed 000: 2); the worst by reward + "
+    simpo_samples: int = option(2, "move lists sampled per start state (LactChain's recipe: 2); the worst by reward + "
                                 "discounted critic value is its pair's rejected list (and the best its chosen one "
                                 "with --simpo-chosen sampled)")
     simpo_chosen: str = option("all", "where a pair's chosen move list comes from: 'sampled' = the best of the "
-                               "--simpo-samples policy samples (seed 000); 'all' = the best of every valid move list, "
+                               "--simpo-samples policy samples (LactChain); 'all' = the best of every valid move list, "
                                "each scored like a sample with the env's dynamics (the rejected list stays the worst "
                                "policy sample)")
     progress_bonus: float = option(0.5, "potential-based shaping of the pair ranking: value lowered by this much per "

@@ -1,4 +1,4 @@
-"""The LLM grid world of seed 000 (LactChain) as a gymnasium ``Env``: one step takes a *list* of moves.
+"""The LLM grid world of LactChain as a gymnasium ``Env``: one step takes a *list* of moves.
 
 The agent stands on a ``size x size`` grid at ``(x, y)`` facing an orientation (0 north = +y, 1 east = +x,
 2 south = -y, 3 west = -x). Moves are words of a fixed vocabulary: ``left`` / ``right`` turn 90 degrees in
@@ -91,12 +91,12 @@ def split_configs(size: int, heldout_fraction: float = 0.2, seed: int = 0) -> tu
 
 
 def info_text(size: int) -> str:
-    """The info string of seed 000."""
+    """The info string of the original LactChain grid world."""
     return f"Grid world is size {size}x{size}"
 
 
 def state_text(config: Sequence[int], style: str = "absolute") -> str:
-    """Plain-text state: ``absolute`` (position, orientation, goal; seed 000) or ``egocentric`` (the same, then where
+    """Plain-text state: ``absolute`` (position, orientation, goal; the original text) or ``egocentric`` (the same, then where
     the goal lies from the agent's heading: "The goal is 2 cells ahead and 1 cell to your left.")."""
     x, y, o, gx, gy = (int(v) for v in config)
     text = f"You are at x={x}, y={y}, facing {ORIENTATIONS[o]}. The goal is at x={gx}, y={gy}."

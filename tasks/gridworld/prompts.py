@@ -1,4 +1,4 @@
-"""The actor's prompt (strategy + info + state, seed 000) and the text of a move list."""
+"""The actor's prompt (strategy + info + state, as in LactChain) and the text of a move list."""
 from __future__ import annotations
 
 from typing import Sequence

@@ -1,4 +1,4 @@
-"""SimPO phase: ``samples`` sampled move lists per start state (2 in seed 000), ranked by reward + discounted
+"""SimPO phase: ``samples`` sampled move lists per start state (2 in the original recipe), ranked by reward + discounted
 value of the next state (= the critic advantage up to the shared V(s)); the best and the worst make the
 preference pair. With ``candidates`` (``--simpo-chosen all``) the chosen list is instead the best of every valid
 move list from that state, scored the same way with the env's dynamics (a deterministic simulator), and the

@@ -1,4 +1,4 @@
-"""RLHF task (seed 001): a small causal LM trained toward positive sentiment with trl's GRPO, every completion
+"""RLHF task: a small causal LM trained toward positive sentiment with trl's GRPO, every completion
 logged as a learning history (``ad generate rlhf``). Importing registers the command; torch/trl load only when
 it runs."""
 from __future__ import annotations

@@ -1,0 +1,92 @@
+"""Option groups shared by several commands, each declared once.
+
+A command's config inherits the groups it takes (``class TrainLMConfig(LoRAOptions, TrainingOptions, ...)``);
+where its default differs, it says so with :func:`ad.config.override`, which keeps the group's help text.
+Importing this module imports no torch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ad.config import option
+from ad.errors import UserError
+
+
+def continue_post_init(cls: type, self: object) -> None:
+    """Continue the ``__post_init__`` chain of a config that combines several option groups."""
+    parent = getattr(super(cls, self), "__post_init__", None)
+    if parent is not None:
+        parent()
+
+
+@dataclass
+class LoRAOptions:
+    """LoRA adapter settings (peft ``LoraConfig``); the base model's weights stay frozen."""
+
+    lora_r: int = option(16, "LoRA rank")
+    lora_alpha: float = option(32.0, "LoRA scaling numerator (the update is scaled by alpha / r)")
+    lora_dropout: float = option(0.0, "dropout on the LoRA branch input")
+    target_modules: list[str] = option(["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                        "down_proj"],
+                                       "names of the linear layers that get adapters ('all-linear' = every "
+                                       "linear layer but the LM head)")
+
+    def __post_init__(self) -> None:
+        if self.lora_r < 1:
+            raise UserError(f"--lora-r must be at least 1, got {self.lora_r}")
+        if self.lora_alpha <= 0:
+            raise UserError(f"--lora-alpha must be positive, got {self.lora_alpha}")
+        if not 0.0 <= self.lora_dropout < 1.0:
+            raise UserError(f"--lora-dropout must be in [0, 1), got {self.lora_dropout}")
+        if not self.target_modules:
+            raise UserError("--target-modules must name at least one layer (e.g. q_proj v_proj, or all-linear)")
+        continue_post_init(LoRAOptions, self)
+
+    def lora_dict(self) -> dict:
+        """The four LoRA options as a plain dict (what ``models.lm.module.add_lora`` takes)."""
+        return {"lora_r": self.lora_r, "lora_alpha": self.lora_alpha, "lora_dropout": self.lora_dropout,
+                "target_modules": list(self.target_modules)}
+
+
+@dataclass
+class TrainingOptions:
+    """The optimiser (AdamW, linear warm-up, cosine decay), the step budget and the run loop of `ad train`."""
+
+    resume: bool = option(False, "continue the run in --out from its last checkpoint (same options). The model, "
+                                 "optimiser, schedule and step count are restored, but not the random draw of "
+                                 "training windows, so a resumed run is statistically equivalent to an "
+                                 "uninterrupted one, not bit-identical")
+    max_steps: int = option(3000, "optimiser steps in total (a resumed run continues up to this count)")
+    batch_size: int = option(32, "windows per optimiser step, over all processes (each of devices x num_nodes "
+                                 "processes trains on its share of the same global batch)")
+    lr: float = option(1e-3, "peak learning rate (AdamW; trained weights only)")
+    min_lr: float = option(1e-5, "learning rate floor at the end of the cosine decay")
+    warmup_steps: int = option(100, "linear learning-rate warm-up steps")
+    decay_steps: int = option(0, "step at which the cosine decay reaches min_lr (0: max_steps)")
+    weight_decay: float = option(0.01, "AdamW weight decay on weight matrices (not on biases, norms, embeddings)")
+    beta1: float = option(0.9, "AdamW beta1")
+    beta2: float = option(0.99, "AdamW beta2")
+    grad_clip: float = option(1.0, "clip the gradient norm to this value (0: no clipping)")
+    val_every: int = option(250, "held-out validation every this many steps (0: never)")
+    val_batches: int = option(8, "held-out batches per validation")
+    log_every: int = option(25, "log training metrics every this many steps")
+    checkpoint_every: int = option(250, "write checkpoints/last.ckpt every this many steps")
+    num_workers: int = option(0, "data-loader worker processes")
+    seed: int = option(0, "random seed (initial weights, window sampling, dropout)")
+    threads: int = option(0, "torch CPU threads (0: torch's default)")
+    progress: bool = option(True, "show progress (a bar on a terminal, periodic lines in a log)")
+
+    def __post_init__(self) -> None:
+        for name in ("max_steps", "batch_size", "log_every", "checkpoint_every", "val_batches"):
+            if getattr(self, name) < 1:
+                raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        for name in ("warmup_steps", "decay_steps", "val_every", "num_workers", "threads"):
+            if getattr(self, name) < 0:
+                raise UserError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
+        if not 0 < self.lr or not 0 <= self.min_lr <= self.lr:
+            raise UserError(f"need 0 < --lr and 0 <= --min-lr <= --lr, got --lr {self.lr}, --min-lr {self.min_lr}")
+        if not (0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
+            raise UserError(f"--beta1 and --beta2 must be in [0, 1), got {self.beta1}, {self.beta2}")
+        if self.weight_decay < 0 or self.grad_clip < 0:
+            raise UserError("--weight-decay and --grad-clip must be >= 0")
+        continue_post_init(TrainingOptions, self)
