@@ -1,4 +1,4 @@
-"""DarkRoom: the grid-world task of the Algorithm Distillation paper, its batched A2C source algorithm, and ``ad generate darkroom``.
+"""DarkRoom (the Algorithm Distillation paper's grid world), its batched A2C source, and ``ad generate darkroom``.
 
 Importing this package registers the gymnasium ids (``ad/DarkRoom-9x9-v0`` ...), the CLI command and the
 evaluation env of ``ad eval``; torch is imported only when one of them runs (``ad --help`` imports this package).
