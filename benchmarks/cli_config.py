@@ -99,11 +99,12 @@ def behaviours(make: Callable[[], Any], cls: type) -> dict[str, int]:
     floats = [n for n, (t, _) in fields.items() if t is float]
     bools = [n for n, (t, _) in fields.items() if t is bool]
     ints = [n for n, (t, _) in fields.items() if t is int]
-    result = {"help text shown": int(all(" ".join(h.split())[:40] in flat_help for h in helps[:5])),
-              "choices shown": int(all(all(str(c) in flat_help for c in choices) for _, choices in literal))
-              if literal else 1,
-              "kebab-case flags": int(all(parser.flag(n) in help_text and "-" in parser.flag(n)[2:]
-                                          for n in fields if "_" in n)) if any("_" in n for n in fields) else 1}
+    result = {"help text shown": int(all(" ".join(h.split())[:40] in flat_help for h in helps[:5]))}
+    if literal:
+        result["choices shown"] = int(all(all(str(c) in flat_help for c in choices) for _, choices in literal))
+    if any("_" in n for n in fields):
+        result["kebab-case flags"] = int(all(parser.flag(n) in help_text and "-" in parser.flag(n)[2:]
+                                             for n in fields if "_" in n))
     if bools:
         name = next((b for b in bools if fields[b][1].default is True), None)
         if name is not None:
