@@ -95,6 +95,35 @@ def test_generate_logs_every_episode_and_resumes(tiny_model, tmp_path, monkeypat
     assert json.loads((out / "_run" / "summary.json").read_text())["critic"]["rows"] > 0
 
 
+def test_generate_to_a_memory_url_reads_back_and_resumes(tiny_model, tmp_path, monkeypatch):
+    """--out memory://...: every phase's rows go through ad.history (the critic reads its episodes back from the
+    URL); critic, adapters, summary and plots go to the local run folder runs/generate-<name>, from which the same
+    command resumes (memory:// lives in this process, so everything runs in-process)."""
+    import uuid
+
+    from ad.history import HistoryReader
+    from tasks.gridworld import generate as gen
+
+    monkeypatch.chdir(tmp_path)
+    url = f"memory://gridworld-{uuid.uuid4().hex[:8]}/gw"
+    gen.generate(_cfg(url, tiny_model, phases="critic", simpo_iterations=1))
+    assert set(HistoryReader(url).tasks()) == {"eval-before", "critic-b0000", "critic-b0001"}
+    summary = gen.generate(_cfg(url, tiny_model, simpo_iterations=1, plots=True, tensorboard=True))  # resumes
+    reader = HistoryReader(url)
+    assert set(reader.tasks()) == {"eval-before", "critic-b0000", "critic-b0001", "simpo-i0000", "eval-after"}
+    table = reader.table().to_pandas()
+    assert set(table["phase"]) == {"eval", "critic", "simpo-rollout", "simpo-pair"}
+    assert not table.duplicated(["task", "stream", "episode", "step"]).any()
+    run = tmp_path / "runs" / "generate-gw"
+    for name in ("checkpoints/critic.pt", "checkpoints/actor-i0000", "rates.png", "summary.json", "tb"):
+        assert (run / name).exists(), name
+    assert summary["critic"]["rows"] > 0 and summary["eval-after"]["episodes"] == 4
+    gen.generate(_cfg(url, tiny_model, simpo_iterations=1))  # everything committed: nothing new
+    assert len(HistoryReader(url).table(columns=["step"])) == len(table)
+    with pytest.raises(UserError, match="--run-dir"):  # same name, other dataset: the run folder is taken
+        gen.generate(_cfg(f"memory://gridworld-{uuid.uuid4().hex[:8]}/gw", tiny_model))
+
+
 def test_bad_options(tiny_model, tmp_path):
     with pytest.raises(UserError, match="--size"):
         _cfg(tmp_path, tiny_model, size=1)

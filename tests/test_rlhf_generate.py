@@ -127,6 +127,35 @@ def test_resume_after_interruption_loses_and_duplicates_nothing(tmp_path, tiny_m
     assert len(_rows(out)) == 5 * 4
 
 
+def test_generate_to_a_memory_url_reads_back_and_resumes(tmp_path, tiny_model, monkeypatch):
+    """--out memory://...: the dataset goes through ad.history; checkpoints, summary and plots to a local run
+    folder (runs/generate-<name>); the same command again resumes from that folder (memory:// lives in this
+    process, so everything runs in-process)."""
+    import uuid
+
+    from ad.history import HistoryReader
+    from tasks.rlhf.generate import generate
+
+    monkeypatch.chdir(tmp_path)
+    url = f"memory://rlhf-{uuid.uuid4().hex[:8]}/sentiment"
+    summary = generate(_cfg(url, tiny_model, plots=True, tensorboard=True))
+    reader = HistoryReader(url)
+    rows = reader.table().to_pylist()
+    assert len(rows) == 3 * 4 and reader.tasks() == ["sentiment-c0000", "sentiment-c0001"]
+    assert all(len(r["logprob"]) == len(r["completion_ids"]) > 0 for r in rows)
+    run = tmp_path / "runs" / "generate-sentiment"
+    assert (run / "checkpoints" / "checkpoint-3").is_dir() and (run / "reward_curve.png").is_file()
+    assert (run / "summary.json").is_file() and any((run / "tb").iterdir()) and summary["rows_this_run"] == 12
+    assert not (tmp_path / "memory:").exists() and not list(tmp_path.glob("rlhf-*"))  # nothing local named after it
+    again = generate(_cfg(url, tiny_model))  # everything committed: the final adapter is loaded, nothing written
+    assert again["rows_this_run"] == 0 and "after" in again and len(HistoryReader(url).table()) == 12
+    other = f"memory://rlhf-{uuid.uuid4().hex[:8]}/sentiment"  # same name, other dataset: the run folder is taken
+    with pytest.raises(UserError, match="--run-dir"):
+        generate(_cfg(other, tiny_model))
+    generate(_cfg(other, tiny_model, steps=1, run_dir=str(tmp_path / "other-run"), eval_prompts=0))
+    assert len(HistoryReader(other).table()) == 4 and (tmp_path / "other-run" / "checkpoints" / "checkpoint-1").is_dir()
+
+
 def test_checkpoint_newer_than_last_unit_is_discarded(tmp_path, tiny_model):
     from ad.history import HistoryWriter
     from tasks.rlhf.generate import _resume_point, dataset_metadata

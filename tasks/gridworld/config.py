@@ -17,7 +17,8 @@ class GenerateConfig:
     """LLM actor on the grid world: Monte-Carlo critic with the actor frozen, then SimPO on ranked
     pairs of move lists; every episode of every phase logged as a learning history."""
 
-    out: str = option("data/gridworld", "output dataset folder (re-running the same command resumes)")
+    out: str = option("data/gridworld", "output dataset folder or URL (file://, s3://, gs://, memory:// ...; "
+                                        "re-running the same command resumes)")
     size: int = option(4, "grid side length (>= 2)")
     phases: str = option("critic,simpo", "comma-separated phases to run, in order: critic, simpo")
     model: str = option("smollm2-135m", "actor LM: smollm2-135m (offline, packaged), a save_pretrained folder or a "
@@ -66,8 +67,11 @@ class GenerateConfig:
     eval_episodes: int = option(64, "held-out episodes evaluated (greedy) before and after SimPO (0 = skip)")
     seed: int = option(0, "seed of sampling and of the train/held-out split; recorded as run")
     threads: int = option(0, "torch CPU threads (0 = torch's default)")
-    tensorboard: bool = option(True, "write TensorBoard scalars under <out>/_run/tb")
-    plots: bool = option(True, "save success / off-map rate over training (PNG) under <out>/_run")
+    run_dir: str = option("", "local folder for checkpoints (critic, adapters: the resume point), TensorBoard, "
+                              "summary.json and plots (default: <out>/_run for a local --out, runs/generate-<name> "
+                              "for a remote URL)")
+    tensorboard: bool = option(True, "write TensorBoard scalars under <run-dir>/tb")
+    plots: bool = option(True, "save success / off-map rate over training (PNG) in the run folder")
     progress: bool = option(True, "show progress bars")
 
     def __post_init__(self) -> None:

@@ -9,11 +9,17 @@ Units (task names; run = seed), each committed atomically and only after what it
   the training curve) + the sampled pairs (phase ``simpo-pair``); committed after the adapter of that
   iteration is saved to ``_run/checkpoints/actor-iNNNN``. Re-running the same command resumes after the last
   committed unit. ``_run/`` also holds TensorBoard scalars (tb/), rates.png and summary.json.
+
+``--out`` is a folder or any pyarrow / fsspec URL (``file://``, ``s3://``, ``gs://``, ``memory://``): the dataset
+goes through :mod:`ad.history`. The run folder (called ``_run/`` above) stays on the local disk: ``--run-dir``, else
+``<out>/_run`` for a local ``--out``, else ``runs/generate-<name>`` (resuming a remote dataset needs the same run
+folder: it holds the critic and the adapters).
 """
 from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import time
 from pathlib import Path
@@ -24,7 +30,7 @@ import torch
 
 from ad.config import config_to_dict
 from ad.errors import UserError
-from ad.history import HistoryReader, HistoryWriter
+from ad.history import HistoryReader, HistoryWriter, Location
 from ad.pretrained import load_base
 from tasks.gridworld.actor import LMActor, all_move_lists
 from tasks.gridworld.config import GenerateConfig
@@ -36,9 +42,11 @@ from tasks.gridworld.shared_prefix_simpo import train_shared_prefix_simpo
 from tasks.gridworld.simpo import make_optimizer, sample_pairs, train_simpo
 
 #: Options that do not change the data (a resume may change them).
-_RUN_ONLY = ("out", "threads", "tensorboard", "plots", "progress", "phases")  # phases: which parts run now
+_RUN_ONLY = ("out", "threads", "tensorboard", "plots", "progress", "phases", "run_dir")  # phases: which parts run now
 #: Adam state of the actor, saved beside each SimPO iteration's adapter (a resumed run continues it).
 OPTIMIZER_FILE = "optimizer.pt"
+#: In a run folder outside the dataset: the --out whose run the folder holds.
+OWNER_FILE = "out.txt"
 
 
 def dataset_metadata(cfg: GenerateConfig, train: list, heldout: list) -> dict[str, Any]:
@@ -55,6 +63,25 @@ def dataset_metadata(cfg: GenerateConfig, train: list, heldout: list) -> dict[st
         "configs": {"train": [list(c) for c in train], "heldout": [list(c) for c in heldout]},
         "tasks": {},
     }
+
+
+def run_folder(cfg: GenerateConfig, location: Location) -> Path:
+    """Local folder of the run outputs (checkpoints, TensorBoard, summary, plots): ``--run-dir``, else
+    ``<out>/_run`` for a local ``--out``, else ``runs/generate-<name>`` for a remote URL. A folder outside the
+    dataset records which ``--out`` it belongs to and refuses another one (its checkpoints are a resume point)."""
+    local = location.local_path()
+    if not cfg.run_dir and local is not None:
+        return Path(local) / "_run"
+    folder = Path(cfg.run_dir) if cfg.run_dir else (
+        Path("runs") / f"generate-{location.base.rstrip('/').rsplit('/', 1)[-1] or 'dataset'}")
+    owner = os.path.abspath(local) if local is not None else cfg.out.rstrip("/")
+    marker = folder / OWNER_FILE
+    if marker.is_file() and marker.read_text().strip() != owner:
+        raise UserError(f"run folder {folder} holds the run of --out {marker.read_text().strip()}, not of {owner}; "
+                        "pass --run-dir <another folder> (or the folder this dataset's run used before)")
+    folder.mkdir(parents=True, exist_ok=True)
+    marker.write_text(owner + "\n")
+    return folder
 
 
 def _draw(configs: list, n: int, *seed: int) -> list:
@@ -84,18 +111,22 @@ class _Board:
 
 
 def generate(cfg: GenerateConfig) -> dict[str, Any]:
-    """Run (or resume) ``cfg``; returns the summary also written to ``<out>/_run/summary.json``."""
+    """Run (or resume) ``cfg``; returns the summary also written to ``<run folder>/summary.json``."""
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     train, heldout = split_configs(cfg.size, cfg.heldout_fraction, cfg.seed)
     model, tokenizer = load_base(cfg.model, cfg.dtype)
-    out = Path(cfg.out)
-    writer = HistoryWriter(str(out), spec=SPEC, family="gridworld", metadata=dataset_metadata(cfg, train, heldout))
-    run_dir, run = out / "_run", cfg.seed
+    location = Location.of(cfg.out)
+    writer = HistoryWriter(location, spec=SPEC, family="gridworld", metadata=dataset_metadata(cfg, train, heldout))
+    local = location.local_path()
+    out: Path | str = Path(local) if local is not None else cfg.out
+    run_dir, run = run_folder(cfg, location), cfg.seed
     ckpt = run_dir / "checkpoints"
     done = {task for task, r in writer.completed_units() if r == run}
+    if not done:  # a fresh start: nothing in the run folder belongs to it (a remote dataset's run folder outlives it)
+        shutil.rmtree(ckpt, ignore_errors=True)
     summary_path = run_dir / "summary.json"
-    summary: dict[str, Any] = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    summary: dict[str, Any] = json.loads(summary_path.read_text()) if summary_path.is_file() and done else {}
     board = _Board(run_dir / "tb" if cfg.tensorboard else None)
     rewards = Rewards(cfg.size, cfg.clip_at_wall, cfg.goal_reward, cfg.move_cost, cfg.offmap_penalty, cfg.state_text)
     actor = LMActor(model, tokenizer, cfg.max_moves, cfg.temperature, torch.Generator().manual_seed(cfg.seed))
@@ -132,7 +163,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
             critic = LMCritic.load(path, features)
         else:
             writer.sync()  # the critic reads back the episodes just committed
-            table = HistoryReader(str(out)).table(columns=["phase", "state", "mc_return"]).to_pandas()
+            table = HistoryReader(location).table(columns=["phase", "state", "mc_return"]).to_pandas()
             table = table[table["phase"] == "critic"]
             critic, losses = fit_critic(features, list(table["state"]), table["mc_return"].to_numpy(),
                                         cfg.critic_epochs, cfg.critic_lr, cfg.seed)
@@ -210,7 +241,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     if cfg.plots:
         from tasks.gridworld.plots import plot_rates
 
-        plot_rates(out, run_dir / "rates.png")
+        plot_rates(location, run_dir / "rates.png")
     print(f"done in {summary['seconds_this_run']:.1f}s -> {out}")
     return summary
 

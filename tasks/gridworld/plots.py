@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -12,8 +13,9 @@ from ad.plots import pyplot, save_figure
 EPISODE_PHASES = ("critic", "simpo-rollout")
 
 
-def _read(path: str | Path):
-    return HistoryReader(str(path)).table(columns=["task", "stream", "episode", "update", "phase", "success",
+def _read(path: Any):
+    """The columns the rates need, from the dataset at ``path`` (a folder, URL or :class:`ad.history.Location`)."""
+    return HistoryReader(path).table(columns=["task", "stream", "episode", "update", "phase", "success",
                                                    "off_map"]).to_pandas()
 
 
@@ -25,20 +27,20 @@ def _episodes_per_update(table, phases: tuple[str, ...]):
     return episodes.groupby("update").mean()
 
 
-def rates_per_update(path: str | Path, table=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def rates_per_update(path: Any, table=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(updates (U,), success rate (U,), off-map rate (U,)) over the episodes of :data:`EPISODE_PHASES`
     (``table``: the dataset's rows if already read)."""
     per = _episodes_per_update(_read(path) if table is None else table, EPISODE_PHASES)
     return per.index.to_numpy(), per["success"].to_numpy(float), per["off_map"].to_numpy(float)
 
 
-def heldout_rates(path: str | Path, table=None) -> dict[int, tuple[float, float]]:
+def heldout_rates(path: Any, table=None) -> dict[int, tuple[float, float]]:
     """{update: (success rate, off-map rate)} of the greedy held-out evaluations (phase ``eval``)."""
     per = _episodes_per_update(_read(path) if table is None else table, ("eval",))
     return {int(u): (float(r["success"]), float(r["off_map"])) for u, r in per.iterrows()}
 
 
-def plot_rates(path: str | Path, out: str | Path) -> Path:
+def plot_rates(path: Any, out: str | Path) -> Path:
     """Save the success / off-map rate curves (PNG): sampled episodes on train configurations per policy version,
     and the greedy held-out evaluations (before / after SimPO) as large markers."""
     plt = pyplot()

@@ -111,7 +111,7 @@ def train_simpo(model: Any, tokenizer: Any, pairs: list[dict[str, str]], out_dir
                      gradient_accumulation_steps=1, max_length=512, logging_steps=1, save_strategy="no",
                      report_to="none", use_cpu=True, bf16=False, seed=seed, disable_tqdm=not progress,
                      dataloader_num_workers=0, remove_unused_columns=False, lr_scheduler_type="constant",
-                     gradient_checkpointing=False)  # checkpointing only re-runs forwards here (no memory limit)
+                     activation_checkpointing=False)  # checkpointing only re-runs forwards here (no memory limit)
     optimizers = (optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)) if optimizer else (None, None)
     trainer = CPOTrainer(model=model, args=args, processing_class=tokenizer, train_dataset=Dataset.from_list(pairs),
                          optimizers=optimizers)

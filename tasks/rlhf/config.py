@@ -15,7 +15,8 @@ BUNDLED_PROMPTS = str(Path(__file__).with_name("prompts.txt"))
 class GenerateConfig:
     """Train a causal LM toward positive sentiment with trl's GRPO and log every completion as a learning history."""
 
-    out: str = option("data/rlhf", "output dataset folder (re-running the same command resumes)")
+    out: str = option("data/rlhf", "output dataset folder or URL (file://, s3://, gs://, memory:// ...; re-running "
+                                   "the same command resumes)")
     model: str = option("smollm2-135m", "policy: smollm2-135m (offline, packaged), a save_pretrained folder or a "
                         "cached hub id")
     reward: str = option("vader", "reward: 'vader' (VADER compound score of the completion) or 'module:function' "
@@ -39,8 +40,11 @@ class GenerateConfig:
     seed: int = option(0, "seed of sampling, prompt order and the prompt split; recorded as run")
     eval_prompts: int = option(32, "held-out prompts scored before and after training (0 = skip)")
     threads: int = option(0, "torch CPU threads (0 = torch's default)")
-    tensorboard: bool = option(True, "write TensorBoard scalars under <out>/_run/tb")
-    plots: bool = option(True, "save the reward curve (PNG) next to the dataset")
+    run_dir: str = option("", "local folder for checkpoints (the resume point), TensorBoard, summary.json and the "
+                              "reward curve (default: <out>/_run for a local --out, runs/generate-<name> for a "
+                              "remote URL)")
+    tensorboard: bool = option(True, "write TensorBoard scalars under <run-dir>/tb")
+    plots: bool = option(True, "save the reward curve (PNG) in the run folder")
     progress: bool = option(True, "show a progress bar")
 
     def __post_init__(self) -> None:

@@ -1,15 +1,21 @@
 """``ad generate rlhf``: GRPO toward positive sentiment, every completion logged as a learning history.
 
 Units are chunks of ``chunk_steps`` training iterations (task ``sentiment-c0000``, ``-c0001`` ..., run = seed).
-After each chunk the trainer writes ``<out>/_run/checkpoints/checkpoint-<step>`` (adapter, optimiser, scheduler,
-RNG) and only then the chunk's rows are committed. Re-running the same command resumes from the checkpoint of the
-last committed unit (newer checkpoints are deleted), so no row is lost or duplicated.
-``<out>/_run/`` also holds TensorBoard scalars (tb/), reward_curve.png and summary.json.
+After each chunk the trainer writes ``<run>/checkpoints/checkpoint-<step>`` (adapter, optimiser, scheduler, RNG)
+and only then the chunk's rows are committed. Re-running the same command resumes from the checkpoint of the last
+committed unit (newer checkpoints are deleted), so no row is lost or duplicated. ``<run>/`` also holds TensorBoard
+scalars (tb/), reward_curve.png and summary.json.
+
+``--out`` is a folder or any pyarrow / fsspec URL (``file://``, ``s3://``, ``gs://``, ``memory://``): the dataset
+goes through :mod:`ad.history`. The run folder ``<run>`` stays on the local disk: ``--run-dir``, else
+``<out>/_run`` for a local ``--out``, else ``runs/generate-<name>`` (resuming a remote dataset needs the same run
+folder, which holds the training state).
 """
 from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import time
 from pathlib import Path
@@ -19,7 +25,7 @@ import torch
 
 from ad.config import config_to_dict
 from ad.errors import UserError
-from ad.history import HistoryWriter
+from ad.history import HistoryWriter, Location
 from ad.pretrained import load_base
 from tasks.rlhf.config import GenerateConfig
 from tasks.rlhf.evaluate import evaluate_policy
@@ -28,7 +34,9 @@ from tasks.rlhf.reward import checked_reward, load_reward
 from tasks.rlhf.rollouts import SPEC, RolloutLog, chunk_task
 
 #: Options that do not change the data (a resume may change them).
-_RUN_ONLY = ("out", "threads", "tensorboard", "plots", "progress", "eval_prompts")
+_RUN_ONLY = ("out", "threads", "tensorboard", "plots", "progress", "eval_prompts", "run_dir")
+#: In a run folder outside the dataset: the --out whose training state the folder holds.
+OWNER_FILE = "out.txt"
 
 
 def dataset_metadata(cfg: GenerateConfig, train: list[str], heldout: list[str]) -> dict[str, Any]:
@@ -51,6 +59,25 @@ def dataset_metadata(cfg: GenerateConfig, train: list[str], heldout: list[str]) 
     }
 
 
+def run_folder(cfg: GenerateConfig, location: Location) -> Path:
+    """Local folder of the run outputs (checkpoints, TensorBoard, summary, plots): ``--run-dir``, else
+    ``<out>/_run`` for a local ``--out``, else ``runs/generate-<name>`` for a remote URL. A folder outside the
+    dataset records which ``--out`` it belongs to and refuses another one (its checkpoints are a resume point)."""
+    local = location.local_path()
+    if not cfg.run_dir and local is not None:
+        return Path(local) / "_run"
+    folder = Path(cfg.run_dir) if cfg.run_dir else (
+        Path("runs") / f"generate-{location.base.rstrip('/').rsplit('/', 1)[-1] or 'dataset'}")
+    owner = os.path.abspath(local) if local is not None else cfg.out.rstrip("/")
+    marker = folder / OWNER_FILE
+    if marker.is_file() and marker.read_text().strip() != owner:
+        raise UserError(f"run folder {folder} holds the run of --out {marker.read_text().strip()}, not of {owner}; "
+                        "pass --run-dir <another folder> (or the folder this dataset's run used before)")
+    folder.mkdir(parents=True, exist_ok=True)
+    marker.write_text(owner + "\n")
+    return folder
+
+
 def _resume_point(writer: HistoryWriter, cfg: GenerateConfig, ckpt_dir: Path) -> str | None:
     """Checkpoint to resume from (None = fresh start); deletes checkpoints newer than the last committed unit."""
     done = sorted(int(task.rsplit("-c", 1)[1]) for task, run in writer.completed_units() if run == cfg.seed)
@@ -65,7 +92,7 @@ def _resume_point(writer: HistoryWriter, cfg: GenerateConfig, ckpt_dir: Path) ->
     path = ckpt_dir / f"checkpoint-{step}"
     if not path.is_dir():
         raise UserError(f"{cfg.out} has {len(done)} committed units but no {path}; the training state to resume "
-                        "from is gone: use a new --out folder")
+                        "from is gone (or --run-dir names another folder than before): use a new --out")
     return str(path)
 
 
@@ -83,7 +110,7 @@ def build_trainer(cfg: GenerateConfig, model: Any, tokenizer: Any, train_prompts
         num_generations=cfg.num_generations, max_completion_length=cfg.max_new_tokens, temperature=cfg.temperature,
         top_k=0, top_p=1.0, logging_steps=1, save_strategy="no", report_to="none", use_cpu=True, bf16=False,
         disable_tqdm=not cfg.progress, dataloader_num_workers=0, log_completions=False, save_only_model=False,
-        gradient_checkpointing=False,  # trl turns it on to save GPU memory; here it only re-runs every forward
+        activation_checkpointing=False,  # trl turns it on to save GPU memory; here it only re-runs every forward
     )
     peft_config = None
     if cfg.lora:
@@ -98,8 +125,20 @@ def build_trainer(cfg: GenerateConfig, model: Any, tokenizer: Any, train_prompts
     return trainer
 
 
+def load_policy(model: Any, checkpoint: str, lora: bool) -> Any:
+    """The policy saved in a trainer ``checkpoint``: ``model`` with the LoRA adapter found there, or the full
+    weights saved there."""
+    if lora:
+        from peft import PeftModel
+
+        return PeftModel.from_pretrained(model, checkpoint)
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(checkpoint, dtype=model.dtype)
+
+
 def generate(cfg: GenerateConfig) -> dict[str, Any]:
-    """Run (or resume) the RLHF run of ``cfg``; returns the summary also written to ``<out>/_run/summary.json``."""
+    """Run (or resume) the RLHF run of ``cfg``; returns the summary also written to ``<run>/summary.json``."""
     from tasks.rlhf.trainer import ChunkCallback, TensorBoardCallback
 
     if cfg.threads:
@@ -109,13 +148,17 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     user_reward = load_reward(cfg.reward)
     model, tokenizer = load_base(cfg.model)
 
-    out = Path(cfg.out)
-    writer = HistoryWriter(str(out), spec=SPEC, family="rlhf", metadata=dataset_metadata(cfg, train, heldout))
-    run_dir = out / "_run"
+    location = Location.of(cfg.out)
+    writer = HistoryWriter(location, spec=SPEC, family="rlhf", metadata=dataset_metadata(cfg, train, heldout))
+    local = location.local_path()
+    out: Path | str = Path(local) if local is not None else cfg.out
+    run_dir = run_folder(cfg, location)
     ckpt_dir = run_dir / "checkpoints"
     resume = _resume_point(writer, cfg, ckpt_dir)
     summary_path = run_dir / "summary.json"
-    summary: dict[str, Any] = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    # a fresh start (no committed unit) does not trust a summary left in the run folder (a remote dataset's run
+    # folder outlives the dataset)
+    summary: dict[str, Any] = json.loads(summary_path.read_text()) if summary_path.is_file() and resume else {}
     eval_set = heldout[:cfg.eval_prompts]
 
     if eval_set and "before" not in summary:  # the base policy, once per dataset
@@ -137,22 +180,23 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
         if cfg.progress:
             print(f"\ncommitted unit {chunk_task(chunk)}: {rows} rows", flush=True)
 
-    callbacks: list[Any] = [ChunkCallback(log, cfg.chunk_steps, on_commit)]
-    if cfg.tensorboard:
-        callbacks.append(TensorBoardCallback(str(run_dir / "tb")))
-    trainer = build_trainer(cfg, model, tokenizer, train, reward_fn, log, ckpt_dir, callbacks)
-    trainer_ref["trainer"] = trainer
-
-    start = time.perf_counter()
-    if resume is None or int(Path(resume).name.split("-")[1]) < cfg.steps:
+    elapsed = 0.0
+    if resume is not None and int(Path(resume).name.split("-")[1]) >= cfg.steps:
+        policy = load_policy(model, resume, cfg.lora)  # everything is committed: the final policy, for evaluation
+    else:
+        callbacks: list[Any] = [ChunkCallback(log, cfg.chunk_steps, on_commit)]
+        if cfg.tensorboard:
+            callbacks.append(TensorBoardCallback(str(run_dir / "tb")))
+        trainer = build_trainer(cfg, model, tokenizer, train, reward_fn, log, ckpt_dir, callbacks)
+        trainer_ref["trainer"] = trainer
+        start = time.perf_counter()
         trainer.train(resume_from_checkpoint=resume)
-    elif resume is not None:  # everything is committed: load the final adapter for evaluation
-        trainer._load_from_checkpoint(resume)
-    elapsed = time.perf_counter() - start
+        elapsed = time.perf_counter() - start
+        policy = trainer.model
     writer.close()
 
     if eval_set:
-        summary["after"] = evaluate_policy(trainer.model, tokenizer, eval_set, user_reward, cfg.max_new_tokens,
+        summary["after"] = evaluate_policy(policy, tokenizer, eval_set, user_reward, cfg.max_new_tokens,
                                            cfg.temperature, cfg.seed)
     summary["train_seconds_this_run"] = elapsed
     summary["rows_this_run"] = log.rows_logged

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -9,9 +10,10 @@ from ad.history import HistoryReader
 from ad.plots import pyplot, save_figure, smooth
 
 
-def reward_per_update(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
-    """(updates ``(U,)``, mean reward ``(U,)``) over every logged completion."""
-    table = HistoryReader(str(path)).table(columns=["update", "reward"])
+def reward_per_update(path: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(updates ``(U,)``, mean reward ``(U,)``) over every logged completion of the dataset at ``path`` (a folder,
+    URL or :class:`ad.history.Location`)."""
+    table = HistoryReader(path).table(columns=["update", "reward"])
     update = table.column("update").to_numpy()
     reward = table.column("reward").to_numpy().astype(np.float64)
     updates, inverse = np.unique(update, return_inverse=True)
@@ -19,7 +21,7 @@ def reward_per_update(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     return updates, sums / np.bincount(inverse)
 
 
-def plot_reward_curve(path: str | Path, out: str | Path, title: str = "RLHF reward per training iteration") -> Path:
+def plot_reward_curve(path: Any, out: str | Path, title: str = "RLHF reward per training iteration") -> Path:
     """Save the per-iteration mean reward (thin) and its smoothed curve (bold) as a PNG."""
     plt = pyplot()
 

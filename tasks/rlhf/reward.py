@@ -40,10 +40,11 @@ def load_reward(name: str) -> RewardFn:
     return fn
 
 
-def checked_reward(fn: RewardFn, name: str, on_scored: Callable[[list[str], list[str], list[float]], None],
-                   where: Callable[[], str]) -> RewardFn:
+def checked_reward(fn: RewardFn, name: str, on_scored: Callable[..., None], where: Callable[[], str]) -> RewardFn:
     """Wrap ``fn`` so that a raise, a wrong count, or a non-finite / non-number value stops the run with a clear
-    UserError (nothing of the unfinished unit is written), and every scored batch is passed to ``on_scored``."""
+    UserError (nothing of the unfinished unit is written), and every scored batch is passed to
+    ``on_scored(prompts, completions, rewards, completion_ids)`` (``completion_ids``: the token ids trl passes to
+    reward functions, None if it passed none)."""
 
     def reward(prompts: list[str], completions: list[str], **kwargs: Any) -> list[float]:
         try:
@@ -63,7 +64,8 @@ def checked_reward(fn: RewardFn, name: str, on_scored: Callable[[list[str], list
                 raise UserError(f"reward function {name!r} returned {v!r} for completion {i} ({where()}): "
                                 f"{completions[i][:60]!r}; every reward must be a finite number")
         values = [float(v) for v in values]
-        on_scored(list(prompts), list(completions), values)
+        ids = kwargs.get("completion_ids")
+        on_scored(list(prompts), list(completions), values, None if ids is None else [list(c) for c in ids])
         return values
 
     reward.__name__ = name.replace(":", ".").split(".")[-1]

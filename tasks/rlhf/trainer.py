@@ -2,102 +2,217 @@
 
 Why GRPO: trl (1.x) has no PPO any more; its online RL trainers are GRPO and RLOO. GRPO needs no value model
 (important on a CPU budget), scores a group of ``num_generations`` completions per prompt against the group mean,
-and is trl's most maintained online trainer. Its generation step, ``_generate_and_score_completions``, sees every
-completion exactly once, so the log hooks in there (trl's own completions table keeps only the latest batch).
+and is trl's most maintained online trainer.
 
-Behaviour logprobs: when trl computes ``old_per_token_logps`` (generation and updates misaligned) those are logged;
-otherwise (on-policy, the default) they come from trl's own loss pass, which evaluates the completions under the
-same weights that generated them (no optimiser step happens between generation and the loss passes of a batch),
-so logging costs no extra forward pass. The batch is written once all its rows went through the loss.
+Only trl's public extension points are used (no method whose name starts with ``_`` is overridden or called):
+
+- the **reward function** (:func:`tasks.rlhf.reward.checked_reward`) sees every generation batch once, in trl's
+  generation order (groups of ``num_generations`` completions of one prompt): prompts, completion texts, completion
+  token ids, rewards. It hands them to :meth:`LoggingGRPOTrainer.scored`.
+- **compute_loss** (the Trainer's documented override point) sees the batch trl trains on: prompt / completion ids
+  and masks, advantages and, only when trl computed them, ``old_per_token_logps``. trl shuffles (and may split) the
+  generation batch before the loss, so its rows are matched back to the scored rows by content (see
+  :func:`match_rows`).
+- **Behaviour logprobs without an extra forward pass**: when trl computes ``old_per_token_logps`` (generation and
+  updates misaligned) those are logged. Otherwise (on-policy, the default) the loss pass evaluates the completions
+  under the same weights that generated them (no optimiser step happens between generation and the loss passes of
+  a batch), so a forward hook (public PyTorch API) on the policy reads the per-token logprobs trl computes there.
+
+What this relies on in trl's behaviour (pinned by ``tests/test_rlhf_trl_contract.py``, so a trl update fails a test
+rather than a user's run) lives in the section "trl behaviour" below: the loss-pass forward's output, the prompt
+tokenisation, and advantages that rise with the reward inside a group.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
 import torch
 from transformers import TrainerCallback
 from trl import GRPOTrainer
 
 from tasks.rlhf.rollouts import RolloutLog
 
-#: Key of the row-index tensor that rides along trl's shuffled / split batch to the loss pass.
-_ROW_KEY = "ad_rollout_row"
+
+# ---------------------------------------------------------------------------------------------- trl behaviour
+def loss_pass_logps(outputs: list[Any], completion_ids: torch.Tensor, temperature: float) -> torch.Tensor:
+    """(b, C) per-token logprobs of the completions from the policy forward(s) trl ran inside ``compute_loss``.
+
+    trl >= 1.16 patches the model with a fused LM head: the forward returns ``log_probs`` (b, L - 1) over the
+    shifted labels (the last C are the completion tokens, already divided by the temperature). Earlier trl returned
+    ``logits`` whose last C + 1 positions predict the completion tokens (divided by the temperature here, as trl did).
+    A forward may be chunked over rows: the chunks are concatenated.
+    """
+    C = completion_ids.size(1)
+    parts = []
+    for out in outputs:
+        logps = getattr(out, "log_probs", None)
+        if logps is not None:
+            parts.append(logps[:, -C:].detach().float())
+            continue
+        logits = getattr(out, "logits", None)
+        if logits is None:
+            raise RuntimeError(f"trl's loss-pass forward returned {type(out).__name__} without log_probs or logits; "
+                               "this trl version is not supported by the RLHF history log")
+        start = sum(p.size(0) for p in parts)
+        ids = completion_ids[start:start + logits.size(0)]
+        lp = torch.log_softmax(logits[:, -C - 1:-1].detach().float() / temperature, -1)
+        parts.append(lp.gather(-1, ids.unsqueeze(-1).to(lp.device)).squeeze(-1))
+    if not parts or sum(p.size(0) for p in parts) != completion_ids.size(0):
+        raise RuntimeError(f"trl's loss pass ran {len(parts)} policy forward(s) covering "
+                           f"{sum(p.size(0) for p in parts)} rows for a batch of {completion_ids.size(0)}; "
+                           "this trl version is not supported by the RLHF history log")
+    return torch.cat(parts)  # (b, C)
+
+
+def tokenize_prompts(tokenizer: Any, prompts: list[str]) -> list[list[int]]:
+    """Token ids of plain-text prompts, as trl's GRPOTrainer tokenizes them for generation."""
+    return [list(ids) for ids in tokenizer(text=prompts)["input_ids"]]
+
+
+# ---------------------------------------------------------------------------------------------- row matching
+@dataclass
+class LossRows:
+    """Rows of one ``compute_loss`` call (trl's order), unpadded, on the CPU."""
+
+    prompt_ids: list[tuple[int, ...]]
+    completion_ids: list[tuple[int, ...]]
+    advantages: list[float]
+    logps: list[np.ndarray]  # (C_i,) behaviour logprobs of each row's completion tokens
+
+
+def match_rows(prompt_ids: list[tuple[int, ...]], completion_ids: list[tuple[int, ...]], rewards: list[float],
+               loss: LossRows) -> list[int]:
+    """For every scored row (generation order), the index of its row in ``loss`` (trl's shuffled order).
+
+    Rows are keyed by (prompt ids, completion ids). Rows with the same key are the same prompt and completion in
+    one group (a batch holds distinct prompts: the prompt list is de-duplicated and trl draws distinct prompts per
+    batch), so they carry the same logprobs; if the reward function gave them different rewards, their advantages
+    differ, and as a group's advantage rises with the reward they pair by rank (reward order = advantage order).
+    """
+    loss_rows: dict[tuple, list[int]] = {}
+    for j, key in enumerate(zip(loss.prompt_ids, loss.completion_ids)):
+        loss_rows.setdefault(key, []).append(j)
+    scored_rows: dict[tuple, list[int]] = {}
+    for i, key in enumerate(zip(prompt_ids, completion_ids)):
+        scored_rows.setdefault(key, []).append(i)
+    where = [-1] * len(rewards)
+    for key, rows in scored_rows.items():
+        candidates = loss_rows.get(key, [])
+        if len(candidates) != len(rows):
+            raise RuntimeError(f"{len(rows)} scored completion(s) but {len(candidates)} row(s) of trl's loss batch "
+                               f"hold prompt ids {list(key[0])[:8]}... and completion ids {list(key[1])[:8]}...; "
+                               "this trl version is not supported by the RLHF history log")
+        by_reward = sorted(rows, key=lambda i: (rewards[i], i))
+        by_advantage = sorted(candidates, key=lambda j: (loss.advantages[j], j))
+        for i, j in zip(by_reward, by_advantage):
+            where[i] = j
+    return where
+
+
+@dataclass
+class _Pending:
+    """A scored generation batch waiting for its loss rows."""
+
+    update: int
+    prompts: list[str]
+    completions: list[str]
+    rewards: list[float]
+    completion_ids: list[tuple[int, ...]]
+    prompt_ids: list[tuple[int, ...]]
+    loss: LossRows = field(default_factory=lambda: LossRows([], [], [], []))
+
+
+class RolloutRecorder:
+    """Joins what the reward function saw (generation order) with what the loss saw (trl's order) and hands each
+    complete generation batch to a :class:`RolloutLog`. Kept apart from the trainer subclass so that no name of
+    ours can shadow one of trl's."""
+
+    def __init__(self, log: RolloutLog, tokenizer: Any, eos_ids: set[int]) -> None:
+        self.log, self.tokenizer, self.eos_ids = log, tokenizer, eos_ids
+        self.pending: _Pending | None = None  # the scored batch whose loss rows have not all been seen yet
+        self.prompt_ids: dict[str, tuple[int, ...]] = {}  # prompt text -> its token ids (as trl tokenizes it)
+
+    def scored(self, update: int, prompts: list[str], completions: list[str], rewards: list[float],
+               completion_ids: list[list[int]] | None) -> None:
+        if self.pending is not None:
+            raise RuntimeError("a generation batch was never fully seen by the loss; its rows were not logged")
+        if completion_ids is None or len(completion_ids) != len(completions):
+            raise RuntimeError("trl did not pass completion_ids to the reward function; this trl version is not "
+                               "supported by the RLHF history log")
+        new = [p for p in dict.fromkeys(prompts) if p not in self.prompt_ids]
+        self.prompt_ids.update(zip(new, map(tuple, tokenize_prompts(self.tokenizer, new))))
+        self.pending = _Pending(update, list(prompts), list(completions), list(rewards),
+                                [tuple(int(t) for t in c) for c in completion_ids],
+                                [self.prompt_ids[p] for p in prompts])
+
+    def loss_rows(self, inputs: dict[str, Any], logps: torch.Tensor) -> None:
+        """Rows of one ``compute_loss`` call with their (b, C) behaviour logprobs; logs the batch once complete."""
+        b = self.pending
+        pm, cm = inputs["prompt_mask"].bool().cpu(), inputs["completion_mask"].bool().cpu()  # (b, P), (b, C)
+        p_ids, c_ids = inputs["prompt_ids"].cpu(), inputs["completion_ids"].cpu()
+        b.loss.prompt_ids += [tuple(p_ids[i][pm[i]].tolist()) for i in range(len(pm))]
+        b.loss.completion_ids += [tuple(c_ids[i][cm[i]].tolist()) for i in range(len(cm))]
+        b.loss.advantages += inputs["advantages"].float().cpu().reshape(len(pm), -1)[:, 0].tolist()
+        b.loss.logps += [logps[i][cm[i]].numpy() for i in range(len(cm))]
+        if len(b.loss.advantages) >= len(b.completions):
+            self.flush()
+
+    def flush(self) -> None:
+        """Hand the pending batch (all its loss rows seen) to the rollout log, in generation order."""
+        b, self.pending = self.pending, None
+        where = match_rows(b.prompt_ids, b.completion_ids, b.rewards, b.loss)
+        terminated = np.array([len(c) > 0 and c[-1] in self.eos_ids for c in b.completion_ids], bool)
+        self.log.add(
+            update=b.update, prompts=b.prompts, completions=b.completions, rewards=b.rewards,
+            prompt_ids=[list(b.loss.prompt_ids[j]) for j in where],
+            completion_ids=[list(c) for c in b.completion_ids],
+            logprobs=[b.loss.logps[j] for j in where],
+            advantages=np.array([b.loss.advantages[j] for j in where], np.float32), terminated=terminated)
 
 
 class LoggingGRPOTrainer(GRPOTrainer):
     """GRPOTrainer that hands each generation batch (texts, ids, rewards, behaviour logprobs, advantages) to a
     :class:`RolloutLog`. The reward function must be wrapped with :func:`tasks.rlhf.reward.checked_reward` whose
-    ``on_scored`` calls :meth:`scored` (that is how the texts and rewards of the batch arrive)."""
+    ``on_scored`` calls :meth:`scored` (that is how the texts, token ids and rewards of the batch arrive).
+
+    Overrides one public method, ``compute_loss``, and adds ``scored`` and the attribute ``ad_recorder``."""
 
     def __init__(self, *args: Any, rollout_log: RolloutLog | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.rollout_log = rollout_log
-        self._scored: list[tuple[list[str], list[str], list[float]]] = []
-        self._pending: dict[str, Any] | None = None  # a batch waiting for its logprobs from the loss passes
-        self._captured: torch.Tensor | None = None  # (b, C) policy logprobs of the current loss pass
+        tokenizer = self.processing_class
+        eos = getattr(self, "eos_token_ids", None) or [tokenizer.eos_token_id]
+        self.ad_recorder = (RolloutRecorder(rollout_log, tokenizer, {int(t) for t in eos if t is not None})
+                            if rollout_log is not None else None)
 
-    def scored(self, prompts: list[str], completions: list[str], rewards: list[float]) -> None:
-        """Called by the wrapped reward function with the batch it scored."""
-        self._scored.append((prompts, completions, rewards))
+    def scored(self, prompts: list[str], completions: list[str], rewards: list[float],
+               completion_ids: list[list[int]] | None = None) -> None:
+        """Called by the wrapped reward function with the batch it scored (trl's generation order)."""
+        if self.ad_recorder is not None and self.model.training:  # evaluation batches are not part of the history
+            self.ad_recorder.scored(int(self.state.global_step), prompts, completions, rewards, completion_ids)
 
-    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
-        self._scored.clear()
-        out = super()._generate_and_score_completions(inputs)
-        if self.rollout_log is None or not self.model.training:  # evaluation batches are not part of the history
-            return out
-        if len(self._scored) != 1:
-            raise RuntimeError(f"expected one scored batch per generation step, got {len(self._scored)}")
-        if self._pending is not None:
-            raise RuntimeError("a generation batch was never fully seen by the loss; its rows were not logged")
-        prompts, completions, rewards = self._scored[0]
-        completion_ids, completion_mask = out["completion_ids"], out["completion_mask"]  # (n, C) right-padded
-        self._pending = {"update": int(self.state.global_step), "prompts": prompts, "completions": completions,
-                         "rewards": rewards, "prompt_ids": out["prompt_ids"], "prompt_mask": out["prompt_mask"],
-                         "completion_ids": completion_ids, "completion_mask": completion_mask,
-                         "advantages": out["advantages"], "logps": out.get("old_per_token_logps")}
-        if self._pending["logps"] is not None:  # trl computed the behaviour logprobs itself
-            self._log_pending()
-        else:
-            self._pending["logps"] = torch.full(completion_ids.shape, float("nan"))  # (n, C) filled by the loss
-            out[_ROW_KEY] = torch.arange(completion_ids.size(0))  # (n,) follows trl's shuffle and split
-        return out
-
-    def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
-        rows = inputs.pop(_ROW_KEY, None)  # (b,) rows of the pending batch in this loss pass
-        self._captured = None
-        loss = super()._compute_loss(model, inputs)
-        if rows is not None and self._pending is not None:
-            if self._captured is None or self._captured.size(0) != rows.numel():
-                raise RuntimeError("trl's loss pass did not expose the policy logprobs of its batch")
-            logps = self._pending["logps"]
-            logps[rows.cpu(), : self._captured.size(1)] = self._captured.float().cpu()
-            filled = ~torch.isnan(logps) | ~self._pending["completion_mask"].bool().cpu()
-            if bool(filled.all()):
-                self._log_pending()
+    def compute_loss(self, model: Any, inputs: dict[str, Any], return_outputs: bool = False,
+                     num_items_in_batch: Any = None) -> Any:
+        recorder = self.ad_recorder
+        if recorder is None or recorder.pending is None or not model.training:
+            return super().compute_loss(model, inputs, return_outputs=return_outputs,
+                                        num_items_in_batch=num_items_in_batch)
+        outputs: list[Any] = []
+        old = inputs.get("old_per_token_logps")  # (b, C) computed by trl right after generation, if it did
+        handle = None if old is not None else model.register_forward_hook(lambda m, a, out: outputs.append(out))
+        try:
+            loss = super().compute_loss(model, inputs, return_outputs=return_outputs,
+                                        num_items_in_batch=num_items_in_batch)
+        finally:
+            if handle is not None:
+                handle.remove()
+        logps = (old.detach().float() if old is not None
+                 else loss_pass_logps(outputs, inputs["completion_ids"], self.args.temperature)).cpu()  # (b, C)
+        outputs.clear()
+        recorder.loss_rows(inputs, logps)
         return loss
-
-    def _get_per_token_logps_and_entropies(self, model: Any, *args: Any, **kwargs: Any) -> Any:
-        result = super()._get_per_token_logps_and_entropies(model, *args, **kwargs)
-        if torch.is_grad_enabled() and model is not getattr(self, "ref_model", None):  # the policy's loss pass
-            self._captured = result[0].detach()  # (b, C)
-        return result
-
-    def _log_pending(self) -> None:
-        """Hand the pending batch (all its logprobs known) to the rollout log."""
-        b, self._pending = self._pending, None
-        pm, cm = b["prompt_mask"].bool().cpu(), b["completion_mask"].bool().cpu()
-        p_ids, c_ids, lps = b["prompt_ids"].cpu(), b["completion_ids"].cpu(), b["logps"].float().cpu()
-        eos = torch.tensor(sorted(self.eos_token_ids))
-        lengths = cm.sum(1)  # (n,)
-        last = c_ids.gather(1, (lengths - 1).clamp(min=0).unsqueeze(1)).squeeze(1)  # (n,) last kept token
-        terminated = (torch.isin(last, eos) & (lengths > 0)).numpy()
-        self.rollout_log.add(
-            update=b["update"], prompts=b["prompts"], completions=b["completions"], rewards=b["rewards"],
-            prompt_ids=[p_ids[i][pm[i]].tolist() for i in range(len(pm))],
-            completion_ids=[c_ids[i][cm[i]].tolist() for i in range(len(cm))],
-            logprobs=[lps[i][cm[i]].numpy() for i in range(len(cm))],
-            advantages=b["advantages"].float().cpu().numpy(), terminated=terminated)
 
 
 class ChunkCallback(TrainerCallback):
@@ -139,5 +254,3 @@ class TensorBoardCallback(TrainerCallback):
 
     def on_train_end(self, *args: Any, **kwargs: Any) -> None:
         self.writer.close()
-
-
