@@ -194,6 +194,7 @@ class _RefusingHandler(pafs.FSSpecHandler):
 @pytest.mark.parametrize("refused", ["dataset.json", ".partial"])
 def test_full_disk_or_read_only_output_is_one_error_line_and_loses_nothing(tmp_path, capsys, monkeypatch, code,
                                                                             refused):
+    monkeypatch.chdir(tmp_path)  # the wrapped file system counts as remote: its run folder goes under ./runs
     out = tmp_path / "d"
     argv = ["--goals", "0,0", "2,2", "--goals-per-batch", "1"]
     assert generate(capsys, out, *argv)[0] == 0

@@ -51,8 +51,8 @@ class HistoryReader:
         self.location = Location.of(path, filesystem)
         json_path = self.location.join(layout.DATASET_JSON)
         if not self.location.exists(json_path):
-            raise UserError(f"{self.location.base} is not a learning-history dataset (no {layout.DATASET_JSON}); "
-                            f"create one with `ad generate <task> --out {self.location.base}`")
+            raise UserError(f"{self.location} is not a learning-history dataset (no {layout.DATASET_JSON}); "
+                            f"create one with `ad generate <task> --out {self.location}`")
         meta = read_manifest(self.location)
         self.metadata: dict[str, Any] = meta
         self.spec = HistorySpec.from_dict(meta["spec"])
@@ -80,7 +80,7 @@ class HistoryReader:
 
     def require_units(self, units: list[dict[str, Any]], what: str = "") -> None:
         if not units:
-            raise UserError(f"dataset {self.location.base} holds no complete units{what}; "
+            raise UserError(f"dataset {self.location} holds no complete units{what}; "
                             "run (or finish) `ad generate` first")
 
     # ------------------------------------------------------------------ reading

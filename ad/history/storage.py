@@ -5,6 +5,7 @@ POSIX paths, so ``file://``, ``s3://``, ``gs://`` and in-memory fsspec filesyste
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import uuid
@@ -21,6 +22,7 @@ class Location:
 
     fs: pafs.FileSystem
     base: str
+    url: str = ""  #: the URL the user gave (``memory://x``), shown in messages; empty for a local path
 
     @staticmethod
     def of(path: "str | os.PathLike[str] | Location", filesystem: Any = None) -> "Location":
@@ -33,7 +35,7 @@ class Location:
                 pafs.FSSpecHandler(filesystem))
             return Location(fs, text.rstrip("/"))
         if "://" in text:
-            return _from_url(text)
+            return dataclasses.replace(_from_url(text), url=text.rstrip("/"))
         return Location(pafs.LocalFileSystem(), os.path.abspath(text))
 
     def local_path(self) -> str | None:
@@ -44,10 +46,10 @@ class Location:
         return "/".join([self.base, *parts])
 
     def child(self, *parts: str) -> "Location":
-        return Location(self.fs, self.join(*parts))
+        return Location(self.fs, self.join(*parts), f"{self.url.rstrip('/')}/{'/'.join(parts)}" if self.url else "")
 
     def __str__(self) -> str:
-        return self.base
+        return self.url or self.base
 
     # ------------------------------------------------------------------ helpers
     def exists(self, path: str) -> bool:

@@ -98,7 +98,7 @@ class HistoryWriter:
     def _prepare(self) -> None:
         loc = self.location
         if loc.is_file(loc.base):
-            raise UserError(f"--out {loc.base} is a file, not a folder; choose a new or empty folder")
+            raise UserError(f"--out {loc} is a file, not a folder; choose a new or empty folder")
         if self.worker and not loc.exists(self._json_path):
             raise RuntimeError(f"{self._json_path} does not exist: the driver creates the dataset before workers "
                                "write units into it")
@@ -120,7 +120,7 @@ class HistoryWriter:
         else:
             visible = [n for n in loc.listdir(loc.base) if not n.startswith(".")]
             if visible:
-                raise UserError(f"output folder {loc.base} is not empty and holds no {layout.DATASET_JSON} "
+                raise UserError(f"output folder {loc} is not empty and holds no {layout.DATASET_JSON} "
                                 f"(found {', '.join(visible[:5])}); choose an empty or new --out folder")
             loc.makedirs(loc.base)
             self._provenance = provenance()
@@ -131,13 +131,13 @@ class HistoryWriter:
     def _check_compatible(self, existing: dict[str, Any]) -> None:
         where = self._json_path
         if existing.get("family") != self.family:
-            raise UserError(f"{self.location.base} holds a {existing.get('family')!r} dataset, not {self.family!r}; "
+            raise UserError(f"{self.location} holds a {existing.get('family')!r} dataset, not {self.family!r}; "
                             "choose another --out folder (nothing was overwritten)")
         header = self._header()
         old = {k: v for k, v in existing.items() if k not in ("provenance", "units", "updated")}
         differing = settings_differences(old, header)
         if differing:
-            raise UserError(f"{self.location.base} was generated with different settings: {'; '.join(differing)}. "
+            raise UserError(f"{self.location} was generated with different settings: {'; '.join(differing)}. "
                             "Re-run with the dataset's values to resume, or choose another --out folder (nothing "
                             f"was overwritten; {where} records the settings)")
 
@@ -174,7 +174,7 @@ class HistoryWriter:
             if not missing and (not expected or total == expected):
                 continue
             why = f"shard {missing[0]} is missing" if missing else f"its shards hold {total} bytes, not {expected}"
-            print(f"repairing {loc.base}: unit task={record['task']} run={record['run']} is damaged ({why}); "
+            print(f"repairing {loc}: unit task={record['task']} run={record['run']} is damaged ({why}); "
                   "it is removed and will be regenerated", file=sys.stderr)
             loc.delete_dir(loc.join(layout.unit_dir(record["task"], record["run"])))
             del self._units[key]
@@ -208,7 +208,7 @@ class HistoryWriter:
         layout.check_task_name(task)
         key = layout.unit_key(task, run)
         if key in self._units:
-            raise UserError(f"unit task={task} run={run} is already complete in {self.location.base}")
+            raise UserError(f"unit task={task} run={run} is already complete in {self.location}")
         if key in self._open:
             raise RuntimeError(f"unit {key} is already open")
         self._open.add(key)

@@ -33,6 +33,7 @@ import torch
 from ad.config import config_to_dict
 from ad.distributed import WorkUnit, run_units
 from ad.errors import UserError
+from ad.runs import run_folder
 from ad.history import ColumnSpec, HistorySpec, HistoryReader, HistoryWriter, Location
 from tasks.darkroom.a2c import BatchedA2C, Rollout, denormals_flushed
 from tasks.darkroom.batch_writer import BatchWriter
@@ -127,16 +128,6 @@ def darkroom_unit(job: UnitJob) -> dict[str, Any]:
     return info
 
 
-def _run_dir(cfg: GenerateConfig, location: Location) -> Path:
-    """Local folder of the run outputs (summary, pictures, TensorBoard)."""
-    if cfg.run_dir:
-        return Path(cfg.run_dir)
-    local = location.local_path()
-    if local is not None:
-        return Path(local) / "_run"
-    return Path("runs") / f"generate-{location.base.rstrip('/').rsplit('/', 1)[-1] or 'dataset'}"
-
-
 def _generate(cfg: GenerateConfig) -> Path | str:
     goals = resolve_goals(cfg.goals, cfg.size)
     metadata = dataset_metadata(cfg, goals)
@@ -149,8 +140,7 @@ def _generate(cfg: GenerateConfig) -> Path | str:
                            row_group_rows=_ROW_GROUP_ROWS)  # raises UserError before anything is overwritten
     local = location.local_path()
     out: Path | str = Path(local) if local is not None else cfg.out
-    run_dir = _run_dir(cfg, location)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = run_folder(cfg.out, location, cfg.run_dir)
     tb = _tensorboard(cfg, run_dir)
 
     per_batch = cfg.goals_per_batch or (len(goals) if cfg.backend == "local" else RAY_GOALS_PER_UNIT)

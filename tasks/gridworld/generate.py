@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import time
 from pathlib import Path
@@ -30,6 +29,7 @@ import torch
 
 from ad.config import config_to_dict
 from ad.errors import UserError
+from ad.runs import run_folder
 from ad.history import HistoryReader, HistoryWriter, Location
 from ad.pretrained import load_base
 from tasks.gridworld.actor import LMActor, all_move_lists
@@ -46,7 +46,6 @@ _RUN_ONLY = ("out", "threads", "tensorboard", "plots", "progress", "phases", "ru
 #: Adam state of the actor, saved beside each SimPO iteration's adapter (a resumed run continues it).
 OPTIMIZER_FILE = "optimizer.pt"
 #: In a run folder outside the dataset: the --out whose run the folder holds.
-OWNER_FILE = "out.txt"
 
 
 def dataset_metadata(cfg: GenerateConfig, train: list, heldout: list) -> dict[str, Any]:
@@ -63,25 +62,6 @@ def dataset_metadata(cfg: GenerateConfig, train: list, heldout: list) -> dict[st
         "configs": {"train": [list(c) for c in train], "heldout": [list(c) for c in heldout]},
         "tasks": {},
     }
-
-
-def run_folder(cfg: GenerateConfig, location: Location) -> Path:
-    """Local folder of the run outputs (checkpoints, TensorBoard, summary, plots): ``--run-dir``, else
-    ``<out>/_run`` for a local ``--out``, else ``runs/generate-<name>`` for a remote URL. A folder outside the
-    dataset records which ``--out`` it belongs to and refuses another one (its checkpoints are a resume point)."""
-    local = location.local_path()
-    if not cfg.run_dir and local is not None:
-        return Path(local) / "_run"
-    folder = Path(cfg.run_dir) if cfg.run_dir else (
-        Path("runs") / f"generate-{location.base.rstrip('/').rsplit('/', 1)[-1] or 'dataset'}")
-    owner = os.path.abspath(local) if local is not None else cfg.out.rstrip("/")
-    marker = folder / OWNER_FILE
-    if marker.is_file() and marker.read_text().strip() != owner:
-        raise UserError(f"run folder {folder} holds the run of --out {marker.read_text().strip()}, not of {owner}; "
-                        "pass --run-dir <another folder> (or the folder this dataset's run used before)")
-    folder.mkdir(parents=True, exist_ok=True)
-    marker.write_text(owner + "\n")
-    return folder
 
 
 def _draw(configs: list, n: int, *seed: int) -> list:
@@ -120,7 +100,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     writer = HistoryWriter(location, spec=SPEC, family="gridworld", metadata=dataset_metadata(cfg, train, heldout))
     local = location.local_path()
     out: Path | str = Path(local) if local is not None else cfg.out
-    run_dir, run = run_folder(cfg, location), cfg.seed
+    run_dir, run = run_folder(cfg.out, location, cfg.run_dir), cfg.seed
     ckpt = run_dir / "checkpoints"
     done = {task for task, r in writer.completed_units() if r == run}
     if not done:  # a fresh start: nothing in the run folder belongs to it (a remote dataset's run folder outlives it)

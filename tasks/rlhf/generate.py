@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ import torch
 
 from ad.config import config_to_dict
 from ad.errors import UserError
+from ad.runs import run_folder
 from ad.history import HistoryWriter, Location
 from ad.pretrained import load_base
 from tasks.rlhf.config import GenerateConfig
@@ -36,7 +36,6 @@ from tasks.rlhf.rollouts import SPEC, RolloutLog, chunk_task
 #: Options that do not change the data (a resume may change them).
 _RUN_ONLY = ("out", "threads", "tensorboard", "plots", "progress", "eval_prompts", "run_dir")
 #: In a run folder outside the dataset: the --out whose training state the folder holds.
-OWNER_FILE = "out.txt"
 
 
 def dataset_metadata(cfg: GenerateConfig, train: list[str], heldout: list[str]) -> dict[str, Any]:
@@ -57,25 +56,6 @@ def dataset_metadata(cfg: GenerateConfig, train: list[str], heldout: list[str]) 
         "prompts": {"train": train, "heldout": heldout},
         "tasks": tasks,
     }
-
-
-def run_folder(cfg: GenerateConfig, location: Location) -> Path:
-    """Local folder of the run outputs (checkpoints, TensorBoard, summary, plots): ``--run-dir``, else
-    ``<out>/_run`` for a local ``--out``, else ``runs/generate-<name>`` for a remote URL. A folder outside the
-    dataset records which ``--out`` it belongs to and refuses another one (its checkpoints are a resume point)."""
-    local = location.local_path()
-    if not cfg.run_dir and local is not None:
-        return Path(local) / "_run"
-    folder = Path(cfg.run_dir) if cfg.run_dir else (
-        Path("runs") / f"generate-{location.base.rstrip('/').rsplit('/', 1)[-1] or 'dataset'}")
-    owner = os.path.abspath(local) if local is not None else cfg.out.rstrip("/")
-    marker = folder / OWNER_FILE
-    if marker.is_file() and marker.read_text().strip() != owner:
-        raise UserError(f"run folder {folder} holds the run of --out {marker.read_text().strip()}, not of {owner}; "
-                        "pass --run-dir <another folder> (or the folder this dataset's run used before)")
-    folder.mkdir(parents=True, exist_ok=True)
-    marker.write_text(owner + "\n")
-    return folder
 
 
 def _resume_point(writer: HistoryWriter, cfg: GenerateConfig, ckpt_dir: Path) -> str | None:
@@ -152,7 +132,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     writer = HistoryWriter(location, spec=SPEC, family="rlhf", metadata=dataset_metadata(cfg, train, heldout))
     local = location.local_path()
     out: Path | str = Path(local) if local is not None else cfg.out
-    run_dir = run_folder(cfg, location)
+    run_dir = run_folder(cfg.out, location, cfg.run_dir)
     ckpt_dir = run_dir / "checkpoints"
     resume = _resume_point(writer, cfg, ckpt_dir)
     summary_path = run_dir / "summary.json"
