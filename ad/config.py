@@ -193,7 +193,9 @@ def build_parser(config_cls: type, prog: str, description: str = "") -> argparse
         kwargs: dict[str, Any] = {"type": conv, "default": None, "help": help_text, "dest": field.name}
         if nargs:
             kwargs["nargs"] = nargs
-        choices = _choices(_base_type(tp)[0])
+        base = _base_type(tp)[0]
+        item = (typing.get_args(base) or (str,))[0] if typing.get_origin(base) in (list, tuple) else base
+        choices = _choices(item)
         if choices:
             kwargs["choices"] = choices
         flag = "--" + field.name.replace("_", "-")

@@ -7,6 +7,7 @@ Importing this module imports no torch.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ad.config import option
 from ad.errors import UserError
@@ -46,6 +47,16 @@ class LoRAOptions:
         """The four LoRA options as a plain dict (what ``models.lm.module.add_lora`` takes)."""
         return {"lora_r": self.lora_r, "lora_alpha": self.lora_alpha, "lora_dropout": self.lora_dropout,
                 "target_modules": list(self.target_modules)}
+
+
+def peft_lora_config(lora: dict) -> Any:
+    """A peft ``LoraConfig`` for a causal LM from the :class:`LoRAOptions` fields (``lora_dict()``)."""
+    from peft import LoraConfig
+
+    targets = list(lora["target_modules"])
+    return LoraConfig(r=int(lora["lora_r"]), lora_alpha=float(lora["lora_alpha"]),
+                      lora_dropout=float(lora["lora_dropout"]),
+                      target_modules="all-linear" if targets == ["all-linear"] else targets, task_type="CAUSAL_LM")
 
 
 @dataclass

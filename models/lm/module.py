@@ -18,13 +18,11 @@ def add_lora(model: Any, lora: dict[str, Any]) -> Any:
     ``lora`` holds the :class:`ad.options.LoRAOptions` fields (``LoRAOptions.lora_dict()``)."""
     import warnings
 
-    from peft import LoraConfig, get_peft_model
+    from peft import get_peft_model
 
-    targets = lora["target_modules"]
-    config = LoraConfig(r=int(lora["lora_r"]), lora_alpha=float(lora["lora_alpha"]),
-                        lora_dropout=float(lora["lora_dropout"]),
-                        target_modules="all-linear" if list(targets) == ["all-linear"] else list(targets),
-                        task_type="CAUSAL_LM")
+    from ad.options import peft_lora_config
+
+    config = peft_lora_config(lora)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*")  # peft calls a deprecated API
         return get_peft_model(model, config)

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
-from ad.config import option
+from ad.config import option, override
 from ad.errors import UserError
+from ad.options import LoRAOptions
 
 #: Styles of the prompt's state text (see tasks.gridworld.env.state_text).
 STATE_TEXTS = ("absolute", "egocentric")
@@ -13,21 +15,21 @@ PHASES = ("critic", "simpo")
 
 
 @dataclass
-class GenerateConfig:
+class GenerateConfig(LoRAOptions):
     """LLM actor on the grid world: Monte-Carlo critic with the actor frozen, then SimPO on ranked
     pairs of move lists; every episode of every phase logged as a learning history."""
 
     out: str = option("data/gridworld", "output dataset folder or URL (file://, s3://, gs://, memory:// ...; "
                                         "re-running the same command resumes)")
     size: int = option(4, "grid side length (>= 2)")
-    phases: str = option("critic,simpo", "comma-separated phases to run, in order: critic, simpo")
+    phases: list[Literal["critic", "simpo"]] = option(["critic", "simpo"], "phases to run, in order")
     model: str = option("smollm2-135m", "actor LM: smollm2-135m (offline, packaged), a save_pretrained folder or a "
                         "cached hub id")
     clip_at_wall: bool = option(False, "moves into a wall leave the agent in place instead of ending the episode")
     goal_reward: float = option(1.0, "reward for reaching the goal")
     move_cost: float = option(0.01, "cost of every executed move")
     offmap_penalty: float = option(1.0, "penalty for leaving the grid (ends the episode)")
-    state_text: str = option("egocentric", "state text of the prompt: 'absolute' (position, orientation, goal; seed "
+    state_text: Literal["absolute", "egocentric"] = option("egocentric", "state text of the prompt: 'absolute' (position, orientation, goal; seed "
                              "000) or 'egocentric' (the same + where the goal lies from the agent's heading, e.g. "
                              "'2 cells ahead and 1 cell to your left')")
     max_turns: int = option(6, "move lists per episode (TimeLimit)")
@@ -44,7 +46,7 @@ class GenerateConfig:
     simpo_samples: int = option(2, "move lists sampled per start state (LactChain's recipe: 2); the worst by reward + "
                                 "discounted critic value is its pair's rejected list (and the best its chosen one "
                                 "with --simpo-chosen sampled)")
-    simpo_chosen: str = option("all", "where a pair's chosen move list comes from: 'sampled' = the best of the "
+    simpo_chosen: Literal["sampled", "all"] = option("all", "where a pair's chosen move list comes from: 'sampled' = the best of the "
                                "--simpo-samples policy samples (LactChain); 'all' = the best of every valid move list, "
                                "each scored like a sample with the env's dynamics (the rejected list stays the worst "
                                "policy sample)")
@@ -55,15 +57,14 @@ class GenerateConfig:
     simpo_gamma: float = option(0.5, "SimPO target reward margin (trl's simpo_gamma)")
     simpo_nll: float = option(1.0, "weight of an NLL (behaviour-cloning) term on the chosen move list, trl's "
                               "cpo_alpha (CPO-SimPO); 0 = pure SimPO")
-    simpo_trainer: str = option("shared-prefix", "SimPO implementation: 'shared-prefix' (the prompts' common opening "
+    simpo_trainer: Literal["shared-prefix", "trl"] = option("shared-prefix", "SimPO implementation: 'shared-prefix' (the prompts' common opening "
                                 "runs once per batch, ~4x fewer tokens per step; prompts and completions tokenized as "
                                 "the actor sees them) or 'trl' (trl's CPOTrainer, loss_type=simpo); same loss")
     simpo_lr: float = option(1e-3, "SimPO learning rate (LoRA parameters)")
     simpo_batch: int = option(16, "SimPO pairs per optimiser step")
-    dtype: str = option("float32", "weights of the LM: float32, or bfloat16 (~2x faster batched acting on CPUs with "
+    dtype: Literal["float32", "bfloat16"] = option("float32", "weights of the LM: float32, or bfloat16 (~2x faster batched acting on CPUs with "
                         "AMX / AVX512-BF16 and on GPUs; log-probabilities then carry bfloat16 rounding)")
-    lora_r: int = option(16, "LoRA rank of the actor adapter")
-    lora_alpha: int = option(32, "LoRA alpha")
+    target_modules: list[str] = override(LoRAOptions, "target_modules", ["all-linear"])  # the actor's adapter
     eval_episodes: int = option(64, "held-out episodes evaluated (greedy) before and after SimPO (0 = skip)")
     seed: int = option(0, "seed of sampling and of the train/held-out split; recorded as run")
     threads: int = option(0, "torch CPU threads (0 = torch's default)")
@@ -75,14 +76,16 @@ class GenerateConfig:
     progress: bool = option(True, "show progress bars")
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.size < 2:
             raise UserError(f"--size must be at least 2, got {self.size}")
-        phases = [p.strip() for p in self.phases.split(",") if p.strip()]
-        bad = [p for p in phases if p not in PHASES]
-        if bad or not phases:
-            raise UserError(f"--phases must list some of {', '.join(PHASES)} (comma-separated), got {self.phases!r}")
+        if isinstance(self.phases, str):
+            self.phases = [self.phases]
+        bad = [p for p in self.phases if p not in PHASES]
+        if bad or not self.phases:
+            raise UserError(f"--phases must list some of {', '.join(PHASES)}, got {self.phases!r}")
         for name in ("max_turns", "max_moves", "num_envs", "critic_episodes", "critic_epochs", "simpo_iterations",
-                     "simpo_states", "simpo_epochs", "simpo_batch", "lora_r", "lora_alpha"):
+                     "simpo_states", "simpo_epochs", "simpo_batch"):
             if getattr(self, name) <= 0:
                 raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
         for name, allowed in (("state_text", STATE_TEXTS), ("simpo_chosen", ("sampled", "all")),
@@ -108,4 +111,4 @@ class GenerateConfig:
     @property
     def phase_list(self) -> list[str]:
         """The phases to run, in order."""
-        return [p.strip() for p in self.phases.split(",") if p.strip()]
+        return list(self.phases)

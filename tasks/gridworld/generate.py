@@ -159,10 +159,11 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
         critic = LMCritic.load(ckpt / "critic.pt", LMFeatures(model, tokenizer))
 
     if "simpo" in cfg.phase_list:
-        from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
+        from peft import get_peft_model, set_peft_model_state_dict
 
-        model = get_peft_model(model, LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0,
-                                                 task_type="CAUSAL_LM", target_modules="all-linear"))
+        from ad.options import peft_lora_config
+
+        model = get_peft_model(model, peft_lora_config(cfg.lora_dict()))
         actor.model = model
         if critic is not None:
             critic.features.model = model  # features with the adapter disabled = the frozen base LM

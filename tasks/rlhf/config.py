@@ -4,15 +4,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ad.config import option
+from ad.config import option, override
 from ad.errors import UserError
+from ad.options import LoRAOptions
 
 #: The bundled story openers (written for this project, CC0).
 BUNDLED_PROMPTS = str(Path(__file__).with_name("prompts.txt"))
 
 
 @dataclass
-class GenerateConfig:
+class GenerateConfig(LoRAOptions):
     """Train a causal LM toward positive sentiment with trl's GRPO and log every completion as a learning history."""
 
     out: str = option("data/rlhf", "output dataset folder or URL (file://, s3://, gs://, memory:// ...; re-running "
@@ -34,9 +35,8 @@ class GenerateConfig:
     lr: float = option(2e-4, "AdamW learning rate (LoRA parameters, or all parameters without LoRA)")
     beta: float = option(0.01, "KL coefficient toward the base model (keeps completions fluent; 0 = none, trl's "
                                "default; with LoRA the base is the model with the adapter disabled, no extra copy)")
-    lora: bool = option(True, "train a LoRA adapter instead of all weights")
-    lora_r: int = option(16, "LoRA rank")
-    lora_alpha: int = option(32, "LoRA alpha")
+    lora: bool = option(True, "train a LoRA adapter (the LoRA options below) instead of all weights")
+    target_modules: list[str] = override(LoRAOptions, "target_modules", ["all-linear"])
     seed: int = option(0, "seed of sampling, prompt order and the prompt split; recorded as run")
     eval_prompts: int = option(32, "held-out prompts scored before and after training (0 = skip)")
     threads: int = option(0, "torch CPU threads (0 = torch's default)")
@@ -48,8 +48,8 @@ class GenerateConfig:
     progress: bool = option(True, "show a progress bar")
 
     def __post_init__(self) -> None:
-        for name in ("steps", "chunk_steps", "num_generations", "prompts_per_step", "max_new_tokens", "lora_r",
-                     "lora_alpha"):
+        super().__post_init__()
+        for name in ("steps", "chunk_steps", "num_generations", "prompts_per_step", "max_new_tokens"):
             if getattr(self, name) <= 0:
                 raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
         if self.num_generations < 2:

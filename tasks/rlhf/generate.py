@@ -94,10 +94,9 @@ def build_trainer(cfg: GenerateConfig, model: Any, tokenizer: Any, train_prompts
     )
     peft_config = None
     if cfg.lora:
-        from peft import LoraConfig
+        from ad.options import peft_lora_config
 
-        peft_config = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0, task_type="CAUSAL_LM",
-                                 target_modules="all-linear")
+        peft_config = peft_lora_config(cfg.lora_dict())
     tokenizer.padding_side = "left"
     trainer = LoggingGRPOTrainer(model=model, reward_funcs=reward_fn, args=args, processing_class=tokenizer,
                                  train_dataset=Dataset.from_dict({"prompt": train_prompts}), peft_config=peft_config,
