@@ -414,8 +414,22 @@ def _restore(values: Any, type_name: str, count: int) -> np.ndarray:
     return np.asarray(values)[:count].astype(dtype)
 
 
-def _concat(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+class _Batched:
+    """Hands episodes' columns to a unit writer in batches of at least ``_APPEND_ROWS`` rows."""
+
+    def __init__(self, unit: Any) -> None:
+        self.unit, self.parts, self.pending = unit, [], 0
+
+    def add(self, columns: dict[str, np.ndarray]) -> None:
+        self.parts.append(columns)
+        self.pending += len(columns["reward"])
+        if self.pending >= _APPEND_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.parts:
+            self.unit.append({name: np.concatenate([p[name] for p in self.parts]) for name in self.parts[0]})
+        self.parts, self.pending = [], 0
 
 
 def _import_export(dataset: Any, ours: dict[str, Any], out: str) -> dict[str, Any]:
@@ -448,8 +462,7 @@ def _import_export(dataset: Any, ours: dict[str, Any], out: str) -> dict[str, An
         episodes.sort()  # by stream, episode, then Minari order (= time order of the export)
         unit = writer.open_unit(task, run)
         try:
-            parts: list[dict[str, np.ndarray]] = []
-            pending = 0
+            batched = _Batched(unit)
             for (stream, episode, _), data in zip(episodes, dataset.iterate_episodes([e[2] for e in episodes])):
                 count = len(data.rewards)
                 observations = np.asarray(data.observations)
@@ -460,13 +473,8 @@ def _import_export(dataset: Any, ours: dict[str, Any], out: str) -> dict[str, An
                            "terminated": np.asarray(data.terminations, bool),
                            "truncated": np.asarray(data.truncations, bool)}
                 columns.update({c: _restore(data.infos[c], t, count) for c, t in infos.items()})
-                parts.append(columns)
-                pending += count
-                if pending >= _APPEND_ROWS:
-                    unit.append(_concat(parts))
-                    parts, pending = [], 0
-            if parts:
-                unit.append(_concat(parts))
+                batched.add(columns)
+            batched.flush()
             rows += unit.commit((ours.get("units", {}).get(f"{task}|{run}") or {}).get("info"))["rows"]
         except BaseException:
             unit.abort()
@@ -510,14 +518,13 @@ def _import_foreign(dataset: Any, out: str, streams: str, task: str | None) -> d
     if not writer.is_complete(task, 0):
         unit = writer.open_unit(task, 0)
         try:
-            parts: list[dict[str, np.ndarray]] = []
-            pending = 0
+            batched = _Batched(unit)
             for position, data in enumerate(dataset.iterate_episodes(indices)):
                 count = len(data.rewards)
                 if count == 0:
                     continue
                 stream, episode = (0, position) if streams == "dataset" else (position, 0)
-                parts.append({"stream": np.full(count, stream, np.int32), "update": np.zeros(count, np.int64),
+                batched.add({"stream": np.full(count, stream, np.int32), "update": np.zeros(count, np.int64),
                               "episode": np.full(count, episode, np.int32), "step": np.arange(count, dtype=np.int32),
                               "state": state_of(np.asarray(data.observations)[:count]),
                               "action": action_of(np.asarray(data.actions)[:count]),
@@ -525,12 +532,7 @@ def _import_foreign(dataset: Any, out: str, streams: str, task: str | None) -> d
                               "terminated": np.asarray(data.terminations, bool),
                               "truncated": np.asarray(data.truncations, bool),
                               "logprob": np.zeros(count, np.float32)})
-                pending += count
-                if pending >= _APPEND_ROWS:
-                    unit.append(_concat(parts))
-                    parts, pending = [], 0
-            if parts:
-                unit.append(_concat(parts))
+            batched.flush()
             rows = unit.commit({"minari_episodes": len(indices)})["rows"]
         except BaseException:
             unit.abort()
