@@ -1,6 +1,6 @@
 """Batched A2C: one independent actor-critic per DarkRoom goal, all goals trained in one computation.
 
-Agent (seed 004): a shared embedding layer (``hidden`` features per cell, then ReLU) feeding a
+Agent (the DarkRoom AD recipe): a shared embedding layer (``hidden`` features per cell, then ReLU) feeding a
 linear actor head and a linear critic head. Every goal ``g`` has its own parameters, stacked on a leading
 ``G`` dimension; one Adam step updates every agent, and gradient clipping is done per goal, so each
 agent is exactly what it would be trained alone (``tests/test_darkroom_a2c.py`` checks it against
@@ -13,7 +13,13 @@ taken over the table, not over every transition, and written out by hand: the ne
 matrix products and a ReLU, so the backward pass is two ``bmm``'s and a mask (no autograd graph;
 ``tests/test_darkroom_a2c.py`` compares it with autograd). Random numbers come from one
 ``torch.Generator`` per goal (seeded from the run seed and the goal cell), drawn a block of updates
-at a time, so a goal's history does not depend on which other goals share its batch.
+at a time.
+
+A goal's history is the same bit for bit whatever batch it is trained in (``--goals-per-batch``, the
+Ray backend's units) and on any number of torch threads (``tests/test_darkroom_batching.py``). Besides
+the per-goal generators this takes a goal-major memory layout (:func:`_goal_major`: every goal's
+block 64-byte aligned and padded, so MKL's gemm, fused Adam and the norms see each goal alike), one
+gemm per goal on one thread (:func:`_bmm`), and per-goal gradient norms combined elementwise.
 
 Training runs with denormal floats flushed to zero (:func:`denormals_flushed`): Adam's moment
 estimates of never-visited cells decay geometrically into the denormal range, where x86 arithmetic
@@ -34,6 +40,67 @@ from tasks.darkroom.vector_env import DarkRoomVectorEnv
 
 #: Updates' worth of uniforms drawn per goal generator call (keeps the per-goal loop off the hot path).
 _RNG_BLOCK = 256
+#: Goal blocks of batched tensors start at multiples of this many floats (64 bytes; see _goal_major).
+_ALIGN = 16
+
+
+def _goal_major(G: int, shape: tuple[int, ...], zero: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """A ``(G, *shape)`` float32 tensor in goal-major layout: (that view, the ``(G, block)`` tensor under it),
+    zero-filled (padding included) if ``zero``, else uninitialised (for results that are written whole).
+
+    Goal g's block starts at float ``g * block``, ``block`` being the next multiple of ``_ALIGN`` above
+    ``prod(shape)`` (at least one float of zero padding). This is what keeps a goal's arithmetic
+    independent of its batch (which other goals share it, and at which index):
+
+    - every block is 64-byte aligned: MKL's gemm rounds differently for differently aligned operands
+      (seen with hidden 9 in a 5x5 room), and packed blocks' alignment depends on the goal's index;
+    - every block is a whole number of SIMD vectors: fused Adam runs a tensor's last
+      ``numel % vector-width`` elements through scalar code that rounds differently from its vector code;
+    - the view is never contiguous, so :func:`_bmm` into it computes one gemm per goal, not MKL's
+      batched gemm, whose rounding depends on the batch size and on the matrix's place in it (seen: in a
+      3x3 room, odd-indexed goals' products differed from the same products computed alone).
+    """
+    n = math.prod(shape)
+    block = (n // _ALIGN + 1) * _ALIGN
+    rows = torch.zeros(G, block) if zero else torch.empty(G, block)
+    view = rows[:, :n].view(G, *shape)
+    return view, rows
+
+
+def _goal_major_param(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``x`` ``(G, ...)`` copied into a :func:`_goal_major` tensor with a zero ``.grad`` of the same layout;
+    returns (the view, whose ``.grad`` is the matching view, the ``(G, block)`` tensor for the optimiser).
+
+    The padding gets zero gradients, so Adam leaves it at zero and it adds nothing to a gradient norm.
+    """
+    view, rows = _goal_major(x.shape[0], tuple(x.shape[1:]))
+    view.copy_(x)
+    rows.grad = torch.zeros_like(rows)
+    view.grad = rows.grad[:, :view[0].numel()].view(view.shape)  # written in place by the hand-made backward pass
+    return view, rows
+
+
+def _bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
+    """``torch.bmm(a, b)`` into the :func:`_goal_major` tensor ``out``, on one thread whatever torch's thread count.
+
+    Into a non-contiguous ``out`` bmm computes one matrix product per goal; on one thread, each is the
+    same computation whatever the batch (with several, MKL's split of a product over the threads may
+    change its rounding, and the thread count is no setting of the dataset).
+    """
+    threads = torch.get_num_threads()
+    if threads > 1:
+        torch.set_num_threads(1)
+    try:
+        if len(out) == 1:  # a one-goal view counts as contiguous: run it as a batch of two, as any batch runs
+            pair, _ = _goal_major(2, tuple(out.shape[1:]), zero=False)
+            torch.bmm(a.expand(2, -1, -1), b.expand(2, -1, -1), out=pair)
+            out.copy_(pair[:1])
+        else:
+            assert not out.is_contiguous(), "a goal-major out (see _goal_major) keeps bmm to one gemm per goal"
+            torch.bmm(a, b, out=out)
+    finally:
+        if threads > 1:
+            torch.set_num_threads(threads)
 
 
 @contextlib.contextmanager
@@ -136,16 +203,17 @@ class BatchedA2C:
         # Per-goal parameters, initialised like nn.Embedding / nn.Linear, each from its goal's generator.
         bound = 1.0 / math.sqrt(H)
         init = [self._init_one(gen, S, H, A, bound) for gen in self.gens]
-        self.embed = torch.stack([p[0] for p in init])  # (G, H, S): column s embeds cell s
+        # Goal-major parameters (see _goal_major); self.params are (G, ...) views of the optimiser's (G, block) rows.
+        self.embed, embed_rows = _goal_major_param(torch.stack([p[0] for p in init]))  # (G, H, S): column s embeds s
         # actor rows 0..A-1 (like nn.Linear.weight), critic row A: one bmm computes both heads
-        self.heads = torch.stack([torch.cat([p[1], p[3][None]]) for p in init])  # (G, A+1, H)
-        self.bias = torch.stack([torch.cat([p[2], p[4][None]]) for p in init])  # (G, A+1)
-        self.params = [self.embed, self.heads, self.bias]
-        for p in self.params:
-            p.grad = torch.zeros_like(p)  # written in place by the hand-made backward pass
-        self._d_hidden = torch.empty_like(self.embed)  # (G, H, S) gradient before the ReLU mask
-        self.optimizer = torch.optim.Adam(self.params, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps,
-                                          fused=True)  # elementwise, so batched == per-goal Adam
+        self.heads, heads_rows = _goal_major_param(torch.stack([torch.cat([p[1], p[3][None]]) for p in init]))
+        self.bias, bias_rows = _goal_major_param(torch.stack([torch.cat([p[2], p[4][None]]) for p in init]))
+        self.params = [self.embed, self.heads, self.bias]  # (G, H, S), (G, A+1, H), (G, A+1)
+        self._rows = [embed_rows, heads_rows, bias_rows]  # (G, block) each, padding 0
+        self._d_hidden, _ = _goal_major(G, (H, S), zero=False)  # (G, H, S) gradient before the ReLU mask
+        # elementwise, so batched == per-goal Adam (the padded rows keep every element on its vector path)
+        self.optimizer = torch.optim.Adam(self._rows, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps,
+                                          fused=True)
 
         self.env = DarkRoomVectorEnv(self.goals, cfg.num_envs, cfg.size, cfg.episode_length,
                                      cfg.random_start, cfg.terminate_on_goal)
@@ -186,9 +254,13 @@ class BatchedA2C:
     # ------------------------------------------------------------------ policy table
     def _forward(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Hidden features ``(G, H, S)``, log-policy ``(G, A, S)`` and values ``(G, S)`` of every goal and cell."""
-        h = torch.relu(self.embed)  # (G, H, S) hidden features of every cell
+        G, H, S = self.G, self.cfg.hidden, self.S
+        h, _ = _goal_major(G, (H, S), zero=False)  # bmm operands and results are goal-major (see _goal_major)
+        torch.clamp_min(self.embed, 0.0, out=h)  # (G, H, S) hidden features of every cell: ReLU
         # (A+1, H) @ (H, S) per goal: feature-major layout is much faster on CPU for these thin shapes
-        out = torch.bmm(self.heads, h) + self.bias[:, :, None]  # (G, A+1, S)
+        out, _ = _goal_major(G, (self.A + 1, S), zero=False)
+        _bmm(self.heads, h, out=out)
+        out.add_(self.bias[:, :, None])  # (G, A+1, S)
         return h, torch.log_softmax(out[:, :self.A], dim=1), out[:, self.A]
 
     def tables(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -281,20 +353,28 @@ class BatchedA2C:
 
         ``h`` is the ``(G, H, S)`` ReLU output of the forward pass.
         """
-        d_out = torch.cat([d_logits, d_values[:, None]], dim=1)  # (G, A+1, S)
+        d_out, _ = _goal_major(self.G, (self.A + 1, self.S), zero=False)  # (G, A+1, S) goal-major, a bmm operand
+        d_out[:, :self.A] = d_logits
+        d_out[:, self.A] = d_values
         torch.sum(d_out, dim=2, out=self.bias.grad)  # (G, A+1)
-        torch.bmm(d_out, h.transpose(1, 2), out=self.heads.grad)  # (G, A+1, H)
-        torch.bmm(self.heads.transpose(1, 2), d_out, out=self._d_hidden)  # (G, H, S)
+        _bmm(d_out, h.transpose(1, 2), out=self.heads.grad)  # (G, A+1, H)
+        _bmm(self.heads.transpose(1, 2), d_out, out=self._d_hidden)  # (G, H, S)
         # the ReLU's backward (what autograd runs for torch.relu): zero where the output is 0
         torch.ops.aten.threshold_backward.grad_input(self._d_hidden, h, 0.0, grad_input=self.embed.grad)
 
     def _clip_per_goal(self, max_norm: float) -> torch.Tensor:
         """Scale each goal's gradients like ``clip_grad_norm_`` on that goal's parameters alone; returns (G,) norms."""
-        norms = torch.stack([torch.linalg.vector_norm(p.grad.view(self.G, -1), dim=1) for p in self.params])  # (P, G)
-        norm = torch.linalg.vector_norm(norms, dim=0)  # (G,)
+        # Row norms (one row per goal: the same kernel whatever G), combined elementwise: a vector_norm over the
+        # (P, G) stack takes another reduction kernel for G == 1 (contiguous) than for G > 1 (strided), which
+        # rounds differently (seen: 1 ulp, enough to change a clipped update).
+        norm_sq = None
+        for rows in self._rows:  # (G, block): the padding's zero gradients add nothing
+            n = torch.linalg.vector_norm(rows.grad, dim=1)  # (G,)
+            norm_sq = n * n if norm_sq is None else norm_sq + n * n
+        norm = norm_sq.sqrt()  # (G,)
         coef = (max_norm / (norm + 1e-6)).clamp(max=1.0)  # (G,)
-        for p in self.params:
-            p.grad.mul_(coef.view(-1, *([1] * (p.dim() - 1))))
+        for rows in self._rows:
+            rows.grad.mul_(coef[:, None])
         return norm
 
     # ------------------------------------------------------------------ after training
