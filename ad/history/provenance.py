@@ -36,5 +36,18 @@ def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
+def cpu_capability() -> str | None:
+    """The SIMD level torch's CPU kernels use here (e.g. ``AVX512``): floating-point results of the same
+    computation may differ between levels, so a dataset resumed on another CPU type can differ in its last bits."""
+    import sys
+
+    torch = sys.modules.get("torch")  # only where the generator already imported it (no import cost here)
+    try:
+        return str(torch.backends.cpu.get_cpu_capability()) if torch is not None else None
+    except (AttributeError, RuntimeError):
+        return None
+
+
 def provenance() -> dict[str, object]:
-    return {"versions": package_versions(), "git_commit": git_commit(), "created": now_iso()}
+    return {"versions": package_versions(), "git_commit": git_commit(), "created": now_iso(),
+            "cpu_capability": cpu_capability()}

@@ -71,7 +71,9 @@ class GenerateConfig:
     gae_lambda: float = option(1.0, "GAE lambda; 1.0 = plain n-step returns (the recipe's choice)")
     # running
     goals_per_batch: int = option(0, "goals trained together in one batch = one work unit (0 = all goals with "
-                                     "--backend local, 8 per unit with --backend ray); batches commit one by one")
+                                     "--backend local, 8 per unit with --backend ray); batches commit one by one. "
+                                     "A goal's history is the same whatever this value or the backend, bit for bit, "
+                                     "on one CPU type and torch build")
     backend: str = option("local", "where batches run: local (this process) or ray (one Ray task per batch; "
                                    "pip install 'algorithm-distillation[ray]')")
     address: str = option("", "Ray cluster to join with --backend ray ('auto', 'host:6379', 'ray://host:10001'); "
@@ -84,7 +86,8 @@ class GenerateConfig:
     logprob_bits: int = option(23, "mantissa bits kept in the stored logprobs: 23 = exact float32; 7 = bfloat16 "
                                    "precision (relative error <= 2^-8), 27% smaller datasets (2.69 -> 1.97 bytes per "
                                    "transition, BENCHMARKS.md)")
-    threads: int = option(1, "torch CPU threads; 1 is fastest for these small tensors (0 = torch's default)")
+    threads: int = option(1, "torch CPU threads for the elementwise work (0 = torch's default); the A2C's matrix "
+                             "products always run on one thread, so results do not depend on it (1 is fastest)")
     background_writing: bool = option(_MULTICORE, "encode the history shards on a background thread (at lower "
                                                   "CPU priority) while training goes on: a second core takes the "
                                                   "Parquet encoding (measured on an idle 2-core machine: 1.14-1.23x "
