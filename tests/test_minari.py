@@ -19,6 +19,7 @@ from ad.config import parse_config  # noqa: E402
 from ad.errors import UserError  # noqa: E402
 from ad.history import ColumnSpec, HistoryReader, HistorySpec, HistoryWriter  # noqa: E402
 from ad.interop import minari as interop  # noqa: E402
+from ad.interop import minari_export, minari_import  # noqa: E402
 from ad.synthetic import write_synthetic  # noqa: E402
 
 FORMATS = ["hdf5", "parquet", "arrow"]
@@ -147,7 +148,7 @@ def test_round_trip(tmp_path, data_format, kind):
         for column in ("update", "step", "logprob", *reader.spec.extra):
             info = episode.infos[column]
             assert len(info) == steps + 1  # padded: the last entry repeats the last transition's
-            values = interop._restore(info, header["export"]["infos"][column], steps)
+            values = minari_import._restore(info, header["export"]["infos"][column], steps)
             assert _same(values, cols[column]), column
 
     # and back: the same history, row for row
@@ -218,7 +219,7 @@ def test_export_selected_tasks(tmp_path):
 def test_interrupted_export_leaves_nothing_and_reruns(tmp_path, monkeypatch):
     data = _synthetic(tmp_path / "history")
     root = tmp_path / "root"
-    original = interop._unit_episodes
+    original = minari_export._unit_episodes
     calls = []
 
     def dies_on_second_unit(*args):
@@ -227,11 +228,11 @@ def test_interrupted_export_leaves_nothing_and_reruns(tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return original(*args)
 
-    monkeypatch.setattr(interop, "_unit_episodes", dies_on_second_unit)
+    monkeypatch.setattr(minari_export, "_unit_episodes", dies_on_second_unit)
     with pytest.raises(KeyboardInterrupt):
         interop.export_minari(str(data), "ad/synth/k-v0", root=str(root), data_format="hdf5")
     assert not (root / "ad" / "synth" / "k-v0").exists() and not (root / interop.STAGING).exists()
-    monkeypatch.setattr(interop, "_unit_episodes", original)
+    monkeypatch.setattr(minari_export, "_unit_episodes", original)
     interop.export_minari(str(data), "ad/synth/k-v0", root=str(root), data_format="hdf5")
     interop.import_minari(str(tmp_path / "back"), name="ad/synth/k-v0", root=str(root))
     _assert_same_history(data, tmp_path / "back")
