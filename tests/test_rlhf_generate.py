@@ -232,3 +232,15 @@ def test_distinct_word_ratio_flags_word_salad():
     salad = " smiled wonderful beautiful wonderful wonderful beautiful wonderful lovely wonderful wonderful"
     assert distinct_word_ratio([fluent]) > 0.85 > 0.5 > distinct_word_ratio([salad])
     assert distinct_word_ratio(["", "a b"]) == 1.0 and distinct_word_ratio([]) == 0.0
+
+
+def test_progress_in_a_log_is_plain_lines(tmp_path, tiny_model, capsys, monkeypatch):
+    """With stdout not a terminal, GRPO training prints `GRPO: step n/N ...` lines, not tqdm's carriage returns."""
+    from tasks.rlhf.generate import generate
+
+    monkeypatch.setenv("AD_PROGRESS_SECONDS", "0")
+    generate(_cfg(tmp_path / "d", tiny_model, progress=True, eval_prompts=0))
+    out, err = capsys.readouterr()
+    lines = [line for line in out.splitlines() if line.startswith("GRPO: step")]
+    assert lines and "step 3/3" in lines[-1] and "done in" in lines[-1], out
+    assert "\r" not in out + err

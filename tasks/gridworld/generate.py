@@ -92,6 +92,9 @@ class _Board:
 
 def generate(cfg: GenerateConfig) -> dict[str, Any]:
     """Run (or resume) ``cfg``; returns the summary also written to ``<run folder>/summary.json``."""
+    from ad.hf_progress import library_bars_off_in_logs
+
+    library_bars_off_in_logs()
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     train, heldout = split_configs(cfg.size, cfg.heldout_fraction, cfg.seed)

@@ -106,15 +106,18 @@ def train_simpo(model: Any, tokenizer: Any, pairs: list[dict[str, str]], out_dir
     from datasets import Dataset
     from trl.experimental.cpo import CPOConfig, CPOTrainer
 
+    from ad.hf_progress import trainer_progress
+
+    disable_tqdm, progress_callbacks = trainer_progress(progress, "SimPO (trl)")  # plain lines in a log
     args = CPOConfig(output_dir=out_dir, loss_type="simpo", cpo_alpha=nll, simpo_gamma=gamma, beta=beta,
                      learning_rate=lr, num_train_epochs=epochs, per_device_train_batch_size=batch,
                      gradient_accumulation_steps=1, max_length=512, logging_steps=1, save_strategy="no",
-                     report_to="none", use_cpu=True, bf16=False, seed=seed, disable_tqdm=not progress,
+                     report_to="none", use_cpu=True, bf16=False, seed=seed, disable_tqdm=disable_tqdm,
                      dataloader_num_workers=0, remove_unused_columns=False, lr_scheduler_type="constant",
                      activation_checkpointing=False)  # checkpointing only re-runs forwards here (no memory limit)
     optimizers = (optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)) if optimizer else (None, None)
     trainer = CPOTrainer(model=model, args=args, processing_class=tokenizer, train_dataset=Dataset.from_list(pairs),
-                         optimizers=optimizers)
+                         optimizers=optimizers, callbacks=progress_callbacks)
     result = trainer.train()
     logs = [h for h in trainer.state.log_history if "loss" in h]
     return {"loss": float(result.training_loss), **({k: float(v) for k, v in logs[-1].items()

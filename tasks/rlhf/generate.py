@@ -82,14 +82,16 @@ def build_trainer(cfg: GenerateConfig, model: Any, tokenizer: Any, train_prompts
     from datasets import Dataset
     from trl import GRPOConfig
 
+    from ad.hf_progress import trainer_progress
     from tasks.rlhf.trainer import LoggingGRPOTrainer
 
+    disable_tqdm, progress_callbacks = trainer_progress(cfg.progress, "GRPO")  # plain lines in a log
     args = GRPOConfig(
         output_dir=str(ckpt_dir), max_steps=cfg.steps, learning_rate=cfg.lr, beta=cfg.beta, seed=cfg.seed,
         per_device_train_batch_size=cfg.completions_per_step, gradient_accumulation_steps=1,
         num_generations=cfg.num_generations, max_completion_length=cfg.max_new_tokens, temperature=cfg.temperature,
         top_k=0, top_p=1.0, logging_steps=1, save_strategy="no", report_to="none", use_cpu=True, bf16=False,
-        disable_tqdm=not cfg.progress, dataloader_num_workers=0, log_completions=False, save_only_model=False,
+        disable_tqdm=disable_tqdm, dataloader_num_workers=0, log_completions=False, save_only_model=False,
         activation_checkpointing=False,  # trl turns it on to save GPU memory; here it only re-runs every forward
     )
     peft_config = None
@@ -100,7 +102,7 @@ def build_trainer(cfg: GenerateConfig, model: Any, tokenizer: Any, train_prompts
     tokenizer.padding_side = "left"
     trainer = LoggingGRPOTrainer(model=model, reward_funcs=reward_fn, args=args, processing_class=tokenizer,
                                  train_dataset=Dataset.from_dict({"prompt": train_prompts}), peft_config=peft_config,
-                                 callbacks=callbacks, rollout_log=log)
+                                 callbacks=[*callbacks, *progress_callbacks], rollout_log=log)
     return trainer
 
 
@@ -118,8 +120,10 @@ def load_policy(model: Any, checkpoint: str, lora: bool) -> Any:
 
 def generate(cfg: GenerateConfig) -> dict[str, Any]:
     """Run (or resume) the RLHF run of ``cfg``; returns the summary also written to ``<run>/summary.json``."""
+    from ad.hf_progress import library_bars_off_in_logs
     from tasks.rlhf.trainer import ChunkCallback, TensorBoardCallback
 
+    library_bars_off_in_logs()
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     prompts = load_prompts(cfg.prompts)
