@@ -1,0 +1,105 @@
+"""Algorithm Distillation on k-armed bandits: AD's cumulative regret over the in-context pulls on held-out instances,
+next to Thompson sampling (the source it was distilled from, run on the same instances with the same reward
+noise), UCB1, uniformly random pulls and ED (expert distillation: the same model trained on the last 10% of each
+history). The whole demo (generate -> train AD -> train ED -> evaluate) runs once per seed; seeds draw different
+held-out splits; every figure is the mean over seeds with each seed's value beside it.
+
+    python benchmarks/ad_bandit.py [--seeds 0 1] [--kind bernoulli] [--arms 5] [--out data/bench-bandit]
+    python benchmarks/ad_bandit.py --quick      # 200 instances x 100 pulls, short training (well under a minute a seed)
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import RESULTS, figure, report, timed  # noqa: E402
+
+from tasks.bandit.demo import POLICIES, run_demo  # noqa: E402
+
+QUICK = dict(instances=200, pulls=100, ad_steps=150, ed_steps=50)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="demo seeds (held-out splits)")
+    parser.add_argument("--kind", default="bernoulli", choices=["bernoulli", "gaussian"])
+    parser.add_argument("--arms", type=int, default=5)
+    parser.add_argument("--out", default="data/bench-bandit", help="work folder (one demo folder per seed)")
+    parser.add_argument("--keep", action="store_true", help="keep finished demo folders (re-runs skip their stages)")
+    parser.add_argument("--quick", action="store_true", help="a small version of the same work")
+    args = parser.parse_args()
+    options = {"kind": args.kind, "arms": args.arms, **(QUICK if args.quick else {})}
+
+    runs = []
+    for seed in args.seeds:
+        out = Path(args.out) / f"{args.kind}{args.arms}-seed{seed}{'-quick' if args.quick else ''}"
+        if out.exists() and not args.keep:
+            shutil.rmtree(out)
+        seconds, summary = timed(lambda: run_demo(out, seed=seed, **options))
+        runs.append((seed, seconds, summary))
+        print(f"seed {seed}: {seconds:.0f} s, AD / Thompson regret {summary['ratio_to_thompson']['AD']:.2f}")
+
+    pulls = runs[0][2]["pulls"]
+    held = runs[0][2]["instances"]
+    setting = (f"{args.arms}-armed {args.kind}, {held} held-out instances x {runs[0][2]['runs_per_instance']} runs, "
+               f"{pulls} pulls, seeds {', '.join(str(s) for s, _, _ in runs)}")
+
+    def regret(name: str) -> list[float]:
+        return [summary["policies"][name]["final_regret"] for _, _, summary in runs]
+
+    def spread(ours: list[float], reference: list[float] | None) -> dict:
+        per_seed = [{"seed": s, "ours": o, **({"reference": r, "ratio": o / r} if reference else {})}
+                    for (s, _, _), o, r in zip(runs, ours, reference or [None] * len(ours))]
+        values = [p.get("ratio", p["ours"]) for p in per_seed]
+        return {"per_seed": per_seed, "spread": [min(values), max(values)]}
+
+    ts = regret("Thompson")
+    figures = []
+    goals = {"AD": "<= 1.2x", "ED": ">> AD's ratio", "UCB1": "-", "random": ">> AD's ratio"}
+    for name in ("AD", "ED", "UCB1", "random"):
+        ours = regret(name)
+        fig = figure(f"{'regret' if name == 'AD' else f'regret of {name}'}: cumulative expected regret after "
+                     f"{pulls} pulls, {name} / Thompson sampling ({setting})", "regret", float(np.mean(ours)),
+                     float(np.mean(ts)), goals[name], higher_is_better=False)
+        figures.append({**fig, **spread(ours, ts)})
+    walls = [seconds for _, seconds, _ in runs]
+    figures.append({**figure(f"demo wall time, generate + train AD + train ED + evaluate ({setting})", "s",
+                             float(np.mean(walls)), None, "<= 600 s on 2 cores", higher_is_better=False),
+                    **spread(walls, None),
+                    "stages": [{"seed": s, **{k: round(v, 1) for k, v in summary["timings"].items()}}
+                               for s, _, summary in runs]})
+    report("ad_bandit", figures, args.quick)
+    if not args.quick:
+        plot(runs, RESULTS / "ad_bandit.png", setting)
+
+
+def plot(runs, path: Path, setting: str) -> None:
+    """Mean cumulative regret over seeds per policy; the band spans the seeds' curves (min to max)."""
+    from ad.plots import pyplot, save_figure
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    for name in POLICIES:
+        curves = np.stack([np.asarray(summary["policies"][name]["mean"]) for _, _, summary in runs])  # (seeds, P)
+        x = np.arange(1, curves.shape[1] + 1)
+        mean = curves.mean(0)
+        ax.plot(x, mean, label=f"{name}: {mean[-1]:.1f}", lw=2.2 if name == "AD" else 1.3)
+        ax.fill_between(x, curves.min(0), curves.max(0), alpha=0.25)
+    ax.set_xlabel("pull (in context, held-out instances)")
+    ax.set_ylabel("cumulative expected regret")
+    ax.set_yscale("log")
+    ax.set_title(f"AD vs its source (Thompson sampling) and baselines\n{setting}; band: spread over seeds",
+                 fontsize=9)
+    ax.legend(fontsize=9)
+    ax.grid(alpha=0.3, which="both")
+    save_figure(fig, path)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

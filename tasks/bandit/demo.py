@@ -1,0 +1,230 @@
+"""Algorithm Distillation on k-armed bandits end to end: generate -> train AD and ED -> regret on held-out instances.
+
+    from tasks.bandit.demo import run_demo
+    summary = run_demo("data/demo-bandit", seed=0)          # report.md, regret.json, regret.png in that folder
+
+1. ``ad generate bandit``: Thompson sampling (or UCB1) on ``instances`` bandits, every pull recorded.
+2. ``ad train rl`` twice on the training instances: AD on whole histories (context = ``pulls`` by default, so one
+   window holds a whole run and the evaluation never slides it), and ED (expert distillation: the same model
+   trained on the last 10% of each history only, so its context is that long).
+3. In context on the held-out instances (``eval_envs`` runs each, the same reward noise for every policy): AD, ED,
+   and the bandit algorithms themselves (Thompson sampling, UCB1, uniformly random pulls) for ``pulls`` pulls.
+   The figure is the expected cumulative regret, sum over pulls of ``max(means) - means[arm]``.
+
+Every stage resumes: re-running the same call skips finished work (delete ``<out>/ad`` or ``<out>/ed`` to retrain).
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from ad.config import make_config, option
+from ad.errors import UserError
+from tasks.bandit.instances import check_arms
+
+#: Fraction of each history that is "expert" data for ED (``ad train rl --expert-only`` keeps this much).
+EXPERT_FRACTION = 0.1
+#: Policies of the figure, in plotting order.
+POLICIES = ("AD", "ED", "Thompson", "UCB1", "random")
+
+
+@dataclass
+class BanditDemoConfig:
+    """Algorithm Distillation on k-armed bandits end to end (generate -> train AD and ED -> regret -> report.md)."""
+
+    out: str = option("data/demo-bandit", "folder for the dataset, both runs, the evaluation and report.md")
+    kind: Literal["bernoulli", "gaussian"] = option("bernoulli", "reward distribution of the bandits")
+    arms: int = option(5, "arms per bandit")
+    instances: int = option(1000, "bandit instances (a held-out fraction is never trained on)")
+    pulls: int = option(500, "pulls per source history and per in-context evaluation run")
+    source: Literal["thompson", "ucb"] = option("thompson", "source algorithm whose histories AD distils")
+    heldout_fraction: float = option(0.1, "fraction of the instances held out for the evaluation")
+    context: int = option(0, "AD context in transitions (pulls); 0 = --pulls, a whole history")
+    ad_steps: int = option(2000, "optimiser steps for AD")
+    ed_steps: int = option(500, "optimiser steps for the expert-distillation baseline")
+    batch_size: int = option(8, "AD windows per optimiser step (ED takes 4x as many, being 10x shorter)")
+    n_layer: int = option(2, "transformer blocks of both models")
+    lr: float = option(1e-3, "peak learning rate of both models")
+    eval_envs: int = option(2, "evaluation runs per held-out instance (each its own reward noise)")
+    threads: int = option(1, "torch CPU threads")
+    seed: int = option(0, "seed of every stage; also picks the held-out instances")
+    train_overrides: dict = option({}, "extra `ad train rl` options for both runs (YAML/JSON config only)")
+
+    def __post_init__(self) -> None:
+        check_arms(self.arms)
+        for name in ("instances", "pulls", "ad_steps", "ed_steps", "batch_size", "n_layer", "eval_envs"):
+            if getattr(self, name) <= 0:
+                raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
+        if self.context < 0 or self.context > self.pulls:
+            raise UserError(f"--context must be in 0..--pulls ({self.pulls}), got {self.context}")
+        if self.threads < 0:
+            raise UserError(f"--threads must be >= 0, got {self.threads}")
+        if not 0.0 < self.heldout_fraction < 1.0:
+            raise UserError(f"--heldout-fraction must be in (0, 1) (the evaluation needs held-out instances), "
+                            f"got {self.heldout_fraction}")
+        if not self.lr > 0.0:
+            raise UserError(f"--lr must be positive, got {self.lr}")
+
+    @property
+    def expert_context(self) -> int:
+        """ED's context: the expert part of a history (what ``--expert-only`` keeps of ``pulls`` pulls)."""
+        return max(1, int(round(self.pulls * EXPERT_FRACTION)))
+
+
+def run_demo(out: str | Path = "data/demo-bandit", seed: int = 0, **options: Any) -> dict[str, Any]:
+    """Run the bandit demo into ``out`` with ``seed`` (and any :class:`BanditDemoConfig` option); returns the summary
+    (also written to ``<out>/regret.json``)."""
+    return demo(make_config(BanditDemoConfig, {"out": str(out), "seed": seed, **options}, source="bandit demo options"))
+
+
+def _stage(name: str, timings: dict[str, float], fn, *args):
+    print(f"\n=== {name} ===", flush=True)
+    start = time.perf_counter()
+    result = fn(*args)
+    timings[name] = time.perf_counter() - start
+    return result
+
+
+def demo(config: BanditDemoConfig) -> dict[str, Any]:
+    """The whole pipeline (see the module docstring); returns the summary."""
+    from ad import registry
+
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    data, ad_run, ed_run = out / "data", out / "ad", out / "ed"
+    timings: dict[str, float] = {}
+
+    generate = registry.get("generate", "bandit")
+    gen_cfg = make_config(generate.config_cls, {"out": str(data), "kind": config.kind, "arms": config.arms,
+                                                "instances": config.instances, "pulls": config.pulls,
+                                                "source": config.source, "seed": config.seed,
+                                                "heldout_fraction": config.heldout_fraction},
+                          source="bandit demo generate options")
+    _stage(f"generate {config.source} histories", timings, generate.run, gen_cfg)
+
+    train = registry.get("train", "rl")
+    common = {"data": str(data), "seed": config.seed, "threads": config.threads, "n_layer": config.n_layer,
+              "lr": config.lr, "val_every": 0,
+              "reward_kind": "discrete" if config.kind == "bernoulli" else "continuous", **config.train_overrides}
+    runs = (("AD", ad_run, {"max_steps": config.ad_steps, "context": config.context or config.pulls,
+                            "batch_size": config.batch_size}),
+            ("ED", ed_run, {"max_steps": config.ed_steps, "context": config.expert_context, "expert_only": True,
+                            "batch_size": 4 * config.batch_size}))
+    for label, run_dir, extra in runs:
+        if (run_dir / "model" / "config.json").is_file():
+            print(f"{label}: {run_dir / 'model'} exists, skipping training (delete it to retrain)")
+            timings[f"train {label}"] = 0.0
+            continue
+        cfg = make_config(train.config_cls, {**common, **extra, "out": str(run_dir),
+                                             "resume": (run_dir / "checkpoints" / "last.ckpt").is_file()},
+                          source=f"bandit demo train {label} options")
+        _stage(f"train {label}", timings, train.run, cfg)
+
+    results = _stage("evaluate in context", timings, evaluate_regret, data, {"AD": ad_run, "ED": ed_run},
+                     config.eval_envs, config.seed, config.threads)
+    timings["total"] = sum(timings.values())
+    summary = {"settings": asdict(config), "timings": timings, **results}
+    (out / "regret.json").write_text(json.dumps(summary, indent=1))
+    plot_regret(results, out / "regret.png",
+                title=f"{config.arms}-armed {config.kind} bandits: {results['instances']} held-out instances x "
+                      f"{config.eval_envs} runs")
+    report = write_report(out, summary)
+    print(f"\nwrote {report}")
+    return summary
+
+
+def evaluate_regret(data: str | Path, checkpoints: dict[str, str | Path], envs_per_task: int = 2, seed: int = 0,
+                    threads: int = 1) -> dict[str, Any]:
+    """Expected cumulative regret of trained models (``checkpoints``: label -> ``ad train`` run folder) and of
+    Thompson sampling, UCB1 and random pulls on the dataset's held-out instances, ``task_spec.pulls`` pulls each.
+
+    Every policy meets the same instances and the same reward noise (same env seed). Returns per policy the mean
+    cumulative-regret curve, its standard error over runs, and the final value.
+    """
+    import torch
+
+    from ad.evaluate import RandomPolicy, run_in_context
+    from ad.history import HistoryReader
+    from ad.registry import load_policy
+    from tasks.bandit.algorithms import VectorPolicy
+    from tasks.bandit.eval_env import make_eval_env
+
+    if threads:
+        torch.set_num_threads(threads)
+    reader = HistoryReader(data)
+    meta = reader.metadata
+    spec = meta["task_spec"]
+    tasks = list(meta["split"]["heldout"])
+    if not tasks:
+        raise UserError(f"dataset {data} has no held-out instances; generate it with --heldout-fraction > 0")
+    pulls, arms, kind = int(spec["pulls"]), int(spec["arms"]), spec["kind"]
+    noise = float(spec.get("noise_std") or 0.5)
+    policies: dict[str, Any] = {name: load_policy(path, greedy=False, seed=seed) for name, path in checkpoints.items()}
+    policies["Thompson"] = VectorPolicy("thompson", arms, kind, noise, seed=seed)
+    policies["UCB1"] = VectorPolicy("ucb", arms, kind, noise, seed=seed)
+    policies["random"] = RandomPolicy(arms, seed)
+    out: dict[str, Any] = {"instances": len(tasks), "runs_per_instance": envs_per_task, "pulls": pulls,
+                           "policies": {}}
+    for name, policy in policies.items():
+        setup = make_eval_env(meta, tasks, envs_per_task)
+        started = time.perf_counter()
+        run_in_context(policy, setup, pulls, seed=seed, name=name, progress=False)
+        cumulative = setup.env.regret().cumsum(axis=1)  # (E, pulls)
+        final = cumulative[:, -1]
+        out["policies"][name] = {
+            "final_regret": float(final.mean()), "final_regret_se": float(final.std() / np.sqrt(len(final))),
+            "mean": cumulative.mean(axis=0).tolist(),
+            "se": (cumulative.std(axis=0) / np.sqrt(len(final))).tolist(),
+            "seconds": time.perf_counter() - started}
+        print(f"{name:>9}: cumulative regret after {pulls} pulls {final.mean():7.2f} +- "
+              f"{final.std() / np.sqrt(len(final)):.2f}", flush=True)
+    ts = out["policies"]["Thompson"]["final_regret"]
+    out["ratio_to_thompson"] = {name: row["final_regret"] / ts for name, row in out["policies"].items()}
+    return out
+
+
+def plot_regret(results: dict[str, Any], path: str | Path, title: str = "") -> Path:
+    """Cumulative regret vs pull, mean +- one standard error, one line per policy."""
+    from ad.plots import pyplot, save_figure
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, row in results["policies"].items():
+        mean, se = np.asarray(row["mean"]), np.asarray(row["se"])
+        x = np.arange(1, len(mean) + 1)
+        ax.plot(x, mean, label=f"{name} ({mean[-1]:.1f})", lw=2 if name == "AD" else 1.3)
+        ax.fill_between(x, mean - se, mean + se, alpha=0.2)
+    ax.set_xlabel("pull")
+    ax.set_ylabel("cumulative expected regret")
+    ax.set_yscale("log")
+    ax.set_title(title, fontsize=10)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    return save_figure(fig, path)
+
+
+def write_report(out: Path, summary: dict[str, Any]) -> Path:
+    """``out/report.md``: the regret table, the plot and the time each stage took."""
+    from ad.report import machine_description
+
+    lines = ["# Algorithm Distillation on k-armed bandits: in-context regret", "",
+             f"Held-out instances: {summary['instances']} (never in the transformer's training data), "
+             f"{summary['runs_per_instance']} runs each, {summary['pulls']} pulls in context.", "",
+             "| policy | cumulative regret | +- s.e. | / Thompson sampling |", "|---|---|---|---|"]
+    for name, row in summary["policies"].items():
+        lines.append(f"| {name} | {row['final_regret']:.2f} | {row['final_regret_se']:.2f} | "
+                     f"{summary['ratio_to_thompson'][name]:.2f} |")
+    lines += ["", "![cumulative regret](regret.png)", "", f"## Time ({machine_description()})", "",
+              "| stage | seconds |", "|---|---|"]
+    lines += [f"| {stage} | {seconds:.0f} |" for stage, seconds in summary["timings"].items()]
+    lines += ["", "## Settings", "", "```"]
+    lines += [f"{key}: {value}" for key, value in summary["settings"].items()]
+    lines += ["```", ""]
+    path = out / "report.md"
+    path.write_text("\n".join(lines))
+    return path

@@ -1,0 +1,173 @@
+"""``ad generate bandit``: UCB1 / Thompson-sampling learning histories on many bandit instances, into the store.
+
+    from ad.config import make_config
+    from tasks.bandit.config import GenerateConfig
+    from tasks.bandit.generate import generate
+    path = generate(make_config(GenerateConfig, {"out": "data/bandit", "arms": 5, "instances": 1000}))
+
+Layout: task = one instance (``bandit-bern5-i00123``), run = ``--seed``, one stream per unit; every pull is a
+transition and a one-step episode (``update`` = ``episode`` = pull index, ``step`` = 0, ``terminated`` = True);
+``state`` is what the env shows before the pull: the previous pull's outcome ``[one_hot(arm), reward *
+one_hot(arm)]`` (zeros before the first pull) with ``--observation last-pull``, or 0 with ``none``.
+
+Instances run in fixed blocks of :data:`BLOCK` consecutive ids, each block one vectorised computation with its own
+generator seeded by (seed, block): an instance's history depends on the seed, the settings and its block only, never on which blocks run in this process or are already on disk, so re-running an
+interrupted command recomputes a block and commits only its missing units, identically.
+``<out>/_run/summary.json`` records the source's mean cumulative regret next to uniformly random pulls'.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ad.config import config_to_dict
+from ad.history import ColumnSpec, HistorySpec, HistoryWriter, Location
+from tasks.bandit.algorithms import GAUSSIAN_PRIOR, run_source
+from tasks.bandit.config import GenerateConfig
+from tasks.bandit.instances import (arm_means, expected_regret, optimal_return, parse_task_name, pull_observations,
+                                    random_regret, split_instances, task_name)
+
+FAMILY = "bandit"
+#: Instances per vectorised block (one generator each).
+BLOCK = 512
+#: Options that change how a run executes but not the histories it writes (left out of the metadata).
+_RUNTIME_OPTIONS = ("out", "progress")
+
+
+def history_spec(arms: int, observation: str = "last-pull") -> HistorySpec:
+    """Columns of a bandit dataset: the observation (a 2 * arms vector, or the constant 0), the arm, scalar logprobs
+    (NaN for Thompson sampling)."""
+    state = ColumnSpec.vector(2 * arms) if observation == "last-pull" else ColumnSpec.discrete(1)
+    return HistorySpec(state=state, action=ColumnSpec.discrete(arms), logprob="scalar")
+
+
+def dataset_metadata(cfg: GenerateConfig) -> dict[str, Any]:
+    """task_spec, source, seeds, split and the held-out instances' optimal returns of a run.
+
+    Every instance's arm means follow from its name (:func:`~tasks.bandit.instances.arm_means`) and are also in
+    its unit record with its optimal return; ``tasks`` lists only the held-out ones, because the store copies this
+    metadata into every shard's header and a per-instance map would outweigh the shards' data many times over.
+    """
+    train, heldout = split_instances(cfg.instances, cfg.heldout_fraction, cfg.seed)
+    tasks = {task_name(cfg.kind, cfg.arms, i): {"split": "heldout",
+                                                "optimal_return": float(optimal_return(arm_means(cfg.kind, cfg.arms, i)))}
+             for i in heldout}
+    vector = cfg.observation == "last-pull"
+    source = {k: v for k, v in config_to_dict(cfg).items() if k not in _RUNTIME_OPTIONS}
+    if cfg.kind == "gaussian" and cfg.source == "thompson":
+        source["prior"] = {"mean": GAUSSIAN_PRIOR[0], "std": GAUSSIAN_PRIOR[1]}
+    return {
+        "task_spec": {"env": "bandit", "env_class": "tasks.bandit.env:BanditEnv",
+                      "vector_env_class": "tasks.bandit.vector_env:BanditVectorEnv", "kind": cfg.kind,
+                      "arms": cfg.arms, "noise_std": cfg.noise_std if cfg.kind == "gaussian" else None,
+                      "num_states": 0 if vector else 1, "state_dim": 2 * cfg.arms if vector else 0,
+                      "num_actions": cfg.arms, "episode_length": 1, "pulls": cfg.pulls,
+                      "observation": cfg.observation,
+                      "observation_format": "[one_hot(previous arm), previous reward * one_hot(previous arm)], zeros "
+                                            "before the first pull" if vector else "constant 0",
+                      "means": "U(0, 1) per arm, drawn by a generator keyed by (kind, arms, instance index)"},
+        "source": {"algorithm": cfg.source, "implementation": "tasks.bandit.algorithms.run_source", "config": source},
+        "seeds": {"seed": cfg.seed, "run": cfg.seed},
+        "split": {"train": [task_name(cfg.kind, cfg.arms, i) for i in train],
+                  "heldout": [task_name(cfg.kind, cfg.arms, i) for i in heldout]},
+        "tasks": tasks,
+    }
+
+
+def block_histories(cfg: GenerateConfig, block: int) -> dict[str, np.ndarray]:
+    """The source algorithm's histories of instance ids ``block * BLOCK ...`` (at most BLOCK of them)."""
+    ids = np.arange(block * BLOCK, min((block + 1) * BLOCK, cfg.instances))
+    means = np.stack([arm_means(cfg.kind, cfg.arms, i) for i in ids])  # (N, arms)
+    rng = np.random.default_rng([cfg.seed, block])
+    out = run_source(cfg.source, cfg.kind, means, cfg.pulls, rng, cfg.noise_std, cfg.ucb_c)
+    out["ids"], out["means"] = ids, means
+    return out
+
+
+def unit_columns(action: np.ndarray, reward: np.ndarray, logprob: np.ndarray, arms: int,
+                 observation: str = "last-pull") -> dict[str, np.ndarray]:
+    """History columns of one instance's pulls (P,): one stream, one one-step episode per pull."""
+    P = len(action)
+    pulls = np.arange(P)
+    if observation == "last-pull":  # before pull t: the outcome of pull t - 1
+        state = np.zeros((P, 2 * arms), np.float32)
+        state[1:] = pull_observations(action[:-1], reward[:-1], arms)
+    else:
+        state = np.zeros(P, np.int8)
+    return {"stream": np.zeros(P, np.int32), "update": pulls.astype(np.int64), "episode": pulls.astype(np.int32),
+            "step": np.zeros(P, np.int32), "state": state, "action": action.astype(np.int16),
+            "reward": reward.astype(np.float32), "terminated": np.ones(P, bool), "truncated": np.zeros(P, bool),
+            "logprob": logprob.astype(np.float32)}
+
+
+def generate(cfg: GenerateConfig) -> Path | str:
+    """Run the source algorithm on every instance of ``cfg``, write the histories to ``cfg.out``; returns its path
+    (a ``Path`` for a local dataset, else the ``--out`` URL)."""
+    from ad.progress import progress_bar
+
+    metadata = dataset_metadata(cfg)
+    location = Location.of(cfg.out)
+    writer = HistoryWriter(location, spec=history_spec(cfg.arms, cfg.observation), family=FAMILY, metadata=metadata)
+    local = location.local_path()
+    out: Path | str = Path(local) if local is not None else cfg.out
+    names = [task_name(cfg.kind, cfg.arms, i) for i in range(cfg.instances)]
+    blocks = -(-cfg.instances // BLOCK)
+    todo = [b for b in range(blocks)
+            if any(not writer.is_complete(n, cfg.seed) for n in names[b * BLOCK:(b + 1) * BLOCK])]
+    done = cfg.instances - sum(sum(not writer.is_complete(n, cfg.seed) for n in names[b * BLOCK:(b + 1) * BLOCK])
+                               for b in todo)
+    if done:
+        print(f"resuming: {done} of {cfg.instances} instances already in {out}")
+    started = time.time()
+    bar = progress_bar(cfg.instances - done, desc=f"{cfg.source} on {cfg.kind} bandits", unit="instance") \
+        if cfg.progress else None
+    try:
+        for b in todo:
+            hist = block_histories(cfg, b)
+            regret = expected_regret(hist["means"], hist["action"]).sum(axis=1)  # (N,)
+            for j, i in enumerate(hist["ids"]):
+                if writer.is_complete(names[i], cfg.seed):
+                    continue
+                unit = writer.open_unit(names[i], cfg.seed)
+                try:
+                    unit.append(unit_columns(hist["action"][j], hist["reward"][j], hist["logprob"][j], cfg.arms,
+                                             cfg.observation))
+                    unit.commit(info={"means": hist["means"][j].tolist(),
+                                      "optimal_return": float(optimal_return(hist["means"][j])), "regret": float(regret[j]),
+                                      "pulls": cfg.pulls})
+                except BaseException:
+                    unit.abort()
+                    raise
+                if bar is not None:
+                    bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    writer.close()
+    summary = summarize(cfg, location, metadata, time.time() - started)
+    run_dir = Path(local) / "_run" if local is not None else Path("runs") / "generate-bandit"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    print(f"{cfg.source} on {cfg.instances} {cfg.arms}-armed {cfg.kind} bandits, {cfg.pulls} pulls each: mean "
+          f"cumulative regret {summary['source_regret']:.2f} (uniformly random pulls: {summary['random_regret']:.2f}); "
+          f"{summary['seconds']:.1f}s -> {out}")
+    return out
+
+
+def summarize(cfg: GenerateConfig, location: Location, metadata: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """Mean cumulative expected regret of the source over the dataset's instances (from the units' records), and
+    the exact expected regret of uniformly random pulls on the same instances."""
+    from ad.history import HistoryReader
+
+    units = [u for u in HistoryReader(location).units() if u["run"] == cfg.seed]
+    regrets = np.array([u.get("info", {}).get("regret", np.nan) for u in units], dtype=np.float64)
+    randoms = np.array([cfg.pulls * random_regret(arm_means(cfg.kind, cfg.arms, parse_task_name(u["task"])[2]))
+                        for u in units])
+    return {"instances": len(units), "pulls": cfg.pulls, "source": cfg.source, "kind": cfg.kind, "arms": cfg.arms,
+            "source_regret": float(np.nanmean(regrets)) if len(units) else float("nan"),
+            "random_regret": float(randoms.mean()) if len(units) else float("nan"), "seconds": seconds,
+            "split": {k: len(v) for k, v in metadata["split"].items()}}

@@ -1,0 +1,75 @@
+"""The bandit demo (generate -> train AD and ED -> regret on held-out instances) on tiny settings, and `ad eval` on a
+bandit dataset (the registered eval env)."""
+import contextlib
+import importlib
+import io
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+importlib.import_module("tasks.bandit")  # registers `ad generate bandit` and the bandit eval env
+
+from ad import cli  # noqa: E402
+from tasks.bandit.demo import POLICIES, run_demo  # noqa: E402
+
+TINY = dict(instances=24, pulls=20, ad_steps=3, ed_steps=3, batch_size=2, heldout_fraction=0.25, eval_envs=2,
+            train_overrides={"n_embd": 16, "n_head": 2, "n_ff": 32, "warmup_steps": 1, "progress": False})
+
+
+@pytest.fixture(scope="module")
+def tiny_demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bandit-demo")
+    with contextlib.redirect_stdout(io.StringIO()):
+        summary = run_demo(out, seed=3, **TINY)
+    return out, summary
+
+
+def test_demo_writes_the_regret_of_every_policy(tiny_demo):
+    out, summary = tiny_demo
+    for name in ("report.md", "regret.json", "regret.png", "ad/model/config.json", "ed/model/config.json",
+                 "data/dataset.json"):
+        assert (out / name).stat().st_size > 100, name
+    assert json.loads((out / "regret.json").read_text())["ratio_to_thompson"] == summary["ratio_to_thompson"]
+    assert summary["instances"] == 6 and summary["runs_per_instance"] == 2 and summary["pulls"] == 20
+    assert list(summary["policies"]) == list(POLICIES)
+    for row in summary["policies"].values():
+        mean = np.asarray(row["mean"])
+        assert mean.shape == (20,) and np.all(np.diff(mean) >= -1e-12) and row["final_regret"] == mean[-1]
+    assert summary["ratio_to_thompson"]["Thompson"] == 1.0
+    ed_cfg = yaml.safe_load((out / "ed" / "config.yaml").read_text())
+    ad_cfg = yaml.safe_load((out / "ad" / "config.yaml").read_text())
+    assert ed_cfg["expert_only"] and ed_cfg["context"] == 2 and ad_cfg["context"] == 20 and not ad_cfg["expert_only"]
+    assert ad_cfg["state_dim"] == 10 and ad_cfg["reward_kind"] == "discrete"
+    assert "| AD |" in (out / "report.md").read_text()
+
+
+def test_demo_rerun_skips_finished_stages(tiny_demo):
+    out, first = tiny_demo
+    with contextlib.redirect_stdout(io.StringIO()) as log:
+        again = run_demo(out, seed=3, **TINY)
+    assert "skipping training" in log.getvalue() and "already in" in log.getvalue()
+    assert again["timings"]["train AD"] == 0.0
+    assert again["policies"]["AD"]["final_regret"] == pytest.approx(first["policies"]["AD"]["final_regret"])
+
+
+def test_ad_eval_runs_on_a_bandit_dataset(tiny_demo, tmp_path):
+    out, _ = tiny_demo
+    with contextlib.redirect_stdout(io.StringIO()), pytest.raises(SystemExit) as exit_info:
+        cli.main(["eval", "--ckpt", str(out / "ad"), "--data", str(out / "data"), "--baseline", str(out / "ed"),
+                  "--episodes", "20", "--seeds", "2", "--progress", "false", "--out", str(tmp_path / "eval")])
+    assert exit_info.value.code == 0
+    summary = json.loads((tmp_path / "eval" / "eval.json").read_text())
+    assert set(summary["policies"]) == {"AD", "ED", "random", "source"}
+    assert np.asarray(summary["policies"]["AD"]["returns"]).shape == (6, 2, 20)  # one pull = one episode
+
+
+def test_demo_refuses_bad_options(tmp_path):
+    from ad.errors import UserError
+
+    with pytest.raises(UserError, match="--heldout-fraction"):
+        run_demo(tmp_path / "x", heldout_fraction=0.0)
+    with pytest.raises(UserError, match="--context"):
+        run_demo(tmp_path / "x", context=600, pulls=500)
+    assert not (tmp_path / "x").exists()
