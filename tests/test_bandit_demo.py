@@ -41,7 +41,7 @@ def test_demo_writes_the_regret_of_every_policy(tiny_demo):
     ed_cfg = yaml.safe_load((out / "ed" / "config.yaml").read_text())
     ad_cfg = yaml.safe_load((out / "ad" / "config.yaml").read_text())
     assert ed_cfg["expert_only"] and ed_cfg["context"] == 2 and ad_cfg["context"] == 20 and not ad_cfg["expert_only"]
-    assert ad_cfg["state_dim"] == 10 and ad_cfg["reward_kind"] == "discrete"
+    assert ad_cfg["num_states"] == 11 and ad_cfg["reward_kind"] == "discrete"
     assert "| AD |" in (out / "report.md").read_text()
 
 
@@ -73,3 +73,11 @@ def test_demo_refuses_bad_options(tmp_path):
     with pytest.raises(UserError, match="--context"):
         run_demo(tmp_path / "x", context=600, pulls=500)
     assert not (tmp_path / "x").exists()
+
+
+def test_gaussian_demo_trains_on_continuous_rewards_and_vector_observations(tmp_path):
+    with contextlib.redirect_stdout(io.StringIO()):
+        summary = run_demo(tmp_path / "g", seed=0, kind="gaussian", arms=10, **TINY)
+    ad_cfg = yaml.safe_load((tmp_path / "g" / "ad" / "config.yaml").read_text())
+    assert ad_cfg["reward_kind"] == "continuous" and ad_cfg["state_dim"] == 20 and ad_cfg["num_actions"] == 10
+    assert np.isfinite(summary["policies"]["AD"]["final_regret"])

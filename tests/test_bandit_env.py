@@ -18,6 +18,7 @@ from tasks.bandit.instances import (arm_means, expected_regret, optimal_return, 
 from tasks.bandit.vector_env import BanditVectorEnv  # noqa: E402
 
 
+@pytest.mark.filterwarnings("ignore:.*Box observation space m")  # Gaussian rewards are unbounded
 @pytest.mark.parametrize("observation", ["last-pull", "none"])
 @pytest.mark.parametrize("gym_id", sorted(GYM_IDS))
 def test_check_env_on_registered_ids(gym_id, observation):
@@ -29,8 +30,11 @@ def test_check_env_on_registered_ids(gym_id, observation):
     assert terminated and not truncated and 0.0 <= info["arm_mean"] <= 1.0
     if observation == "none":
         assert obs == 0
-    else:  # the pull's outcome: one-hot arm, then the reward in the arm's slot
-        np.testing.assert_allclose(obs, [0, 0, 1, 0, 0, 0, reward, 0], rtol=1e-6)
+    else:  # the pull's outcome: Bernoulli (arm, reward) as one index, Gaussian one-hot arm then its reward
+        if "Bernoulli" in gym_id:
+            assert obs == 1 + 2 * 2 + int(reward) and env.observation_space.n == 9
+        else:
+            np.testing.assert_allclose(obs, [0, 0, 1, 0, 0, 0, reward, 0], rtol=1e-6)
         assert env.observation_space.contains(obs)
         np.testing.assert_array_equal(env.reset()[0], obs)  # the next pull sees it
         assert np.all(env.reset(seed=1)[0] == 0)  # a new run starts from zeros
@@ -134,6 +138,8 @@ def test_eval_env_plays_the_named_instances():
 
 
 def test_pull_observations_pair_each_reward_with_its_arm():
-    obs = pull_observations(np.array([[2, 0]]), np.array([[0.5, -1.0]]), 3)
+    obs = pull_observations(np.array([[2, 0]]), np.array([[0.5, -1.0]]), 3, "gaussian")
     np.testing.assert_array_equal(obs, [[[0, 0, 1, 0, 0, 0.5], [1, 0, 0, -1.0, 0, 0]]])
     assert obs.dtype == np.float32
+    index = pull_observations(np.array([0, 0, 2, 2]), np.array([0.0, 1.0, 0.0, 1.0]), 3, "bernoulli")
+    np.testing.assert_array_equal(index, [1, 2, 5, 6])  # 0 is the observation before the first pull

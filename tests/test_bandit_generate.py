@@ -32,7 +32,8 @@ def test_tiny_generate_writes_a_readable_dataset(tmp_path, kind, source):
     assert reader.tasks() == names and reader.family == "bandit"
     assert sorted(meta["split"]["train"] + meta["split"]["heldout"]) == names and len(meta["split"]["heldout"]) == 3
     spec = meta["task_spec"]
-    assert (spec["state_dim"], spec["num_actions"], spec["episode_length"], spec["kind"]) == (6, 3, 1, kind)
+    assert (spec["num_actions"], spec["episode_length"], spec["kind"]) == (3, 1, kind)
+    assert (spec["num_states"], spec["state_dim"]) == ((7, 0) if kind == "bernoulli" else (0, 6))
     assert meta["source"]["algorithm"] == source and meta["seeds"]["run"] == 4
     for name in meta["split"]["heldout"]:
         assert meta["tasks"][name]["optimal_return"] == arm_means(kind, 3, int(name[-5:])).max()
@@ -44,7 +45,7 @@ def test_tiny_generate_writes_a_readable_dataset(tmp_path, kind, source):
         np.testing.assert_array_equal(c["episode"], np.arange(40))
         assert (c["step"] == 0).all() and c["terminated"].all() and not c["truncated"].any()
         np.testing.assert_array_equal(c["state"][0], 0)  # before the first pull
-        np.testing.assert_allclose(c["state"][1:], pull_observations(c["action"][:-1], c["reward"][:-1], 3))
+        np.testing.assert_allclose(c["state"][1:], pull_observations(c["action"][:-1], c["reward"][:-1], 3, kind))
         means = arm_means(kind, 3, int(stream.task[-5:]))
         info = units[stream.task]["info"]
         np.testing.assert_allclose(info["means"], means)
@@ -57,7 +58,7 @@ def test_tiny_generate_writes_a_readable_dataset(tmp_path, kind, source):
     summary = json.loads((out / "_run" / "summary.json").read_text())
     assert summary["instances"] == 12 and summary["source_regret"] < summary["random_regret"]
     windows = RLTrajectoryDataset(out, window=10)  # the RL format reads it as it is
-    assert len(windows) == 12 * 31 and windows[0]["states"].shape == (10, 6)
+    assert len(windows) == 12 * 31 and windows[0]["states"].shape == ((10,) if kind == "bernoulli" else (10, 6))
 
 
 def test_constant_observation_dataset(tmp_path):

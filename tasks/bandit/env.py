@@ -4,9 +4,10 @@ Action: the arm. Reward: a Bernoulli draw with the arm's mean (``kind="bernoulli
 plus Gaussian noise of std ``noise_std`` (``kind="gaussian"``). Every step terminates the episode
 (``terminated=True``), so a learning history of pulls is a sequence of one-step episodes of one bandit instance.
 
-Observation (``observation=``): ``"last-pull"`` (default) is the outcome of the previous pull as a vector of
-``2 * arms`` floats, ``[one_hot(arm), reward * one_hot(arm)]``, zeros before the first pull of a run (see
-:func:`tasks.bandit.instances.pull_observations` for why); ``"none"`` is a constant 0 (``Discrete(1)``).
+Observation (``observation=``): ``"last-pull"`` (default) is the outcome of the previous pull: for Bernoulli
+bandits the index ``1 + 2 * arm + reward`` (``Discrete(2 * arms + 1)``), for Gaussian ones the vector
+``[one_hot(arm), reward * one_hot(arm)]``; 0 (zeros) before the first pull of a run. See
+:func:`tasks.bandit.instances.pull_observations` for why. ``"none"`` is a constant 0 (``Discrete(1)``).
 
 ``means=None`` draws an instance (means from U(0, 1)) at the first reset and at every reset given a ``seed`` or
 ``options={"new_instance": True}``; such a reset starts a new run (observation zeros). Other resets (the
@@ -31,10 +32,10 @@ def observation_space(arms: int, kind: str, observation: str) -> spaces.Space:
     """The observation space of one bandit env."""
     if observation == "none":
         return spaces.Discrete(1)
-    low = 0.0 if kind == "bernoulli" else -np.inf
-    high = 1.0 if kind == "bernoulli" else np.inf
-    low = np.concatenate([np.zeros(arms), np.full(arms, low)]).astype(np.float32)
-    high = np.concatenate([np.ones(arms), np.full(arms, high)]).astype(np.float32)
+    if kind == "bernoulli":
+        return spaces.Discrete(2 * arms + 1)
+    low = np.concatenate([np.zeros(arms), np.full(arms, -np.inf)]).astype(np.float32)
+    high = np.concatenate([np.ones(arms), np.full(arms, np.inf)]).astype(np.float32)
     return spaces.Box(low, high, dtype=np.float32)
 
 
@@ -60,7 +61,9 @@ class BanditEnv(gym.Env):
         self._last = self._first_obs()
 
     def _first_obs(self):
-        return 0 if self.observation == "none" else np.zeros(2 * self.arms, dtype=np.float32)
+        if self.observation == "none" or self.kind == "bernoulli":
+            return 0
+        return np.zeros(2 * self.arms, dtype=np.float32)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
@@ -79,5 +82,8 @@ class BanditEnv(gym.Env):
         else:
             reward = mean + self.noise_std * float(self.np_random.standard_normal())
         if self.observation != "none":
-            self._last = pull_observations(np.array(int(action)), np.array(reward, dtype=np.float32), self.arms)
+            self._last = pull_observations(np.array(int(action)), np.array(reward, dtype=np.float32), self.arms,
+                                           self.kind)
+            if self.kind == "bernoulli":
+                self._last = int(self._last)
         return self._last, reward, True, False, {"arm_mean": mean}

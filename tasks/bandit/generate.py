@@ -7,8 +7,9 @@
 
 Layout: task = one instance (``bandit-bern5-i00123``), run = ``--seed``, one stream per unit; every pull is a
 transition and a one-step episode (``update`` = ``episode`` = pull index, ``step`` = 0, ``terminated`` = True);
-``state`` is what the env shows before the pull: the previous pull's outcome ``[one_hot(arm), reward *
-one_hot(arm)]`` (zeros before the first pull) with ``--observation last-pull``, or 0 with ``none``.
+``state`` is what the env shows before the pull: with ``--observation last-pull`` the previous pull's outcome
+(Bernoulli: the index ``1 + 2 * arm + reward``; Gaussian: the vector ``[one_hot(arm), reward * one_hot(arm)]``;
+0 / zeros before the first pull), with ``none`` a constant 0.
 
 Instances run in fixed blocks of :data:`BLOCK` consecutive ids, each block one vectorised computation with its own
 generator seeded by (seed, block): an instance's history depends on the seed, the settings and its block only, never on which blocks run in this process or are already on disk, so re-running an
@@ -38,10 +39,13 @@ BLOCK = 512
 _RUNTIME_OPTIONS = ("out", "progress")
 
 
-def history_spec(arms: int, observation: str = "last-pull") -> HistorySpec:
-    """Columns of a bandit dataset: the observation (a 2 * arms vector, or the constant 0), the arm, scalar logprobs
-    (NaN for Thompson sampling)."""
-    state = ColumnSpec.vector(2 * arms) if observation == "last-pull" else ColumnSpec.discrete(1)
+def history_spec(arms: int, kind: str, observation: str = "last-pull") -> HistorySpec:
+    """Columns of a bandit dataset: the observation (see :mod:`tasks.bandit.env`), the arm, scalar logprobs (NaN for
+    Thompson sampling)."""
+    if observation == "none":
+        state = ColumnSpec.discrete(1)
+    else:
+        state = ColumnSpec.discrete(2 * arms + 1) if kind == "bernoulli" else ColumnSpec.vector(2 * arms)
     return HistorySpec(state=state, action=ColumnSpec.discrete(arms), logprob="scalar")
 
 
@@ -56,7 +60,8 @@ def dataset_metadata(cfg: GenerateConfig) -> dict[str, Any]:
     tasks = {task_name(cfg.kind, cfg.arms, i): {"split": "heldout",
                                                 "optimal_return": float(optimal_return(arm_means(cfg.kind, cfg.arms, i)))}
              for i in heldout}
-    vector = cfg.observation == "last-pull"
+    last = cfg.observation == "last-pull"
+    vector = last and cfg.kind == "gaussian"
     source = {k: v for k, v in config_to_dict(cfg).items() if k not in _RUNTIME_OPTIONS}
     if cfg.kind == "gaussian" and cfg.source == "thompson":
         source["prior"] = {"mean": GAUSSIAN_PRIOR[0], "std": GAUSSIAN_PRIOR[1]}
@@ -64,11 +69,14 @@ def dataset_metadata(cfg: GenerateConfig) -> dict[str, Any]:
         "task_spec": {"env": "bandit", "env_class": "tasks.bandit.env:BanditEnv",
                       "vector_env_class": "tasks.bandit.vector_env:BanditVectorEnv", "kind": cfg.kind,
                       "arms": cfg.arms, "noise_std": cfg.noise_std if cfg.kind == "gaussian" else None,
-                      "num_states": 0 if vector else 1, "state_dim": 2 * cfg.arms if vector else 0,
+                      "num_states": 0 if vector else 2 * cfg.arms + 1 if last else 1,
+                      "state_dim": 2 * cfg.arms if vector else 0,
                       "num_actions": cfg.arms, "episode_length": 1, "pulls": cfg.pulls,
                       "observation": cfg.observation,
-                      "observation_format": "[one_hot(previous arm), previous reward * one_hot(previous arm)], zeros "
-                                            "before the first pull" if vector else "constant 0",
+                      "observation_format": ("[one_hot(previous arm), previous reward * one_hot(previous arm)], "
+                                             "zeros before the first pull" if vector else
+                                             "1 + 2 * previous arm + previous reward, 0 before the first pull"
+                                             if last else "constant 0"),
                       "means": "U(0, 1) per arm, drawn by a generator keyed by (kind, arms, instance index)"},
         "source": {"algorithm": cfg.source, "implementation": "tasks.bandit.algorithms.run_source", "config": source},
         "seeds": {"seed": cfg.seed, "run": cfg.seed},
@@ -88,14 +96,15 @@ def block_histories(cfg: GenerateConfig, block: int) -> dict[str, np.ndarray]:
     return out
 
 
-def unit_columns(action: np.ndarray, reward: np.ndarray, logprob: np.ndarray, arms: int,
+def unit_columns(action: np.ndarray, reward: np.ndarray, logprob: np.ndarray, arms: int, kind: str,
                  observation: str = "last-pull") -> dict[str, np.ndarray]:
     """History columns of one instance's pulls (P,): one stream, one one-step episode per pull."""
     P = len(action)
     pulls = np.arange(P)
     if observation == "last-pull":  # before pull t: the outcome of pull t - 1
-        state = np.zeros((P, 2 * arms), np.float32)
-        state[1:] = pull_observations(action[:-1], reward[:-1], arms)
+        previous = pull_observations(action[:-1], reward[:-1], arms, kind)
+        state = np.zeros((P, *previous.shape[1:]), previous.dtype)
+        state[1:] = previous
     else:
         state = np.zeros(P, np.int8)
     return {"stream": np.zeros(P, np.int32), "update": pulls.astype(np.int64), "episode": pulls.astype(np.int32),
@@ -111,7 +120,7 @@ def generate(cfg: GenerateConfig) -> Path | str:
 
     metadata = dataset_metadata(cfg)
     location = Location.of(cfg.out)
-    writer = HistoryWriter(location, spec=history_spec(cfg.arms, cfg.observation), family=FAMILY, metadata=metadata)
+    writer = HistoryWriter(location, spec=history_spec(cfg.arms, cfg.kind, cfg.observation), family=FAMILY, metadata=metadata)
     local = location.local_path()
     out: Path | str = Path(local) if local is not None else cfg.out
     names = [task_name(cfg.kind, cfg.arms, i) for i in range(cfg.instances)]
@@ -135,7 +144,7 @@ def generate(cfg: GenerateConfig) -> Path | str:
                 unit = writer.open_unit(names[i], cfg.seed)
                 try:
                     unit.append(unit_columns(hist["action"][j], hist["reward"][j], hist["logprob"][j], cfg.arms,
-                                             cfg.observation))
+                                             cfg.kind, cfg.observation))
                     unit.commit(info={"means": hist["means"][j].tolist(),
                                       "optimal_return": float(optimal_return(hist["means"][j])), "regret": float(regret[j]),
                                       "pulls": cfg.pulls})

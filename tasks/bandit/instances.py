@@ -14,8 +14,8 @@ import numpy as np
 from ad.errors import UserError
 
 KINDS = ("bernoulli", "gaussian")
-#: What the agent observes before each pull: "last-pull" = the previous pull's outcome as a vector (one-hot arm,
-#: then the reward in that arm's slot; zeros before the first pull), "none" = a constant 0 (a bandit has no state).
+#: What the agent observes before each pull: "last-pull" = the previous pull's outcome (see
+#: :func:`pull_observations`), "none" = a constant 0 (a bandit has no state).
 OBSERVATIONS = ("last-pull", "none")
 #: Short kind names used in task names (path-safe).
 SHORT = {"bernoulli": "bern", "gaussian": "gauss"}
@@ -85,16 +85,24 @@ def expected_regret(means: np.ndarray, actions: np.ndarray) -> np.ndarray:
     return means.max(axis=1, keepdims=True) - chosen
 
 
-def pull_observations(actions: np.ndarray, rewards: np.ndarray, arms: int) -> np.ndarray:
-    """The "last-pull" observation after each pull: (..., ) arms / rewards -> (..., 2 * arms) float32 vectors
-    ``[one_hot(arm), reward * one_hot(arm)]``.
+def pull_observations(actions: np.ndarray, rewards: np.ndarray, arms: int, kind: str) -> np.ndarray:
+    """The "last-pull" observation after each pull, for arms / rewards of any shape (...):
 
-    A transformer that adds the embeddings of the previous action and reward (one token per transition) cannot
-    tell which arm a reward came from once it averages over its context; this vector carries the pair jointly, so
-    the per-arm pull counts and reward sums are linear in it (measured: AD's regret over 500 pulls fell from
-    2.2x to 1.3x Thompson sampling's with the same training).
+    * Bernoulli: one index per (arm, reward) pair, ``1 + 2 * arm + reward`` (int64, in 1..2 * arms; 0 is the
+      observation before the first pull), so the observation space is ``Discrete(2 * arms + 1)``;
+    * Gaussian: a float32 vector ``[one_hot(arm), reward * one_hot(arm)]`` (..., 2 * arms); zeros before the first
+      pull.
+
+    Why: a transformer that adds the embeddings of the previous action and of the previous reward (one token per
+    transition) cannot tell, once it averages over its context, which arm each reward came from; an observation
+    that pairs them makes every arm's pull count and reward sum linear in the tokens. Measured on 5-armed Bernoulli
+    bandits with the same training: AD's regret over 500 pulls fell from 2.2x Thompson sampling's (constant
+    observation) to 1.3-1.5x with the (arm, reward) index; a vector ``[one_hot(arm), reward * one_hot(arm)]``
+    helped less there (1.9-2.3x: failures have no feature of their own).
     """
     actions = np.asarray(actions, dtype=np.int64)
+    if kind == "bernoulli":
+        return 1 + 2 * actions + (np.asarray(rewards) > 0.5).astype(np.int64)
     one_hot = np.zeros((*actions.shape, arms), dtype=np.float32)
     np.put_along_axis(one_hot, actions[..., None], 1.0, axis=-1)
     return np.concatenate([one_hot, one_hot * np.asarray(rewards, dtype=np.float32)[..., None]], axis=-1)

@@ -111,8 +111,9 @@ class BanditVectorEnv(VectorEnv):
         if self.observation == "none":
             return np.zeros(self.num_envs, dtype=np.int64)
         if actions is None:
-            return np.zeros((self.num_envs, 2 * self.arms), dtype=np.float32)
-        return pull_observations(actions, rewards, self.arms)
+            shape = (self.num_envs,) if self.kind == "bernoulli" else (self.num_envs, 2 * self.arms)
+            return np.zeros(shape, dtype=np.int64 if self.kind == "bernoulli" else np.float32)
+        return pull_observations(actions, rewards, self.arms, self.kind)
 
     def _next_noise(self) -> np.ndarray:
         """The next noise draw (uniform or standard normal) of every sub-env's own generator."""
