@@ -120,19 +120,17 @@ def generate(cfg: GenerateConfig) -> Path | str:
 
     metadata = dataset_metadata(cfg)
     location = Location.of(cfg.out)
-    writer = HistoryWriter(location, spec=history_spec(cfg.arms, cfg.kind, cfg.observation), family=FAMILY, metadata=metadata)
+    writer = HistoryWriter(location, spec=history_spec(cfg.arms, cfg.kind, cfg.observation), family=FAMILY,
+                           metadata=metadata)  # raises UserError before anything is overwritten
     local = location.local_path()
     out: Path | str = Path(local) if local is not None else cfg.out
     names = [task_name(cfg.kind, cfg.arms, i) for i in range(cfg.instances)]
-    blocks = -(-cfg.instances // BLOCK)
-    todo = [b for b in range(blocks)
-            if any(not writer.is_complete(n, cfg.seed) for n in names[b * BLOCK:(b + 1) * BLOCK])]
-    done = cfg.instances - sum(sum(not writer.is_complete(n, cfg.seed) for n in names[b * BLOCK:(b + 1) * BLOCK])
-                               for b in todo)
-    if done:
-        print(f"resuming: {done} of {cfg.instances} instances already in {out}")
+    missing = [i for i, name in enumerate(names) if not writer.is_complete(name, cfg.seed)]
+    todo = sorted({i // BLOCK for i in missing})  # blocks with a unit to (re)write
+    if len(missing) < cfg.instances:
+        print(f"resuming: {cfg.instances - len(missing)} of {cfg.instances} instances already in {out}")
     started = time.time()
-    bar = progress_bar(cfg.instances - done, desc=f"{cfg.source} on {cfg.kind} bandits", unit="instance") \
+    bar = progress_bar(len(missing), desc=f"{cfg.source} on {cfg.kind} bandits", unit="instance") \
         if cfg.progress else None
     try:
         for b in todo:
@@ -145,9 +143,8 @@ def generate(cfg: GenerateConfig) -> Path | str:
                 try:
                     unit.append(unit_columns(hist["action"][j], hist["reward"][j], hist["logprob"][j], cfg.arms,
                                              cfg.kind, cfg.observation))
-                    unit.commit(info={"means": hist["means"][j].tolist(),
-                                      "optimal_return": float(optimal_return(hist["means"][j])), "regret": float(regret[j]),
-                                      "pulls": cfg.pulls})
+                    unit.commit(info={"means": hist["means"][j].tolist(), "regret": float(regret[j]),
+                                      "optimal_return": float(optimal_return(hist["means"][j])), "pulls": cfg.pulls})
                 except BaseException:
                     unit.abort()
                     raise
@@ -156,7 +153,7 @@ def generate(cfg: GenerateConfig) -> Path | str:
     finally:
         if bar is not None:
             bar.close()
-    writer.close()
+        writer.close()  # records every committed unit in dataset.json, also when interrupted
     summary = summarize(cfg, location, metadata, time.time() - started)
     run_dir = Path(local) / "_run" if local is not None else Path("runs") / "generate-bandit"
     run_dir.mkdir(parents=True, exist_ok=True)
