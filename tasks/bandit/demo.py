@@ -51,7 +51,7 @@ class BanditDemoConfig:
     batch_size: int = option(8, "AD windows per optimiser step (ED takes 4x as many, being 10x shorter)")
     n_layer: int = option(2, "transformer blocks of both models")
     lr: float = option(1e-3, "peak learning rate of both models")
-    eval_envs: int = option(5, "evaluation runs per held-out instance (each its own reward noise)")
+    eval_envs: int = option(10, "evaluation runs per held-out instance (each its own reward noise)")
     threads: int = option(1, "torch CPU threads")
     seed: int = option(0, "seed of every stage; also picks the held-out instances")
     train_overrides: dict = option({}, "extra `ad train rl` options for both runs (YAML/JSON config only)")
