@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ad.errors import UserError
 from ad.evaluate import EvalEnv
 from tasks.bandit.instances import parse_task_name, task_means

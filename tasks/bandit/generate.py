@@ -12,8 +12,9 @@ transition and a one-step episode (``update`` = ``episode`` = pull index, ``step
 0 / zeros before the first pull), with ``none`` a constant 0.
 
 Instances run in fixed blocks of :data:`BLOCK` consecutive ids, each block one vectorised computation with its own
-generator seeded by (seed, block): an instance's history depends on the seed, the settings and its block only, never on which blocks run in this process or are already on disk, so re-running an
-interrupted command recomputes a block and commits only its missing units, identically.
+generator seeded by (seed, block): an instance's history depends on the seed, the settings and its block only,
+never on which blocks run in this process or are already on disk, so re-running an interrupted command recomputes
+a block and commits only its missing units, identically.
 ``<out>/_run/summary.json`` records the source's mean cumulative regret next to uniformly random pulls'.
 """
 from __future__ import annotations
@@ -57,9 +58,8 @@ def dataset_metadata(cfg: GenerateConfig) -> dict[str, Any]:
     metadata into every shard's header and a per-instance map would outweigh the shards' data many times over.
     """
     train, heldout = split_instances(cfg.instances, cfg.heldout_fraction, cfg.seed)
-    tasks = {task_name(cfg.kind, cfg.arms, i): {"split": "heldout",
-                                                "optimal_return": float(optimal_return(arm_means(cfg.kind, cfg.arms, i)))}
-             for i in heldout}
+    tasks = {task_name(cfg.kind, cfg.arms, i): {
+        "split": "heldout", "optimal_return": float(optimal_return(arm_means(cfg.kind, cfg.arms, i)))} for i in heldout}
     last = cfg.observation == "last-pull"
     vector = last and cfg.kind == "gaussian"
     source = {k: v for k, v in config_to_dict(cfg).items() if k not in _RUNTIME_OPTIONS}

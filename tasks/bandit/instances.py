@@ -74,7 +74,7 @@ def split_instances(n: int, heldout_fraction: float, seed: int) -> tuple[list[in
 
 
 def optimal_return(means: np.ndarray) -> np.ndarray:
-    """Expected reward of the best arm (the optimal return of a one-pull episode), per instance: (..., arms) -> (...)."""
+    """Expected reward of the best arm (the optimal return of a one-pull episode): (..., arms) -> (...)."""
     return np.asarray(means).max(axis=-1)
 
 

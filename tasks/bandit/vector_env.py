@@ -2,11 +2,13 @@
 
 Follows gymnasium's ``VectorEnv`` conventions like ``tasks.darkroom.vector_env``: batched spaces and
 ``metadata["autoreset_mode"] = SAME_STEP``. Every pull ends its one-step episode, so every ``step`` reports
-``terminated`` for every sub-env, puts the last observation in ``infos["final_obs"]`` and starts the next
-episode at once, whose observation is the outcome of that pull (``observation="last-pull"``, see
-:mod:`tasks.bandit.env`; zeros after a reset) or a constant 0 (``"none"``). Sub-env ``i`` plays ``means[i // envs_per_task]``; ``reset(seed=s)`` seeds
-sub-env ``i`` with ``s + i`` like ``SyncVectorEnv``, and each sub-env draws from its own generator exactly what a
-single :class:`~tasks.bandit.env.BanditEnv` draws (its reward noise drawn ahead in blocks, so a step is a few array
+``terminated`` for every sub-env, puts the last observation in ``infos["final_obs"]`` and starts the next episode at
+once, whose observation is the outcome of that pull (``observation="last-pull"``, see :mod:`tasks.bandit.env`; 0 or
+zeros after a reset) or a constant 0 (``"none"``).
+
+Sub-env ``i`` plays ``means[i // envs_per_task]``; ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i`` like
+``SyncVectorEnv``, and each sub-env draws from its own generator exactly what a single
+:class:`~tasks.bandit.env.BanditEnv` draws (its reward noise drawn ahead in blocks, so a step is a few array
 operations), so the two agree pull for pull. ``means=None`` gives every sub-env a random instance, drawn as the
 single env draws it (at the first reset, and at a seeded reset).
 
