@@ -1,0 +1,71 @@
+"""Options of ``ad generate textworld`` (importing this module does not import torch or start a JVM)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ad.config import option, override
+from ad.errors import UserError
+from ad.options import LoRAOptions
+from tasks.textworld.games import GameOptions
+
+
+@dataclass
+class GenerateConfig(GameOptions, LoRAOptions):
+    """Play CookingWorld with an LM that scores the valid commands: the base LM, SFT on gold paths (trl's
+    SFTTrainer, LoRA), then step-wise PPO with a value head; every episode of every phase logged."""
+
+    out: str = option("data/textworld", "output dataset folder or URL (re-running the same command resumes)")
+    model: str = option("smollm2-135m", "policy LM: smollm2-135m (offline, packaged), a save_pretrained folder or "
+                                        "a cached hub id")
+    seed: int = option(0, "seed of the game draws (which train-fold games are trained on, which test-fold games "
+                          "are held out), sampling and initial weights; recorded as run")
+    eval_games: int = option(64, "games of each fold (test = held out, train) played greedily after each phase")
+    history: int = option(2, "earlier moves shown in the prompt (seed 002: 11; each costs ~60 prompt tokens)")
+    max_prompt_tokens: int = option(640, "prompt tokens kept (the oldest are cut from the left beyond this)")
+    sft_games: int = option(160, "train-fold games whose gold action sequences are the SFT demonstrations")
+    sft_epochs: float = option(2.0, "passes over the demonstrations (trl SFTTrainer num_train_epochs)")
+    sft_lr: float = option(5e-4, "SFT learning rate (LoRA weights)")
+    sft_batch_size: int = option(8, "demonstration moves per SFT optimiser step")
+    ppo_iterations: int = option(4, "PPO iterations (collect rollouts on train-fold games, then optimise)")
+    ppo_games: int = option(32, "train-fold games played (sampled) per PPO iteration, in one batch")
+    ppo_epochs: int = option(2, "optimisation passes over each iteration's moves")
+    ppo_batch_size: int = option(16, "moves per PPO optimiser step")
+    ppo_lr: float = option(1e-4, "PPO learning rate (LoRA weights and the value head)")
+    clip: float = option(0.2, "PPO clip range of the policy ratio")
+    value_clip: float = option(0.2, "clip range of the value update (0 = no clipping)")
+    vf_coef: float = option(0.5, "weight of the value loss")
+    kl_coef: float = option(0.05, "weight of the KL penalty to the SFT policy (the reference)")
+    gamma: float = option(0.99, "discount over moves")
+    lam: float = option(0.95, "GAE lambda")
+    temperature: float = option(1.0, "sampling temperature over the valid commands while collecting PPO rollouts")
+    act_batch: int = option(64, "games advanced together in one batched scoring pass")
+    lora: bool = option(True, "train a LoRA adapter (the LoRA options below) instead of all weights")
+    target_modules: list[str] = override(LoRAOptions, "target_modules", ["all-linear"])
+    threads: int = option(0, "torch CPU threads (0 = torch's default)")
+    progress: bool = option(True, "show progress")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("eval_games", "sft_games", "sft_batch_size", "ppo_games", "ppo_epochs", "ppo_batch_size",
+                     "act_batch", "max_prompt_tokens"):
+            if getattr(self, name) < 1:
+                raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        for name in ("history", "ppo_iterations", "threads"):
+            if getattr(self, name) < 0:
+                raise UserError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
+        for name in ("sft_epochs", "sft_lr", "ppo_lr", "temperature"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise UserError(f"--{name.replace('_', '-')} must be a positive number, got {value}")
+        for name in ("clip", "value_clip", "vf_coef", "kl_coef"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise UserError(f"--{name.replace('_', '-')} must be a finite number >= 0, got {value}")
+        for name in ("gamma", "lam"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and 0 <= value <= 1):
+                raise UserError(f"--{name} must be in [0, 1], got {value}")
+        if self.eval_games > 1000 or self.sft_games > 1000 or self.ppo_games > 1000:
+            raise UserError("a TextWorldExpress fold has 1000 games: keep --eval-games, --sft-games and --ppo-games "
+                            "at most 1000")

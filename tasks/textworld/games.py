@@ -1,0 +1,80 @@
+"""Game options (typed, shared by the env and ``ad generate textworld``), game ids and the fold split.
+
+A game is named by its fold and the TextWorldExpress seed of that fold: ``cookingworld-train-00042`` (train fold,
+seed 42), ``cookingworld-test-20005``. The train fold's games are trained on; the test fold is held out.
+Importing this module imports no torch and starts no JVM.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from ad.config import option
+from ad.errors import UserError
+from ad.options import continue_post_init
+
+#: TextWorldExpress's games (textworld_express.constants.GAME_NAMES); this family's options are CookingWorld's.
+GAME_NAMES = ("cookingworld",)
+#: Folds of TextWorldExpress's seed split.
+FOLDS = ("train", "dev", "test")
+_NAME = re.compile(r"^(?P<game>[a-z]+)-(?P<fold>train|dev|test)-(?P<seed>\d+)$")
+
+
+@dataclass
+class GameOptions:
+    """CookingWorld generation parameters (TextWorldExpress ``gameParams``) and the step limit; seed 002's
+    defaults."""
+
+    game: str = option("cookingworld", "TextWorldExpress game (this family: cookingworld)")
+    num_locations: int = option(3, "rooms in the map (CookingWorld: 1..11)")
+    include_doors: bool = option(True, "closed doors between rooms (opening them costs moves)")
+    num_distractors: int = option(2, "distractor items that are not in the recipe (0..10)")
+    num_ingredients: int = option(2, "ingredients in the recipe (1..5)")
+    step_limit: int = option(16, "moves per game before it is truncated (seed 002: 16; gold paths are 5-15 moves "
+                                 "with the defaults)")
+
+    def __post_init__(self) -> None:
+        if self.game not in GAME_NAMES:
+            raise UserError(f"unknown game {self.game!r}; this family plays: {', '.join(GAME_NAMES)}")
+        if not 1 <= self.num_locations <= 11:
+            raise UserError(f"--num-locations must be in 1..11, got {self.num_locations}")
+        if not 0 <= self.num_distractors <= 10:
+            raise UserError(f"--num-distractors must be in 0..10, got {self.num_distractors}")
+        if not 1 <= self.num_ingredients <= 5:
+            raise UserError(f"--num-ingredients must be in 1..5, got {self.num_ingredients}")
+        if self.step_limit < 1:
+            raise UserError(f"--step-limit must be at least 1, got {self.step_limit}")
+        continue_post_init(GameOptions, self)
+
+    def game_params(self) -> str:
+        """TextWorldExpress's ``gameParams`` string."""
+        return game_params(self.num_locations, self.include_doors, self.num_distractors, self.num_ingredients)
+
+    def game_dict(self) -> dict:
+        """The options as env keyword arguments."""
+        return {"game": self.game, "num_locations": self.num_locations, "include_doors": self.include_doors,
+                "num_distractors": self.num_distractors, "num_ingredients": self.num_ingredients,
+                "step_limit": self.step_limit}
+
+
+def game_params(num_locations: int, include_doors: bool, num_distractors: int, num_ingredients: int) -> str:
+    """``numLocations=3,includeDoors=1,...`` as TextWorldExpress's ``load`` takes it."""
+    return (f"numLocations={int(num_locations)},includeDoors={int(bool(include_doors))},"
+            f"numDistractorItems={int(num_distractors)},numIngredients={int(num_ingredients)}")
+
+
+def game_name(game: str, fold: str, seed: int) -> str:
+    """Task name of one game: ``cookingworld-test-20005``."""
+    return f"{game}-{fold}-{int(seed):05d}"
+
+
+def parse_game_name(name: str) -> tuple[str, str, int]:
+    """(game, fold, seed) of a task name; UserError if it is not one."""
+    match = _NAME.match(name)
+    if not match:
+        raise UserError(f"{name!r} is not a TextWorld game name (expected e.g. cookingworld-test-20005)")
+    return match["game"], match["fold"], int(match["seed"])
+
+
+Fold = Literal["train", "dev", "test"]

