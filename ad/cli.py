@@ -38,17 +38,23 @@ def run(argv: Sequence[str]) -> int:
         print(_usage())
         return 0 if argv else 2
     head, rest = argv[0], argv[1:]
+    selectors = None
     if head in GROUPS:
         if not rest or rest[0].startswith("-"):
             names = ", ".join(sorted(registry.commands(head))) or "none"
             print(f"usage: ad {head} <name> [options]   (names: {names})", file=sys.stderr)
             return 2
         cmd = registry.get(head, rest[0])
-        prog, rest = f"ad {head} {rest[0]}", rest[1:]
+        prog, rest, description = f"ad {head} {rest[0]}", rest[1:], cmd.help
+    elif head == "demo":
+        from ad.commands.demo import select_demo
+
+        cmd, rest, selectors = select_demo(rest)
+        prog, description = "ad demo", ""  # the demo config class's docstring
     else:
         cmd = registry.get("ad", head)
-        prog = f"ad {head}"
-    config = parse_config(cmd.config_cls, rest, prog=prog, description=cmd.help)
+        prog, description = f"ad {head}", cmd.help
+    config = parse_config(cmd.config_cls, rest, prog=prog, description=description, selectors=selectors)
     result = cmd.run(config)
     return int(result) if isinstance(result, int) else 0
 

@@ -169,10 +169,15 @@ def check_value(name: str, value: Any, tp: Any, source: str = "options") -> Any:
     return value
 
 
-def build_parser(config_cls: type, prog: str, description: str = "") -> argparse.ArgumentParser:
-    """An argparse parser whose options are the dataclass fields (all default to None)."""
+def build_parser(config_cls: type, prog: str, description: str = "",
+                 selectors: dict[str, tuple[str, Sequence[str]]] | None = None) -> argparse.ArgumentParser:
+    """An argparse parser whose options are the dataclass fields (all default to None), after the ``selectors``
+    (``{"task": (help, choices)}``: options that chose ``config_cls`` and were already read, shown in the help)."""
     text = (description or (config_cls.__doc__ or "")).replace("%", "%%")
     parser = argparse.ArgumentParser(prog=prog, description=text)
+    for name, (help_text, choices) in (selectors or {}).items():
+        parser.add_argument("--" + name, choices=list(choices), dest=f"_selector_{name}",
+                            help=help_text.replace("%", "%%"))
     parser.add_argument("--config", default=None, help="YAML or JSON file of option values (flags override it)")
     parser.add_argument("--print-config", action="store_true",
                         help="print the resolved options as YAML (a file --config reads) and exit")
@@ -257,10 +262,11 @@ def make_config(config_cls: type, values: dict[str, Any], source: str = "options
         raise UserError(f"bad {source}: {err}") from None
 
 
-def parse_config(config_cls: type, argv: Sequence[str], prog: str, description: str = "") -> Any:
-    """Parse command-line ``argv`` into an instance of ``config_cls``."""
-    parser = build_parser(config_cls, prog, description)
-    args = vars(parser.parse_args(list(argv)))
+def parse_config(config_cls: type, argv: Sequence[str], prog: str, description: str = "",
+                 selectors: dict[str, tuple[str, Sequence[str]]] | None = None) -> Any:
+    """Parse command-line ``argv`` into an instance of ``config_cls`` (``selectors``: see :func:`build_parser`)."""
+    parser = build_parser(config_cls, prog, description, selectors)
+    args = {k: v for k, v in vars(parser.parse_args(list(argv))).items() if not k.startswith("_selector_")}
     file = args.pop("config")
     show = args.pop("print_config")
     for key in [k for k in args if k.startswith("_") and k.endswith("_positional")]:

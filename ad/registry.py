@@ -92,6 +92,33 @@ def get(group: str, name: str) -> Command:
     return found[name]
 
 
+# ---------------------------------------------------------------------------- demos
+#: (task family, model family) -> the `ad demo --task T --model M` command
+_DEMOS: dict[tuple[str, str], Command] = {}
+#: the demo `ad demo` runs without --task / --model
+DEFAULT_DEMO = ("darkroom", "rl")
+
+
+def register_demo(task: str, model: str, config_cls: type, run: Callable[[Any], Any], help: str = "") -> None:
+    """Register ``run(config)`` as ``ad demo --task <task> --model <model>`` (options: ``config_cls``'s fields)."""
+    _DEMOS[(task, model)] = Command("demo", f"{task}/{model}", config_cls, run, help)
+
+
+def demos() -> dict[tuple[str, str], Command]:
+    """Every registered demo, plugins loaded, by (task, model)."""
+    load_plugins()
+    return dict(sorted(_DEMOS.items()))
+
+
+def get_demo(task: str, model: str) -> Command:
+    """The demo of one (task, model) pair, or a UserError naming the pairs that exist."""
+    found = demos()
+    if (task, model) not in found:
+        pairs = ", ".join(f"--task {t} --model {m}" for t, m in found) or "none"
+        raise UserError(f"no demo for --task {task} --model {model}; demos: {pairs}")
+    return found[(task, model)]
+
+
 # ---------------------------------------------------------------------------- evaluation plug-ins
 #: task family -> factory(metadata, tasks, envs_per_task) -> EvalEnv (see ad.evaluate)
 _ENV_FACTORIES: dict[str, Callable[..., Any]] = {}

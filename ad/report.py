@@ -12,10 +12,10 @@ def _fmt(value: Any) -> str:
 
 
 def write_report(out: Path, summary: dict[str, Any], timings: dict[str, float], settings: dict[str, Any],
-                 images: dict[str, str]) -> Path:
-    """Write ``out/report.md`` from an ``ad eval`` summary."""
+                 images: dict[str, str], task: str = "DarkRoom") -> Path:
+    """Write ``out/report.md`` from an ``ad eval`` summary of a demo on ``task``."""
     policies = summary["policies"]
-    lines = ["# Algorithm Distillation on DarkRoom: in-context evaluation", "",
+    lines = [f"# Algorithm Distillation on {task}: in-context evaluation", "",
              f"Held-out tasks: {len(summary['tasks'])} (never in the transformer's training data), "
              f"{summary['seeds']} seeds each, {summary['episodes']} episodes in context, "
              f"{'greedy' if summary['greedy'] else 'sampled'} actions. "

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import gymnasium
 
+from ad.families import TaskFamily, register_family
 from ad.lazy import lazy_function
-from ad.registry import register, register_env_factory
 from tasks.bandit.config import GenerateConfig
+from tasks.bandit.demo_config import BanditDemoConfig
 
 #: gymnasium ids registered here (the one place): id -> reward kind. Means are drawn from U(0, 1) at every reset
 #: unless ``means=`` is passed; ``arms=`` sets their number (default 5).
@@ -32,6 +33,12 @@ for _gym_id, _kind in GYM_IDS.items():
                            vector_entry_point="tasks.bandit.vector_env:make_vector_env", kwargs={"kind": _kind})
 
 
-register("generate", "bandit", GenerateConfig, lazy_function("tasks.bandit.generate:generate"),
-         help="UCB1 / Thompson-sampling histories on k-armed Bernoulli or Gaussian bandits (vectorised)")
-register_env_factory("bandit", lazy_function("tasks.bandit.eval_env:make_eval_env"))
+register_family(TaskFamily(
+    name="bandit",
+    summary="UCB1 / Thompson-sampling histories on k-armed Bernoulli or Gaussian bandits (vectorised)",
+    generate_config=GenerateConfig,
+    generate=lazy_function("tasks.bandit.generate:generate"),
+    eval_env=lazy_function("tasks.bandit.eval_env:make_eval_env"),
+    demo_config=BanditDemoConfig,
+    demo=lazy_function("tasks.bandit.demo:run"),
+))

@@ -17,64 +17,18 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
-from ad.config import make_config, option
+from ad.config import make_config
+from ad.demo_pipeline import stage, train_policies
 from ad.errors import UserError
-from tasks.bandit.instances import check_arms
+from tasks.bandit.demo_config import POLICIES, BanditDemoConfig
 
-#: Fraction of each history that is "expert" data for ED (``ad train rl --expert-only`` keeps this much).
-EXPERT_FRACTION = 0.1
-#: Policies of the figure, in plotting order.
-POLICIES = ("AD", "ED", "Thompson", "UCB1", "random")
-
-
-@dataclass
-class BanditDemoConfig:
-    """Algorithm Distillation on k-armed bandits end to end (generate -> train AD and ED -> regret -> report.md)."""
-
-    out: str = option("data/demo-bandit", "folder for the dataset, both runs, the evaluation and report.md")
-    kind: Literal["bernoulli", "gaussian"] = option("bernoulli", "reward distribution of the bandits")
-    arms: int = option(5, "arms per bandit")
-    instances: int = option(1000, "bandit instances (a held-out fraction is never trained on)")
-    pulls: int = option(500, "pulls per source history and per in-context evaluation run")
-    source: Literal["thompson", "ucb"] = option("thompson", "source algorithm whose histories AD distils")
-    heldout_fraction: float = option(0.1, "fraction of the instances held out for the evaluation")
-    context: int = option(0, "AD context in transitions (pulls); 0 = --pulls, a whole history")
-    ad_steps: int = option(3000, "optimiser steps for AD (measured on 5-armed Bernoulli bandits: 2000 steps gave "
-                                 "1.3-1.5x Thompson sampling's regret, 3000 steps 1.15-1.18x)")
-    ed_steps: int = option(500, "optimiser steps for the expert-distillation baseline")
-    batch_size: int = option(8, "AD windows per optimiser step (ED takes 4x as many, being 10x shorter)")
-    n_layer: int = option(2, "transformer blocks of both models")
-    lr: float = option(1e-3, "peak learning rate of both models")
-    eval_envs: int = option(10, "evaluation runs per held-out instance (each its own reward noise)")
-    threads: int = option(1, "torch CPU threads")
-    seed: int = option(0, "seed of every stage; also picks the held-out instances")
-    train_overrides: dict = option({}, "extra `ad train rl` options for both runs (YAML/JSON config only)")
-
-    def __post_init__(self) -> None:
-        check_arms(self.arms)
-        for name in ("instances", "pulls", "ad_steps", "ed_steps", "batch_size", "n_layer", "eval_envs"):
-            if getattr(self, name) <= 0:
-                raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
-        if self.context < 0 or self.context > self.pulls:
-            raise UserError(f"--context must be in 0..--pulls ({self.pulls}), got {self.context}")
-        if self.threads < 0:
-            raise UserError(f"--threads must be >= 0, got {self.threads}")
-        if not 0.0 < self.heldout_fraction < 1.0:
-            raise UserError(f"--heldout-fraction must be in (0, 1) (the evaluation needs held-out instances), "
-                            f"got {self.heldout_fraction}")
-        if not self.lr > 0.0:
-            raise UserError(f"--lr must be positive, got {self.lr}")
-
-    @property
-    def expert_context(self) -> int:
-        """ED's context: the expert part of a history (what ``--expert-only`` keeps of ``pulls`` pulls)."""
-        return max(1, int(round(self.pulls * EXPERT_FRACTION)))
+__all__ = ["POLICIES", "BanditDemoConfig", "run_demo", "run", "demo", "evaluate_regret", "plot_regret", "write_report"]
 
 
 def run_demo(out: str | Path = "data/demo-bandit", seed: int = 0, **options: Any) -> dict[str, Any]:
@@ -83,12 +37,10 @@ def run_demo(out: str | Path = "data/demo-bandit", seed: int = 0, **options: Any
     return demo(make_config(BanditDemoConfig, {"out": str(out), "seed": seed, **options}, source="bandit demo options"))
 
 
-def _stage(name: str, timings: dict[str, float], fn, *args):
-    print(f"\n=== {name} ===", flush=True)
-    start = time.perf_counter()
-    result = fn(*args)
-    timings[name] = time.perf_counter() - start
-    return result
+def run(config: BanditDemoConfig) -> int:
+    """``ad demo --task bandit`` entry point."""
+    demo(config)
+    return 0
 
 
 def demo(config: BanditDemoConfig) -> dict[str, Any]:
@@ -97,7 +49,7 @@ def demo(config: BanditDemoConfig) -> dict[str, Any]:
 
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    data, ad_run, ed_run = out / "data", out / "ad", out / "ed"
+    data = out / "data"
     timings: dict[str, float] = {}
 
     generate = registry.get("generate", "bandit")
@@ -106,28 +58,19 @@ def demo(config: BanditDemoConfig) -> dict[str, Any]:
                                                 "source": config.source, "seed": config.seed,
                                                 "heldout_fraction": config.heldout_fraction},
                           source="bandit demo generate options")
-    _stage(f"generate {config.source} histories", timings, generate.run, gen_cfg)
+    stage(f"generate {config.source} histories", timings, generate.run, gen_cfg)
 
-    train = registry.get("train", "rl")
-    common = {"data": str(data), "seed": config.seed, "threads": config.threads, "n_layer": config.n_layer,
-              "lr": config.lr, "val_every": 0,
+    common = {"seed": config.seed, "threads": config.threads, "n_layer": config.n_layer, "lr": config.lr,
+              "val_every": 0,
               "reward_kind": "discrete" if config.kind == "bernoulli" else "continuous", **config.train_overrides}
-    runs = (("AD", ad_run, {"max_steps": config.ad_steps, "context": config.context or config.pulls,
-                            "batch_size": config.batch_size}),
-            ("ED", ed_run, {"max_steps": config.ed_steps, "context": config.expert_context, "expert_only": True,
-                            "batch_size": 4 * config.batch_size}))
-    for label, run_dir, extra in runs:
-        if (run_dir / "model" / "config.json").is_file():
-            print(f"{label}: {run_dir / 'model'} exists, skipping training (delete it to retrain)")
-            timings[f"train {label}"] = 0.0
-            continue
-        cfg = make_config(train.config_cls, {**common, **extra, "out": str(run_dir),
-                                             "resume": (run_dir / "checkpoints" / "last.ckpt").is_file()},
-                          source=f"bandit demo train {label} options")
-        _stage(f"train {label}", timings, train.run, cfg)
+    runs = [("AD", {"max_steps": config.ad_steps, "context": config.context or config.pulls,
+                    "batch_size": config.batch_size}),
+            ("ED", {"max_steps": config.ed_steps, "context": config.expert_context, "expert_only": True,
+                    "batch_size": 4 * config.batch_size})]
+    folders = train_policies(data, out, runs, common, timings)
 
-    results = _stage("evaluate in context", timings, evaluate_regret, data, {"AD": ad_run, "ED": ed_run},
-                     config.eval_envs, config.seed, config.threads)
+    results = stage("evaluate in context", timings, evaluate_regret, data, folders,
+                    config.eval_envs, config.seed, config.threads)
     timings["total"] = sum(timings.values())
     summary = {"settings": asdict(config), "timings": timings, **results}
     (out / "regret.json").write_text(json.dumps(summary, indent=1))

@@ -1,15 +1,16 @@
 """DarkRoom (the Algorithm Distillation paper's grid world), its batched A2C source, and ``ad generate darkroom``.
 
-Importing this package registers the gymnasium ids (``ad/DarkRoom-9x9-v0`` ...), the CLI command and the
-evaluation env of ``ad eval``; torch is imported only when one of them runs (``ad --help`` imports this package).
+Importing this package registers the gymnasium ids (``ad/DarkRoom-9x9-v0`` ...) and the task family
+(``ad generate darkroom``, the evaluation env of ``ad eval``, ``ad demo --task darkroom``); torch is imported only when one of them runs (``ad --help`` imports this package).
 """
 from __future__ import annotations
 
 import gymnasium
 
+from ad.families import TaskFamily, register_family
 from ad.lazy import lazy_function
-from ad.registry import register, register_env_factory
 from tasks.darkroom.config import GenerateConfig
+from tasks.darkroom.demo import DarkRoomDemoConfig
 
 #: gymnasium ids registered here (the one place): id -> (size, max_episode_steps).
 GYM_IDS = {"ad/DarkRoom-9x9-v0": (9, 20), "ad/DarkRoom-3x3-v0": (3, 10)}
@@ -20,6 +21,12 @@ for _gym_id, (_size, _steps) in GYM_IDS.items():
                            kwargs={"size": _size, "random_start": False, "terminate_on_goal": False})
 
 
-register("generate", "darkroom", GenerateConfig, lazy_function("tasks.darkroom.generate:generate"),
-         help="A2C learning histories on every DarkRoom goal (all goals batched)")
-register_env_factory("darkroom", lazy_function("tasks.darkroom.eval_env:make_eval_env"))
+register_family(TaskFamily(
+    name="darkroom",
+    summary="A2C learning histories on every DarkRoom goal (all goals batched)",
+    generate_config=GenerateConfig,
+    generate=lazy_function("tasks.darkroom.generate:generate"),
+    eval_env=lazy_function("tasks.darkroom.eval_env:make_eval_env"),
+    demo_config=DarkRoomDemoConfig,
+    demo=lazy_function("ad.demo_pipeline:run"),
+))

@@ -1,0 +1,132 @@
+"""The Algorithm Distillation demo pipeline, the same for every task family with an ``ad eval`` environment.
+
+generate the source algorithm's learning histories on every task (``ad generate <family>``) -> train AD (the
+``models/rl`` transformer on subsampled histories of the training tasks) and the expert-distillation (ED) baseline
+(the same model on the histories' last episodes only) -> evaluate both in context on the held-out tasks
+(``ad eval``) -> ``report.md`` with the table and the plot. Every stage resumes: re-running the command skips
+finished work.
+
+A family plugs in by subclassing :class:`ADDemoConfig` (its ``FAMILY`` and :meth:`ADDemoConfig.generate_options`,
+plus the options of its own source) and registering the subclass with :func:`run` through
+:func:`ad.families.register_family` (``demo_config=..., demo=lazy_function("ad.demo_pipeline:run")``).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, ClassVar
+
+from ad.config import make_config, option
+from ad.errors import UserError
+
+
+@dataclass
+class ADDemoConfig:
+    """Options every AD demo shares (a family's subclass adds its source's options and sets ``FAMILY``)."""
+
+    #: the task family whose ``ad generate`` command and ``ad eval`` environment the demo uses
+    FAMILY: ClassVar[str] = ""
+    #: how the report names the task
+    TITLE: ClassVar[str] = ""
+
+    out: str = option("data/demo", "folder for the dataset, both runs, the evaluation and report.md")
+    subsample: int = option(40, "AD trains on every k-th episode of each history (the AD paper's subsampling): "
+                                "a history that improves k times faster per episode than its source")
+    context: int = option(80, "transformer context in transitions")
+    ad_steps: int = option(5000, "optimiser steps for AD")
+    ed_steps: int = option(2000, "optimiser steps for the expert-distillation baseline")
+    model_preset: str = option("demo", "model/training preset of `ad train rl`")
+    episodes: int = option(100, "episodes in context at evaluation")
+    seeds: int = option(3, "evaluation seeds per held-out task")
+    threads: int = option(1, "torch CPU threads (1 is fastest for these small models on 2 shared cores)")
+    seed: int = option(0, "seed of every stage; also picks the held-out tasks")
+    train_overrides: dict = option({}, "extra `ad train rl` options for both runs (YAML/JSON config only)")
+
+    def __post_init__(self) -> None:
+        for name in ("subsample", "context", "ad_steps", "ed_steps", "episodes", "seeds"):
+            if getattr(self, name) <= 0:
+                raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
+        if self.threads < 0:
+            raise UserError(f"--threads must be >= 0, got {self.threads}")
+
+    def generate_options(self) -> dict[str, Any]:
+        """Options of ``ad generate <FAMILY>`` for this demo (``out`` is set by the pipeline)."""
+        raise NotImplementedError(f"{type(self).__name__} must define generate_options()")
+
+    def train_options(self) -> dict[str, Any]:
+        """``ad train rl`` options both runs share (``data`` and ``out`` are set by the pipeline)."""
+        return {"preset": self.model_preset, "context": self.context, "seed": self.seed, "threads": self.threads}
+
+    def runs(self) -> list[tuple[str, dict[str, Any]]]:
+        """(label, extra ``ad train rl`` options) of each trained policy: AD and its ED baseline."""
+        return [("AD", {"max_steps": self.ad_steps, "subsample": self.subsample}),
+                ("ED", {"max_steps": self.ed_steps, "expert_only": True})]
+
+
+def stage(name: str, timings: dict[str, float], fn: Callable[..., Any], *args: Any) -> Any:
+    """Run ``fn(*args)`` as one named stage of a demo: print a header, record its wall time in ``timings``."""
+    print(f"\n=== {name} ===", flush=True)
+    start = time.perf_counter()
+    result = fn(*args)
+    timings[name] = time.perf_counter() - start
+    return result
+
+
+def train_policies(data: Path, out: Path, runs: list[tuple[str, dict[str, Any]]], common: dict[str, Any],
+                   timings: dict[str, float]) -> dict[str, Path]:
+    """``ad train rl`` once per (label, options) of ``runs`` into ``out/<label lowercased>``; a finished run is
+    skipped, an interrupted one resumes from its last checkpoint. Returns label -> run folder."""
+    from ad import registry
+
+    train = registry.get("train", "rl")
+    folders: dict[str, Path] = {}
+    for label, extra in runs:
+        run_dir = folders[label] = out / label.lower()
+        if (run_dir / "model" / "config.json").is_file():
+            print(f"{label}: {run_dir / 'model'} exists, skipping training (delete it to retrain)")
+            timings[f"train {label}"] = 0.0
+            continue
+        cfg = make_config(train.config_cls, {**common, **extra, "data": str(data), "out": str(run_dir),
+                                             "resume": (run_dir / "checkpoints" / "last.ckpt").is_file()},
+                          source=f"demo train {label} options")
+        stage(f"train {label}", timings, train.run, cfg)
+    return folders
+
+
+def run_ad_demo(config: ADDemoConfig) -> Path:
+    """The whole pipeline for ``config.FAMILY``; returns the path of ``report.md``."""
+    from ad import registry
+    from ad.commands.evaluate import EvalConfig, evaluate
+    from ad.report import write_report
+
+    family = config.FAMILY
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    data = out / family
+    timings: dict[str, float] = {}
+
+    generate = registry.get("generate", family)
+    gen_cfg = make_config(generate.config_cls, {**config.generate_options(), "out": str(data)},
+                          source="demo generate options")
+    stage("generate the source's learning histories", timings, generate.run, gen_cfg)
+
+    common = {**config.train_options(), **config.train_overrides}
+    runs = train_policies(data, out, config.runs(), common, timings)
+
+    eval_cfg = EvalConfig(ckpt=str(runs["AD"]), baseline=str(runs["ED"]), data=str(data), episodes=config.episodes,
+                          seeds=config.seeds, seed=config.seed, out=str(out / "eval"))
+    summary = stage("evaluate in context", timings, evaluate, eval_cfg)
+    timings["total"] = sum(timings.values())
+    images = {"in-context return on held-out tasks": "eval/in_context.png"}
+    if (data / "learning_curves.png").is_file():
+        images["source learning curves"] = f"{family}/learning_curves.png"
+    report = write_report(out, summary, timings, asdict(config), images, task=config.TITLE or family)
+    print(f"\nwrote {report}")
+    return report
+
+
+def run(config: ADDemoConfig) -> int:
+    """``ad demo --task <family>`` entry point."""
+    run_ad_demo(config)
+    return 0

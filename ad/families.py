@@ -1,0 +1,78 @@
+"""Task families: what one folder under ``tasks/`` provides to the core, behind one small interface.
+
+A task family (DarkRoom, Dark Key-to-Door, bandits ...) is a package that, when imported, calls
+:func:`register_family` once with a :class:`TaskFamily`, and is declared as a plugin in its distribution::
+
+    [project.entry-points."ad.plugins"]
+    keydoor = "tasks.keydoor"
+
+That single registration gives the family ``ad generate <name>`` (its source algorithm writing learning
+histories), the evaluation env ``ad eval`` builds for its held-out tasks, and (optionally) ``ad demo --task <name>``.
+
+What the rest of the interface is, concretely (every family's ``ad generate`` writes it into ``dataset.json``,
+read by :mod:`ad.data.splits`, :mod:`ad.commands.evaluate` and the demos):
+
+- **task ids**: path-safe names (``darkroom9-g2-3``, ``keydoor9-k1-2-d7-7``, ``bandit-bern5-i00042``), the ``task``
+  column of every history row;
+- **the held-out split**: ``metadata["split"] = {"train": [...], "heldout": [...]}``, seeded by ``--seed``; the
+  transformers train on ``train`` tasks only and are evaluated on ``heldout`` ones;
+- **a vectorised env over many tasks**: a ``gymnasium.vector.VectorEnv`` (registered with a
+  ``vector_entry_point``) that the source algorithm runs on and that :attr:`TaskFamily.eval_env` wraps into an
+  :class:`ad.evaluate.EvalEnv` for ``ad eval``;
+- **each task's optimal return**: ``EvalEnv.optimal`` (and ``metadata["tasks"][name]["optimal_return"]`` where
+  the dataset lists tasks), so returns are reported as a fraction of the optimum;
+- **the history columns**: the :class:`ad.history.HistorySpec` the generator writes (``task_spec`` describes the
+  state and action spaces to the models).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ad.errors import UserError
+from ad.registry import load_plugins, register, register_demo, register_env_factory
+
+
+@dataclass(frozen=True)
+class TaskFamily:
+    """Everything the core needs from a task family (see the module docstring for the dataset contract)."""
+
+    name: str  #: the datasets' ``family`` and the name in ``ad generate <name>`` / ``ad demo --task <name>``
+    summary: str  #: one line shown by ``ad --help``
+    generate_config: type  #: typed options of the source algorithm (``ad generate <name> --help``)
+    generate: Callable[[Any], Any]  #: ``generate(config)``: run the source algorithm, write learning histories
+    eval_env: Callable[..., Any] | None = None  #: ``(metadata, tasks, envs_per_task) -> EvalEnv`` for ``ad eval``
+    demo_config: type | None = None  #: options of ``ad demo --task <name>`` (the RL-format transformer)
+    demo: Callable[[Any], Any] | None = None  #: ``demo(config)``: generate -> train AD / ED -> evaluate -> report
+
+    def __post_init__(self) -> None:
+        if (self.demo is None) != (self.demo_config is None):
+            raise ValueError(f"task family {self.name!r}: give both demo and demo_config, or neither")
+
+
+_FAMILIES: dict[str, TaskFamily] = {}
+
+
+def register_family(family: TaskFamily) -> None:
+    """Register a task family: its ``ad generate`` command, its ``ad eval`` env and its ``ad demo --task`` entry."""
+    _FAMILIES[family.name] = family
+    register("generate", family.name, family.generate_config, family.generate, help=family.summary)
+    if family.eval_env is not None:
+        register_env_factory(family.name, family.eval_env)
+    if family.demo is not None:
+        register_demo(family.name, "rl", family.demo_config, family.demo,
+                      help=f"Algorithm Distillation on {family.name} end to end (writes report.md)")
+
+
+def families() -> dict[str, TaskFamily]:
+    """Every registered task family (plugins loaded), by name."""
+    load_plugins()
+    return dict(sorted(_FAMILIES.items()))
+
+
+def get_family(name: str) -> TaskFamily:
+    """One task family by name, or a UserError listing the known ones."""
+    known = families()
+    if name not in known:
+        raise UserError(f"unknown task family {name!r}; known: {', '.join(known) or 'none'}")
+    return known[name]

@@ -1,0 +1,59 @@
+"""`ad demo --task T --model M`: every registered demo is reachable, lists its options, refuses bad choices; every
+task family registers its generate command and evaluation env through one `register_family` call."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from ad import registry
+from ad.cli import main, run
+from ad.families import families, get_family
+from ad.errors import UserError
+
+
+def test_darkroom_and_bandit_are_task_families_with_generate_eval_and_demo():
+    found = families()
+    for name in ("darkroom", "bandit"):
+        family = found[name]
+        assert registry.get("generate", name).config_cls is family.generate_config
+        assert callable(registry.env_factory(name))
+        assert registry.get_demo(name, "rl").config_cls is family.demo_config
+    with pytest.raises(UserError, match="unknown task family 'nope'"):
+        get_family("nope")
+
+
+@pytest.mark.parametrize("pair", list(registry.demos()), ids=lambda p: f"{p[0]}-{p[1]}")
+def test_help_of_every_demo_lists_its_options_and_the_selectors(pair, capsys):
+    task, model = pair
+    with pytest.raises(SystemExit) as exit_info:
+        run(["demo", "--task", task, "--model", model, "--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    assert text.startswith("usage: ad demo")
+    assert "--task {" in text and "--model {" in text
+    for field in dataclasses.fields(registry.get_demo(task, model).config_cls):
+        if field.init:
+            assert "--" + field.name.replace("_", "-") in text
+
+
+def test_default_demo_is_darkroom_rl(capsys):
+    with pytest.raises(SystemExit):
+        run(["demo", "--help"])
+    assert "--size" in capsys.readouterr().out  # DarkRoom's own option
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["demo", "--task", "nope"], "no demo for --task nope --model rl"),
+    (["demo", "--model", "nope"], "no demo for --task darkroom --model nope"),
+    (["demo", "--task", "bandit", "--size", "9"], "unrecognized arguments: --size"),  # DarkRoom's, not the bandit's
+    (["demo", "--task", "bandit", "--heldout-fraction", "1.0"], "--heldout-fraction must be in (0, 1)"),
+])
+def test_bad_demo_choices_are_one_line_errors_with_exit_2(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not any(tmp_path.iterdir())  # nothing written
