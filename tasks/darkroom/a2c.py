@@ -133,12 +133,13 @@ class Rollout:
     step: np.ndarray  # (T, E) int64 step within the episode
 
 
-def goal_seed(seed: int, size: int, goal: tuple[int, int]) -> int:
-    """The seed of one goal's agent: a function of the run seed and the goal only."""
-    return int(np.random.SeedSequence([int(seed), int(size), int(goal[0]), int(goal[1])]).generate_state(1)[0])
+def goal_seed(seed: int, size: int, goal: tuple[int, ...]) -> int:
+    """The seed of one goal's agent: a function of the run seed and the goal (any tuple of ints: a DarkRoom
+    goal cell, a Key-to-Door key + door) only."""
+    return int(np.random.SeedSequence([int(seed), int(size), *(int(x) for x in goal)]).generate_state(1)[0])
 
 
-def env_seeds(seed: int, size: int, goals: list[tuple[int, int]], envs_per_goal: int) -> list[int]:
+def env_seeds(seed: int, size: int, goals: list[tuple[int, ...]], envs_per_goal: int) -> list[int]:
     """Seeds of the sub-envs (goal-major), a function of the run seed and each sub-env's goal only."""
     return [goal_seed(seed, size, g) + i for g in goals for i in range(envs_per_goal)]
 
@@ -185,6 +186,10 @@ class TableLoss:
 class BatchedA2C:
     """A2C agents for ``goals`` (one per goal), trained together on a :class:`DarkRoomVectorEnv`.
 
+    Another grid task reuses it by overriding :meth:`num_states` (the agent's tabular states, which may be more
+    than the observed cells: Key-to-Door's source sees (cell, key carried)) and :meth:`make_env` (a vector env of
+    the same layout whose observations index those states); its goals may be any tuples of ints.
+
     Args:
         cfg: a config with the A2C fields of ``GenerateConfig`` (hidden, num_envs, num_steps, lr,
             adam_betas, adam_eps, max_grad_norm, ent_coef, vf_coef, gamma, gae_lambda) and the env
@@ -193,10 +198,10 @@ class BatchedA2C:
         seed: run seed; agent ``g``'s initial weights and action noise depend on (seed, goals[g]) only.
     """
 
-    def __init__(self, cfg, goals: list[tuple[int, int]], seed: int):
+    def __init__(self, cfg, goals: list[tuple[int, ...]], seed: int):
         self.cfg = cfg
         self.goals = [tuple(int(x) for x in g) for g in goals]
-        G, S, H, A = len(goals), cfg.size * cfg.size, cfg.hidden, NUM_ACTIONS
+        G, S, H, A = len(goals), self.num_states(cfg), cfg.hidden, NUM_ACTIONS
         self.G, self.S, self.A, self.N, self.T = G, S, A, cfg.num_envs, cfg.num_steps
         self.gens = [torch.Generator().manual_seed(goal_seed(seed, cfg.size, g)) for g in self.goals]
 
@@ -215,13 +220,22 @@ class BatchedA2C:
         self.optimizer = torch.optim.Adam(self._rows, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps,
                                           fused=True)
 
-        self.env = DarkRoomVectorEnv(self.goals, cfg.num_envs, cfg.size, cfg.episode_length,
-                                     cfg.random_start, cfg.terminate_on_goal)
+        self.env = self.make_env(cfg)
         self.obs, _ = self.env.reset(seed=env_seeds(seed, cfg.size, self.goals, self.N))  # (E,)
         self.goal_of_env = np.repeat(np.arange(G), self.N)  # (E,)
         self.row0 = self.goal_of_env * S  # (E,) offset of each env's goal in flat (G*S,) tables
         self.updates = 0
         self._uniforms: torch.Tensor | None = None  # (B, T, G, N) block of action noise
+
+    @staticmethod
+    def num_states(cfg) -> int:
+        """States of each agent's tables: the cells of the room."""
+        return cfg.size * cfg.size
+
+    def make_env(self, cfg) -> DarkRoomVectorEnv:
+        """The vector env over ``self.goals`` x ``cfg.num_envs`` (goal-major) whose observations index the tables."""
+        return DarkRoomVectorEnv(self.goals, cfg.num_envs, cfg.size, cfg.episode_length, cfg.random_start,
+                                 cfg.terminate_on_goal)
 
     @staticmethod
     def _init_one(gen: torch.Generator, S: int, H: int, A: int, bound: float) -> list[torch.Tensor]:

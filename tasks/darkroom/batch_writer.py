@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Callable
 
 import numpy as np
 
@@ -45,10 +46,13 @@ class BatchWriter:
     With the background thread, column preparation and Parquet encoding (numpy and pyarrow release
     the GIL there) overlap with the next updates on a second core. At most one hand-off is in flight,
     which bounds memory; an error in the writer is raised in the training thread at the next hand-off.
+    ``derive``, if given, maps each unit's column batch to the columns stored (a task whose agent's states are
+    more than its observations stores the observed part, e.g. Key-to-Door's cell without the key flag).
     """
 
-    def __init__(self, units: dict[int, UnitWriter], envs_per_goal: int, background: bool = False):
-        self.units, self.envs_per_goal = units, envs_per_goal
+    def __init__(self, units: dict[int, UnitWriter], envs_per_goal: int, background: bool = False,
+                 derive: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]] | None = None):
+        self.units, self.envs_per_goal, self.derive = units, envs_per_goal, derive
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="darkroom-writer",
                                         initializer=_lower_priority) if background else None
         self._pending: Future | None = None
@@ -64,7 +68,8 @@ class BatchWriter:
     def _append(self, rollouts: list[Rollout]) -> None:
         columns = env_major(rollouts)
         for g, unit in self.units.items():
-            unit.append(unit_columns(columns, g, self.envs_per_goal))
+            batch = unit_columns(columns, g, self.envs_per_goal)
+            unit.append(batch if self.derive is None else self.derive(batch))
 
     def wait(self) -> None:
         """Block until the hand-off in flight is written; re-raise its error."""

@@ -25,7 +25,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -92,16 +92,36 @@ def dataset_metadata(cfg: GenerateConfig, goals: list[tuple[int, int]]) -> dict[
     }
 
 
-def generate(cfg: GenerateConfig) -> Path | str:
+@dataclass(frozen=True)
+class GridSource:
+    """What the batched-A2C generator needs from a grid task family; DarkRoom's is :data:`DARKROOM`, Key-to-Door
+    passes its own to :func:`generate` (its config carries the same A2C and running options as GenerateConfig).
+
+    Every callable is a module-level function (a Ray work unit pickles it by reference).
+    """
+
+    family: str  #: the dataset's family
+    goals: Callable[[Any], list[tuple[int, ...]]]  #: the config's tasks, one agent each (goal tuples of ints)
+    task_name: Callable[[Any, tuple[int, ...]], str]  #: a goal's task (unit) name
+    metadata: Callable[[Any, list[tuple[int, ...]]], dict[str, Any]]  #: dataset metadata of the config's goals
+    spec: Callable[[Any], HistorySpec]  #: the history columns
+    agent: type = BatchedA2C  #: BatchedA2C or a subclass (its states and env)
+    derive: Callable[[Any], Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]] | None] | None = None
+    """``derive(cfg)``: maps a unit's column batch to the stored columns (see BatchWriter), or None."""
+    pictures: Callable[..., None] | None = None  #: ``(cfg, run_dir, metadata, curves, greedy)``: run-folder pictures
+
+
+def generate(cfg: GenerateConfig, source: GridSource | None = None) -> Path | str:
     """Run A2C on every goal of ``cfg``, write the learning histories to ``cfg.out``; returns the dataset path.
 
-    The path is a ``Path`` for a local dataset, else the ``--out`` URL.
+    The path is a ``Path`` for a local dataset, else the ``--out`` URL. ``source`` is the task family (DarkRoom's
+    by default).
     """
     threads = torch.get_num_threads()
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     try:
-        return _generate(cfg)
+        return _generate(cfg, source or DARKROOM)
     finally:
         torch.set_num_threads(threads)
 
@@ -111,31 +131,32 @@ class UnitJob:
     """One work unit: a batch of goals of the run ``cfg`` describes, written to the dataset at ``out``."""
 
     cfg: GenerateConfig
-    goals: list[tuple[int, int]]
+    goals: list[tuple[int, ...]]
     out: str  #: absolute local path or URL (workers may not share the driver's working directory)
+    source: GridSource | None = None  #: the task family (None: DarkRoom)
 
 
 def darkroom_unit(job: UnitJob) -> dict[str, Any]:
     """Ray worker entry point: train one batch of goals and commit their units; the driver records them."""
-    cfg = job.cfg
+    cfg, source = job.cfg, job.source or DARKROOM
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    metadata = dataset_metadata(cfg, resolve_goals(cfg.goals, cfg.size))
-    writer = HistoryWriter(job.out, spec=history_spec(cfg.size, cfg.logprob_bits), family=FAMILY, metadata=metadata,
+    metadata = source.metadata(cfg, source.goals(cfg))
+    writer = HistoryWriter(job.out, spec=source.spec(cfg), family=source.family, metadata=metadata,
                            shard_rows=_SHARD_ROWS, row_group_rows=_ROW_GROUP_ROWS, worker=True)
-    info = _train_batch(cfg, job.goals, writer, None, _NoBar(), time.time(), 0)
+    info = _train_batch(cfg, job.goals, writer, None, _NoBar(), time.time(), 0, source)
     info["_pid"] = os.getpid()
     return info
 
 
-def _generate(cfg: GenerateConfig) -> Path | str:
-    goals = resolve_goals(cfg.goals, cfg.size)
-    metadata = dataset_metadata(cfg, goals)
+def _generate(cfg: GenerateConfig, source: GridSource) -> Path | str:
+    goals = source.goals(cfg)
+    metadata = source.metadata(cfg, goals)
     location = Location.of(cfg.out)
     if cfg.backend == "ray" and cfg.out.startswith("memory://"):
         raise UserError(f"--backend ray cannot write to {cfg.out}: memory:// storage lives inside one process; use "
                         "a local path (one machine), a shared file system, or s3:// / gs://")
-    writer = HistoryWriter(location, spec=history_spec(cfg.size, cfg.logprob_bits), family=FAMILY, metadata=metadata,
+    writer = HistoryWriter(location, spec=source.spec(cfg), family=source.family, metadata=metadata,
                            shard_rows=_SHARD_ROWS,
                            row_group_rows=_ROW_GROUP_ROWS)  # raises UserError before anything is overwritten
     local = location.local_path()
@@ -145,7 +166,7 @@ def _generate(cfg: GenerateConfig) -> Path | str:
 
     per_batch = cfg.goals_per_batch or (len(goals) if cfg.backend == "local" else RAY_GOALS_PER_UNIT)
     batches = [goals[i:i + per_batch] for i in range(0, len(goals), per_batch)]
-    todo = [b for b in batches if any(not writer.is_complete(task_name(cfg.size, g), cfg.seed) for g in b)]
+    todo = [b for b in batches if any(not writer.is_complete(source.task_name(cfg, g), cfg.seed) for g in b)]
     skipped = len(goals) - sum(len(b) for b in todo)
     if skipped:
         print(f"resuming: {skipped} of {len(goals)} goals already in {out}, {len(todo)} batch(es) to run")
@@ -156,14 +177,14 @@ def _generate(cfg: GenerateConfig) -> Path | str:
     greedy: dict[str, np.ndarray] = {}
     job_cfg = dataclasses.replace(cfg, out=local or cfg.out, progress=False, tensorboard=False, plots=False,
                                   background_writing=False)  # a Ray worker gets one CPU
-    units = [WorkUnit(f"{task_name(cfg.size, b[0])}+{len(b) - 1}", UnitJob(job_cfg, b, local or cfg.out))
-             for b in todo]
+    units = [WorkUnit(f"{source.task_name(cfg, b[0])}+{len(b) - 1}",
+                      UnitJob(job_cfg, b, local or cfg.out, None if source is DARKROOM else source)) for b in todo]
     remote = cfg.backend != "local"
     with _progress(cfg, total=len(todo) if remote else len(todo) * cfg.updates,
                    what="A2C batches" if remote else "A2C updates") as bar:
 
         def in_process(job: UnitJob) -> dict[str, Any]:
-            return _train_batch(cfg, job.goals, writer, tb, bar, started, done["steps"])
+            return _train_batch(cfg, job.goals, writer, tb, bar, started, done["steps"], source)
 
         def record(unit: WorkUnit, info: dict[str, Any]) -> None:
             if remote:  # the worker committed the units; record them here, as they finish
@@ -188,8 +209,8 @@ def _generate(cfg: GenerateConfig) -> Path | str:
 
     summary = _summarize(cfg, location, metadata, elapsed, steps_done)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-    if cfg.plots and curves:
-        _save_pictures(cfg, run_dir, metadata, curves, greedy)
+    if cfg.plots and curves and source.pictures is not None:
+        source.pictures(cfg, run_dir, metadata, curves, greedy)
     print(f"{summary['learned_goals']}/{summary['goals']} goals ({100 * summary['learned_fraction']:.1f}%) reach "
           f"{LEARNED_RATIO:.0%} of the optimal return over the last {FINAL_FRACTION:.0%} of their streams "
           f"(mean ratio {summary['mean_final_ratio']:.3f}); {steps_done:,} env steps in {elapsed:.1f}s "
@@ -197,16 +218,18 @@ def _generate(cfg: GenerateConfig) -> Path | str:
     return out
 
 
-def _train_batch(cfg: GenerateConfig, goals: list[tuple[int, int]], writer: HistoryWriter, tb, bar,
-                 started: float, steps_before: int) -> dict[str, Any]:
+def _train_batch(cfg: GenerateConfig, goals: list[tuple[int, ...]], writer: HistoryWriter, tb, bar,
+                 started: float, steps_before: int, source: GridSource | None = None) -> dict[str, Any]:
     """Train one batch of goals for ``cfg.updates`` updates, streaming histories into their units."""
+    source = source or DARKROOM
     batch_started = time.time()
-    names = [task_name(cfg.size, g) for g in goals]
+    names = [source.task_name(cfg, g) for g in goals]
     units = {g: writer.open_unit(names[g], cfg.seed) for g in range(len(goals))
              if not writer.is_complete(names[g], cfg.seed)}
-    agent = BatchedA2C(cfg, goals, cfg.seed)
+    agent = source.agent(cfg, goals, cfg.seed)
     tracker = ReturnTracker(len(goals), cfg.num_envs, cfg.updates)
-    out = BatchWriter(units, cfg.num_envs, cfg.background_writing)
+    out = BatchWriter(units, cfg.num_envs, cfg.background_writing,
+                      derive=source.derive(cfg) if source.derive is not None else None)
     try:
         with denormals_flushed(), np.errstate(over="ignore", invalid="ignore"):  # divergence: _check_finite says
             _train_loop(cfg, agent, tracker, out, names, tb, bar, started, steps_before)
@@ -409,3 +432,20 @@ def _progress(cfg: GenerateConfig, total: int, what: str = "A2C updates"):
     if not cfg.progress:
         return _NoBar()
     return _Bar(total, what) if interactive() else _Lines(total, what)
+
+
+def _task_name(cfg: GenerateConfig, goal: tuple[int, ...]) -> str:
+    return task_name(cfg.size, goal)
+
+
+def _goals(cfg: GenerateConfig) -> list[tuple[int, ...]]:
+    return resolve_goals(cfg.goals, cfg.size)
+
+
+def _spec(cfg: GenerateConfig) -> HistorySpec:
+    return history_spec(cfg.size, cfg.logprob_bits)
+
+
+#: The DarkRoom family of the generator (the default of :func:`generate`).
+DARKROOM = GridSource(family=FAMILY, goals=_goals, task_name=_task_name, metadata=dataset_metadata, spec=_spec,
+                      agent=BatchedA2C, pictures=_save_pictures)

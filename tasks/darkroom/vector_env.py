@@ -61,27 +61,41 @@ class DarkRoomVectorEnv(VectorEnv):
             self._rngs = [seeding.np_random(s)[0] for s in seeds]
         self.elapsed[:] = 0
         self.episode[:] = 0
-        self.cell[:] = self._start_cells(np.arange(self.num_envs))
-        return self.cell.copy(), {}
+        self._restart(np.arange(self.num_envs))
+        return self._observe(), {}
 
     def step(self, actions):
         """Move every sub-env; finished ones are reset in the same call (SAME_STEP autoreset)."""
         actions = np.asarray(actions, dtype=np.int64)
         self.cell = self._next_cell[self.cell, actions]  # (E,)
-        rewards = (self.cell == self.goal_cell).astype(np.float32)  # (E,)
-        terminations = rewards > 0 if self.terminate_on_goal else np.zeros(self.num_envs, dtype=bool)
+        rewards, terminations = self._rewards()  # (E,), (E,)
         self.elapsed += 1
         truncations = self.elapsed >= self.episode_length  # (E,) like TimeLimit: may be True with terminated
         done = terminations | truncations
         infos: dict[str, Any] = {}
         if done.any():
-            infos["final_obs"] = self.cell.copy()
+            infos["final_obs"] = self._observe()
             infos["_final_obs"] = done
             idx = np.flatnonzero(done)
-            self.cell[idx] = self._start_cells(idx)
+            self._restart(idx)
             self.elapsed[idx] = 0
             self.episode[idx] += 1
-        return self.cell.copy(), rewards, terminations, truncations, infos
+        return self._observe(), rewards, terminations, truncations, infos
+
+    # ------------------------------------------------------------------ task hooks (Key-to-Door overrides them)
+    def _rewards(self) -> tuple[np.ndarray, np.ndarray]:
+        """Rewards ``(E,)`` float32 and terminations ``(E,)`` bool of the move just made (``self.cell`` is new)."""
+        rewards = (self.cell == self.goal_cell).astype(np.float32)  # (E,)
+        terminations = rewards > 0 if self.terminate_on_goal else np.zeros(self.num_envs, dtype=bool)
+        return rewards, terminations
+
+    def _observe(self) -> np.ndarray:
+        """The observation of every sub-env ``(E,)`` (a copy): its cell."""
+        return self.cell.copy()
+
+    def _restart(self, idx: np.ndarray) -> None:
+        """Put the sub-envs ``idx`` at the start of a new episode (cells only; counters are the caller's)."""
+        self.cell[idx] = self._start_cells(idx)
 
     # ------------------------------------------------------------------ helpers
     def _start_cells(self, idx: np.ndarray) -> np.ndarray:
