@@ -56,6 +56,18 @@ def pick_tasks(reader: Any, split: str, max_tasks: int | None) -> list[str]:
 def check_compatible(policy: Any, reader: Any, ckpt: str) -> None:
     """A checkpoint trained on another task's spaces cannot act in this dataset's env."""
     spec = reader.spec
+    family = getattr(policy, "family", None)
+    if family is not None and family != reader.family:
+        raise UserError(f"checkpoint {ckpt} was trained on {family} histories but dataset {reader.location.base} is "
+                        f"{reader.family}: they are of different tasks; pass a {family} dataset or a model trained "
+                        f"on {reader.family}")
+    trained_spec = getattr(policy, "task_spec", None) or {}
+    data_spec = reader.metadata.get("task_spec") or {}
+    for key in ("size", "arms", "kind"):
+        if key in trained_spec and key in data_spec and trained_spec[key] != data_spec[key]:
+            raise UserError(f"checkpoint {ckpt} was trained on {reader.family} with {key} {trained_spec[key]} but "
+                            f"dataset {reader.location.base} has {key} {data_spec[key]}: they are of different tasks; "
+                            "pass the dataset it was trained on (or one of the same settings)")
     for attr, expected in (("num_states", spec.state.n), ("num_actions", spec.action.n)):
         have = getattr(policy, attr, None)
         if have is not None and expected is not None and have != expected:

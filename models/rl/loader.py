@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ad.errors import UserError
 from ad.registry import register_policy_loader
 
 
@@ -42,7 +43,24 @@ def load(path: Any, greedy: bool = False, seed: int = 0, threads: int | None = N
     policy.num_states = model.config.num_states
     policy.num_actions = model.config.num_actions
     policy.episode_length = model.config.episode_length
+    policy.family, policy.task_spec = training_data(model_dir(path))
     return policy
+
+
+def training_data(directory: Path) -> tuple[str | None, dict]:
+    """(task family, task spec) of the dataset a model was trained on; (None, {}) for a model saved before
+    ``ad train rl`` recorded them."""
+    from models.rl.train import TRAINING_DATA_FILE
+
+    file = directory / TRAINING_DATA_FILE
+    if not file.is_file():
+        return None, {}
+    try:
+        record = json.loads(file.read_text())
+        return record.get("family"), dict(record.get("task_spec") or {})
+    except (ValueError, AttributeError, TypeError):
+        raise UserError(f"{file} is corrupt (not the JSON object `ad train rl` writes); retrain the model or delete "
+                        "the file to skip the family check") from None
 
 
 register_policy_loader("rl", detect, load)

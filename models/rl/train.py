@@ -22,6 +22,9 @@ from typing import Any
 from ad.distributed.options import first_local_process
 from ad.errors import UserError
 from ad.trainer import MODEL_DIR
+
+#: Beside a trained model's weights: the task family and task spec of the data it was trained on.
+TRAINING_DATA_FILE = "training_data.json"
 from models.rl.config import RESUMABLE_CHANGES, TrainRLConfig, model_config_of
 
 #: validation batches are the same on every process (not sharded), so val/* needs no sync
@@ -138,7 +141,18 @@ def train(config: TrainRLConfig) -> Path:
     fit(trainer, module, datamodule, out, resume_from, _EXPECTED_WARNINGS)
     if not trainer.is_global_zero:
         return out / MODEL_DIR
-    return module.model.save_pretrained(out / MODEL_DIR)
+    saved = module.model.save_pretrained(out / MODEL_DIR)
+    write_training_data(saved, datamodule.metadata)
+    return saved
+
+
+def write_training_data(directory: Path, metadata: dict) -> None:
+    """``training_data.json`` beside the weights: the dataset's task family and task spec, so that ``ad eval``
+    refuses a dataset of another family or size with a clear message."""
+    import json
+
+    record = {"family": metadata.get("family"), "task_spec": metadata.get("task_spec") or {}}
+    (directory / TRAINING_DATA_FILE).write_text(json.dumps(record, indent=1, default=str))
 
 
 def _has_val(datamodule: Any) -> bool:
