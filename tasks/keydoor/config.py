@@ -1,0 +1,104 @@
+"""Options of ``ad generate keydoor`` (importing this module does not import torch).
+
+The A2C and running options are DarkRoom's (``tasks.darkroom.config.GenerateConfig``: same help, declared there
+once, through :func:`ad.config.override`); the defaults are the ones measured on Key-to-Door.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ad.config import option, override
+from ad.distributed import check_backend_options
+from ad.errors import UserError
+from tasks.darkroom.config import GenerateConfig as DarkRoomConfig
+from tasks.darkroom.config import batch_memory_bytes, physical_memory_bytes
+from tasks.darkroom.goals import check_size
+from tasks.keydoor.pairs import draw_pairs
+
+D = DarkRoomConfig
+
+
+@dataclass
+class GenerateConfig:
+    """Train one A2C agent per Key-to-Door task (key/door pair; all tasks batched) and record their histories."""
+
+    out: str = override(D, "out", "data/keydoor")
+    size: int = override(D, "size", 9)
+    tasks: int = option(400, "key/door pairs to train, drawn without replacement (seeded by --seed) from the "
+                             "size^2 * (size^2 - 1) ordered pairs of distinct cells (6480 on 9x9); 0 = all")
+    pairs: list[str] = option([], "train these pairs instead of drawing --tasks: 'key_row,key_col/door_row,door_col' "
+                                  "items or task names (keydoor9-k1-2-d7-7)")
+    steps_per_task: int = option(400_000, "env steps per task (over its parallel envs); rounded up to whole updates")
+    seed: int = option(0, "run seed: the drawn pairs, agent init, action sampling and the train/held-out split; "
+                          "recorded as run")
+    heldout_fraction: float = option(0.1, "fraction of the tasks held out from training the transformer")
+    episode_length: int = override(D, "episode_length", 50)
+    random_start: bool = override(D, "random_start", False)
+    # A2C
+    hidden: int = override(D, "hidden", 128)
+    num_envs: int = override(D, "num_envs", 10)
+    num_steps: int = override(D, "num_steps", 10)
+    lr: float = override(D, "lr", 1e-3)
+    adam_betas: list[float] = override(D, "adam_betas", [0.9, 0.999])
+    adam_eps: float = override(D, "adam_eps", 1e-6)
+    max_grad_norm: float = override(D, "max_grad_norm", 0.5)
+    ent_coef: float = override(D, "ent_coef", 0.01)
+    vf_coef: float = override(D, "vf_coef", 0.99)
+    gamma: float = override(D, "gamma", 0.99)
+    gae_lambda: float = override(D, "gae_lambda", 1.0)
+    # running
+    goals_per_batch: int = option(0, "tasks trained together in one batch = one work unit (0 = all tasks with "
+                                     "--backend local, 8 per unit with --backend ray); a task's history does not "
+                                     "depend on it")
+    backend: str = override(D, "backend", "local")
+    address: str = override(D, "address", "")
+    workers: int = override(D, "workers", 0)
+    run_dir: str = override(D, "run_dir", "")
+    logprob_bits: int = override(D, "logprob_bits", 23)
+    threads: int = override(D, "threads", 1)
+    background_writing: bool = override(D, "background_writing", DarkRoomConfig.background_writing)
+    tensorboard: bool = option(False, "write TensorBoard scalars (per task) under <out>/_run/tb")
+    log_every: int = override(D, "log_every", 500)
+    plots: bool = option(True, "save the A2C learning curves (PNG) next to the dataset")
+    progress: bool = override(D, "progress", True)
+
+    #: The generator reads these DarkRoom fields; Key-to-Door has no presets and always ends at the door.
+    preset = "keydoor"
+    terminate_on_goal = True
+
+    def __post_init__(self) -> None:
+        check_size(self.size)
+        for name in ("steps_per_task", "episode_length", "hidden", "num_envs", "num_steps", "log_every"):
+            if getattr(self, name) <= 0:
+                raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
+        if self.tasks < 0 or self.goals_per_batch < 0 or self.threads < 0:
+            raise UserError("--tasks, --goals-per-batch and --threads must be >= 0")
+        if not 0.0 <= self.heldout_fraction < 1.0:
+            raise UserError(f"--heldout-fraction must be in [0, 1) (at least one task must train), got "
+                            f"{self.heldout_fraction}")
+        if not (self.lr > 0 and self.adam_eps > 0 and self.max_grad_norm > 0):
+            raise UserError("--lr, --adam-eps and --max-grad-norm must be positive (and finite)")
+        if not (self.ent_coef >= 0 and self.vf_coef >= 0) or max(self.ent_coef, self.vf_coef) == float("inf"):
+            raise UserError("--ent-coef and --vf-coef must be finite and >= 0")
+        if len(self.adam_betas) != 2 or not all(0.0 <= b < 1.0 for b in self.adam_betas):
+            raise UserError(f"--adam-betas needs two values in [0, 1), got {self.adam_betas}")
+        if not (0.0 <= self.gamma <= 1.0 and 0.0 <= self.gae_lambda <= 1.0):
+            raise UserError("--gamma and --gae-lambda must be in [0, 1]")
+        if isinstance(self.pairs, str):
+            self.pairs = [self.pairs]
+        pairs = self.task_pairs()  # raises UserError for a bad pair
+        per_batch = min(self.goals_per_batch or len(pairs), len(pairs))
+        need = 2 * batch_memory_bytes(self.size, self.hidden, self.num_envs, per_batch)  # (cell, key) tables
+        if need > 0.6 * physical_memory_bytes():
+            raise UserError(f"{per_batch} tasks per batch need about {need / 2**30:.1f} GiB of memory, more than this "
+                            "machine can give; pass a smaller --goals-per-batch or fewer --tasks")
+        check_backend_options(self.backend, self.address, self.workers)
+
+    def task_pairs(self) -> list[tuple[int, int, int, int]]:
+        """The (key row, key col, door row, door col) of every task of this run, in order."""
+        return draw_pairs(self.size, self.tasks, self.seed, self.pairs)
+
+    @property
+    def updates(self) -> int:
+        """Optimiser steps per task: ceil(steps_per_task / (num_envs * num_steps))."""
+        return -(-self.steps_per_task // (self.num_envs * self.num_steps))

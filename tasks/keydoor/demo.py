@@ -1,0 +1,40 @@
+"""``ad demo --task keydoor``: Algorithm Distillation on Dark Key-to-Door end to end (:mod:`ad.demo_pipeline`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ad.config import option, override
+from ad.demo_pipeline import ADDemoConfig
+from ad.errors import UserError
+
+
+@dataclass
+class KeyDoorDemoConfig(ADDemoConfig):
+    """Algorithm Distillation on Dark Key-to-Door (generate -> train AD and ED -> evaluate -> report)."""
+
+    FAMILY: ClassVar[str] = "keydoor"
+    TITLE: ClassVar[str] = "Dark Key-to-Door"
+
+    out: str = override(ADDemoConfig, "out", "data/demo-keydoor")
+    tasks: int = option(400, "key/door pairs the A2C source trains on (a held-out fraction is never distilled)")
+    steps_per_task: int = option(400_000, "A2C env steps per task")
+    heldout_fraction: float = option(0.1, "fraction of the pairs held out for the in-context evaluation")
+    subsample: int = override(ADDemoConfig, "subsample", 40)
+    context: int = override(ADDemoConfig, "context", 200)
+    ad_steps: int = override(ADDemoConfig, "ad_steps", 4000)
+    ed_steps: int = override(ADDemoConfig, "ed_steps", 1000)
+    episodes: int = override(ADDemoConfig, "episodes", 60)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.tasks < 0 or self.steps_per_task <= 0:
+            raise UserError("--tasks must be >= 0 and --steps-per-task positive")
+        if not 0.0 < self.heldout_fraction < 1.0:
+            raise UserError(f"--heldout-fraction must be in (0, 1) (the evaluation needs held-out pairs and "
+                            f"training needs the rest), got {self.heldout_fraction}")
+
+    def generate_options(self) -> dict[str, Any]:
+        """Options of ``ad generate keydoor``."""
+        return {"tasks": self.tasks, "steps_per_task": self.steps_per_task, "seed": self.seed,
+                "heldout_fraction": self.heldout_fraction, "threads": self.threads}
