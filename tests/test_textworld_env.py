@@ -77,4 +77,5 @@ def test_prompt_keeps_task_and_newest_moves():
     obs = [f"# TASK: cook\nObs: o{k}\nInventory: empty" for k in range(4)]
     prompt = build_prompt(obs, ["a0", "a1", "a2"], history=1)
     assert prompt.startswith("# TASK: cook\n") and prompt.endswith("# STEP 3\nObs: o3\nInventory: empty\nAction:")
-    assert "a2" in prompt and "a1" not in prompt and "o1" not in prompt
+    assert "Action: a2" in prompt and "Action: a1" not in prompt and "o1" not in prompt
+    assert "Moves so far: a0; a1\n" in prompt

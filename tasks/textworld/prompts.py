@@ -10,7 +10,9 @@
     Obs: ...
     Action:
 
-Only the newest ``history`` earlier moves are shown (seed 002 kept 11); the task line always stays.
+Only the newest ``history`` earlier moves are shown in full (seed 002 kept 11; each costs ~60-150 tokens); a
+``Moves so far:`` line lists every earlier command (a few tokens each) so the policy knows where it is in the
+recipe even when their observations are cut. The task line always stays.
 """
 from __future__ import annotations
 
@@ -33,6 +35,8 @@ def build_prompt(observations: Sequence[str], actions: Sequence[str], history: i
     step = len(actions)
     start = max(0, step - history)
     lines = [task, INSTRUCTION]
+    if start > 0:
+        lines.append("Moves so far: " + "; ".join(actions[:start]))
     for k in range(start, step):
         lines += [f"# STEP {k}", split_step_text(observations[k])[1], f"Action: {actions[k]}"]
     lines += [f"# STEP {step}", split_step_text(observations[step])[1], "Action:"]

@@ -1,0 +1,186 @@
+"""A compact step-wise PPO over game moves (trl 1.16 ships no PPO trainer): a value head on the LM's hidden state,
+GAE over moves, a clipped ratio on the chosen command's tokens, a KL penalty to the SFT policy.
+
+* The policy is the SFT model (its LoRA merged) with a fresh LoRA adapter; the reference is the same model with
+  the adapter disabled (no second copy).
+* One *move* = a prompt and the command chosen. The command's log-probability is the sum over its tokens; the
+  ratio is ``exp(new - old)`` of that sum, clipped as in PPO.
+* The value head reads the last-layer hidden state at the prompt's last token; targets are GAE returns.
+* An episode ends on success, failure or the step limit; the step number is in the prompt, so the limit is part of
+  the state and the last move's next value is 0 in every case.
+
+Pure pieces (:func:`gae`, :func:`ppo_loss`, :func:`move_logprobs`) are tested against slow references.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+
+from tasks.textworld.scoring import base_model
+
+
+def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float, lam: float
+        ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(advantages, returns), each (N, T), of N episodes padded to T moves (``mask`` 1 on real moves).
+
+    Each episode ends after its last real move (next value 0).
+    """
+    N, T = rewards.shape
+    mask = mask.to(rewards.dtype)
+    next_values = torch.cat([values[:, 1:], torch.zeros(N, 1, dtype=values.dtype)], 1) * \
+        torch.cat([mask[:, 1:], torch.zeros(N, 1, dtype=mask.dtype)], 1)  # (N, T) 0 after the last move
+    deltas = (rewards + gamma * next_values - values) * mask  # (N, T)
+    advantages = torch.zeros_like(rewards)
+    running = torch.zeros(N, dtype=rewards.dtype)
+    for t in range(T - 1, -1, -1):  # one vectorised step per move index, over all episodes
+        running = deltas[:, t] + gamma * lam * running * (mask[:, t + 1] if t + 1 < T else 0.0)
+        advantages[:, t] = running
+    advantages = advantages * mask
+    return advantages, (advantages + values) * mask
+
+
+def ppo_loss(new_logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch.Tensor, token_mask: torch.Tensor,
+             advantages: torch.Tensor, new_values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor,
+             clip: float, value_clip: float, vf_coef: float, kl_coef: float) -> tuple[torch.Tensor, dict[str, float]]:
+    """PPO loss of a minibatch of B moves; token tensors are (B, K) with ``token_mask`` 1 on the command's tokens.
+
+    policy: mean over moves of max(-A r, -A clip(r, 1 - clip, 1 + clip)), r = exp(sum new - sum old);
+    value: 0.5 mean max((v - R)^2, (old_v + clip(v - old_v, +-value_clip) - R)^2) (plain squared error if 0);
+    KL: mean over moves of the summed per-token k3 estimate exp(ref - new) - (ref - new) - 1 (>= 0).
+    """
+    token_mask = token_mask.to(new_logp.dtype)
+    log_ratio = ((new_logp - old_logp) * token_mask).sum(-1)  # (B,)
+    ratio = log_ratio.exp()
+    policy = torch.maximum(-advantages * ratio, -advantages * ratio.clamp(1 - clip, 1 + clip)).mean()
+    value_err = (new_values - returns) ** 2  # (B,)
+    if value_clip > 0:
+        clipped = old_values + (new_values - old_values).clamp(-value_clip, value_clip)
+        value_err = torch.maximum(value_err, (clipped - returns) ** 2)
+    value = 0.5 * value_err.mean()
+    d = (ref_logp - new_logp) * token_mask  # (B, K)
+    kl = ((d.exp() - d - 1) * token_mask).sum(-1).mean()
+    loss = policy + vf_coef * value + kl_coef * kl
+    stats = {"policy_loss": float(policy.detach()), "value_loss": float(value.detach()), "kl": float(kl.detach()),
+             "clip_fraction": float(((ratio - 1).abs() > clip).float().mean())}
+    return loss, stats
+
+
+def move_logprobs(model: Any, prompt_ids: Sequence[Sequence[int]], command_ids: Sequence[Sequence[int]],
+                  pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(token logprobs (B, K), token mask (B, K), hidden state at each prompt's last token (B, H)) of B moves, one
+    plain causal forward of prompt + command per row (right-padded); differentiable."""
+    lm = base_model(model)
+    device = next(lm.parameters()).device
+    B = len(prompt_ids)
+    lengths = [len(p) + len(c) for p, c in zip(prompt_ids, command_ids)]
+    K = max(len(c) for c in command_ids)
+    ids = torch.full((B, max(lengths)), pad_id, dtype=torch.long)
+    attn = torch.zeros_like(ids)
+    for b, (p, c) in enumerate(zip(prompt_ids, command_ids)):
+        ids[b, :lengths[b]], attn[b, :lengths[b]] = torch.tensor(list(p) + list(c)), 1
+    hidden = lm.get_decoder()(input_ids=ids.to(device), attention_mask=attn.to(device)).last_hidden_state
+    # gather the K positions that predict each command token (the last prompt token onwards) and the value position
+    rows = torch.arange(B)[:, None]  # (B, 1)
+    starts = torch.tensor([len(p) - 1 for p in prompt_ids])  # (B,) last prompt token
+    pos = (starts[:, None] + torch.arange(K)).clamp(max=ids.shape[1] - 1)  # (B, K)
+    token_mask = torch.arange(K)[None, :] < torch.tensor([len(c) for c in command_ids])[:, None]  # (B, K)
+    targets = torch.full((B, K), pad_id, dtype=torch.long)
+    for b, c in enumerate(command_ids):
+        targets[b, :len(c)] = torch.tensor(list(c))
+    logits = lm.get_output_embeddings()(hidden[rows, pos.to(hidden.device)])  # (B, K, V)
+    logp = torch.log_softmax(logits.float(), -1).gather(-1, targets.to(device)[..., None]).squeeze(-1)  # (B, K)
+    return logp * token_mask.to(device), token_mask.to(device), hidden[torch.arange(B), starts.to(hidden.device)]
+
+
+@dataclass
+class Moves:
+    """An iteration's moves, flattened, with what the update needs."""
+
+    prompt_ids: list[list[int]]
+    command_ids: list[list[int]]
+    old_logp: torch.Tensor  #: (N, K) behaviour per-token log-probabilities (0 on padding)
+    ref_logp: torch.Tensor  #: (N, K) reference (adapter off) per-token log-probabilities
+    token_mask: torch.Tensor  #: (N, K)
+    advantages: torch.Tensor  #: (N,)
+    returns: torch.Tensor  #: (N,)
+    values: torch.Tensor  #: (N,) behaviour values
+
+
+def pad_tokens(rows: Sequence[Sequence[float]], K: int) -> torch.Tensor:
+    """(N, K) float tensor of variable-length rows, zero-padded."""
+    out = torch.zeros(len(rows), K)
+    for i, r in enumerate(rows):
+        out[i, :len(r)] = torch.tensor(list(r), dtype=torch.float32)
+    return out
+
+
+def collect_moves(episodes: Sequence[Any], model: Any, gamma: float, lam: float, pad_id: int,
+                  batch: int = 16) -> Moves:
+    """Flatten played episodes into :class:`Moves`: GAE from their rewards and values, advantages normalised
+    over the iteration, reference log-probabilities from the model with its adapter disabled."""
+    T = max(len(e) for e in episodes)
+    N = len(episodes)
+    rewards, values, mask = torch.zeros(N, T, dtype=torch.float64), torch.zeros(N, T, dtype=torch.float64), \
+        torch.zeros(N, T, dtype=torch.float64)
+    for i, e in enumerate(episodes):
+        rewards[i, :len(e)] = torch.tensor(e.rewards, dtype=torch.float64)
+        values[i, :len(e)] = torch.tensor(e.values, dtype=torch.float64)
+        mask[i, :len(e)] = 1
+    adv, ret = gae(rewards, values, mask, gamma, lam)
+    real = mask.bool()
+    adv, ret, vals = adv[real].float(), ret[real].float(), values[real].float()  # (M,) episode-major
+    adv = (adv - adv.mean()) / (adv.std() + 1e-8) if len(adv) > 1 else adv
+    prompt_ids = [p for e in episodes for p in e.prompt_ids]
+    command_ids = [c for e in episodes for c in e.command_ids]
+    K = max(len(c) for c in command_ids)
+    old = pad_tokens([lp for e in episodes for lp in e.logprobs], K)
+    refs = []
+    with torch.no_grad(), model.disable_adapter():
+        for s in range(0, len(prompt_ids), batch):
+            logp, _, _ = move_logprobs(model, prompt_ids[s:s + batch], command_ids[s:s + batch], pad_id)
+            refs.append(torch.nn.functional.pad(logp.cpu(), (0, K - logp.shape[1])))
+    token_mask = pad_tokens([[1.0] * len(c) for c in command_ids], K)
+    return Moves(prompt_ids, command_ids, old, torch.cat(refs), token_mask, adv, ret, vals)
+
+
+class PPOLearner:
+    """Optimises the LoRA adapter and the value head on an iteration's :class:`Moves`."""
+
+    def __init__(self, model: Any, value_head: torch.nn.Module, *, lr: float, clip: float, value_clip: float,
+                 vf_coef: float, kl_coef: float, epochs: int, batch_size: int, pad_id: int, seed: int,
+                 max_grad_norm: float = 1.0):
+        self.model, self.value_head = model, value_head
+        params = [p for p in model.parameters() if p.requires_grad] + list(value_head.parameters())
+        self.optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+        self.params = params
+        self.clip, self.value_clip, self.vf_coef, self.kl_coef = clip, value_clip, vf_coef, kl_coef
+        self.epochs, self.batch_size, self.pad_id, self.max_grad_norm = epochs, batch_size, pad_id, max_grad_norm
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def update(self, moves: Moves) -> dict[str, float]:
+        """``epochs`` passes over the moves in shuffled minibatches; mean statistics of the last pass."""
+        self.model.train()
+        N = len(moves.prompt_ids)
+        stats: list[dict[str, float]] = []
+        for _ in range(self.epochs):
+            stats = []
+            order = torch.randperm(N, generator=self.generator)
+            for s in range(0, N, self.batch_size):
+                idx = order[s:s + self.batch_size]
+                logp, mask, hidden = move_logprobs(self.model, [moves.prompt_ids[i] for i in idx],
+                                                   [moves.command_ids[i] for i in idx], self.pad_id)
+                K = logp.shape[1]
+                new_values = self.value_head(hidden.float()).squeeze(-1)  # (b,)
+                loss, st = ppo_loss(logp, moves.old_logp[idx, :K], moves.ref_logp[idx, :K], mask,
+                                    moves.advantages[idx], new_values, moves.values[idx], moves.returns[idx],
+                                    self.clip, self.value_clip, self.vf_coef, self.kl_coef)
+                if not torch.isfinite(loss):
+                    raise FloatingPointError("PPO loss is not finite; lower --ppo-lr")
+                self.optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm)
+                self.optimizer.step()
+                stats.append({**st, "loss": float(loss.detach())})
+        return {k: sum(s[k] for s in stats) / len(stats) for k in stats[0]} if stats else {}

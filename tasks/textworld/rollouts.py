@@ -1,0 +1,127 @@
+"""Playing many CookingWorld games in one batch with a :class:`~tasks.textworld.policy.TextWorldPolicy`, and
+replaying gold action sequences (the SFT demonstrations) through the same env and prompts.
+
+Every move becomes one row of an :class:`Episode`: the prompt (the state column), the command, reward, flags, the
+command's per-token log-probabilities and the value estimate, exactly what the history store logs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from tasks.textworld.env import CookingWorldEnv
+from tasks.textworld.games import GameOptions, game_name
+from tasks.textworld.prompts import build_prompt
+
+#: One game to play: (fold, TextWorldExpress seed of that fold).
+Game = tuple[str, int]
+
+
+@dataclass
+class Episode:
+    """One game played to the end (success, failure or the step limit)."""
+
+    fold: str
+    seed: int
+    name: str
+    prompts: list[str] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)
+    rewards: list[float] = field(default_factory=list)
+    terminated: list[bool] = field(default_factory=list)
+    truncated: list[bool] = field(default_factory=list)
+    logprobs: list[list[float]] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+    prompt_ids: list[list[int]] = field(default_factory=list)
+    command_ids: list[list[int]] = field(default_factory=list)
+    score: float = 0.0  #: final normalised score (0..1)
+    success: bool = False
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+
+def make_envs(options: GameOptions, games: Sequence[Game]) -> list[CookingWorldEnv]:
+    """One env (game handle on the shared JVM) per game."""
+    return [CookingWorldEnv(**options.game_dict(), fold=fold) for fold, _ in games]
+
+
+def play(policy: Any, games: Sequence[Game], options: GameOptions, history: int, greedy: bool = True,
+         temperature: float = 1.0, generator: Any = None, on_move: Callable[[int], None] | None = None
+         ) -> list[Episode]:
+    """Play every game once, all active games advancing together (one batched scoring pass per move)."""
+    envs = make_envs(options, games)
+    episodes = [Episode(fold, int(seed), game_name(options.game, fold, seed)) for fold, seed in games]
+    observations: list[list[str]] = []
+    valid: list[list[str]] = []
+    for env, (_, seed) in zip(envs, games):
+        obs, info = env.reset(options={"game_seed": int(seed)})
+        observations.append([obs])
+        valid.append(info["valid_actions"])
+    active = list(range(len(games)))
+    while active:
+        prompts = [build_prompt(observations[i], episodes[i].actions, history) for i in active]
+        choices = policy.act(prompts, [valid[i] for i in active], greedy=greedy, temperature=temperature,
+                             generator=generator)
+        still = []
+        for i, prompt, choice in zip(active, prompts, choices):
+            obs, reward, terminated, truncated, info = envs[i].step(choice.action)
+            ep = episodes[i]
+            ep.prompts.append(prompt)
+            ep.actions.append(choice.action)
+            ep.rewards.append(float(reward))
+            ep.terminated.append(bool(terminated))
+            ep.truncated.append(bool(truncated))
+            ep.logprobs.append(choice.token_logprobs)
+            ep.values.append(choice.value)
+            ep.prompt_ids.append(choice.prompt_ids)
+            ep.command_ids.append(choice.command_ids)
+            ep.score, ep.success = float(info["score"]), bool(info["success"])
+            observations[i].append(obs)
+            valid[i] = info["valid_actions"]
+            if not (terminated or truncated):
+                still.append(i)
+        if on_move is not None:
+            on_move(len(active))
+        active = still
+    return episodes
+
+
+def gold_demonstrations(games: Sequence[Game], options: GameOptions, history: int) -> list[Episode]:
+    """Replay each game's gold action sequence; prompts built as when acting (log-probabilities left empty)."""
+    episodes = []
+    for (fold, seed), env in zip(games, make_envs(options, games)):
+        obs, info = env.reset(options={"game_seed": int(seed), "gold": True})
+        ep = Episode(fold, int(seed), game_name(options.game, fold, seed))
+        observations = [obs]
+        for action in env.gold_actions():
+            ep.prompts.append(build_prompt(observations, ep.actions, history))
+            obs, reward, terminated, truncated, info = env.step(action)
+            ep.actions.append(action)
+            ep.rewards.append(float(reward))
+            ep.terminated.append(bool(terminated))
+            ep.truncated.append(bool(truncated))
+            ep.logprobs.append([])
+            ep.values.append(float("nan"))
+            observations.append(obs)
+            ep.score, ep.success = float(info["score"]), bool(info["success"])
+            if terminated or truncated:
+                break
+        episodes.append(ep)
+    return episodes
+
+
+def fold_games(options: GameOptions, fold: str, count: int, seed: int, salt: int = 0) -> list[Game]:
+    """``count`` distinct games of ``fold`` drawn with (seed, salt): the seed picks the held-out / training games."""
+    seeds = CookingWorldEnv(**options.game_dict(), fold=fold).fold_seeds
+    rng = np.random.default_rng([seed, salt, {"train": 0, "dev": 1, "test": 2}[fold]])
+    return [(fold, int(s)) for s in rng.choice(seeds, size=min(count, len(seeds)), replace=False)]
+
+
+def summary(episodes: Sequence[Episode]) -> dict[str, float]:
+    """Success rate, mean normalised score and mean moves of a set of episodes."""
+    if not episodes:
+        return {"games": 0, "success": float("nan"), "score": float("nan"), "moves": float("nan")}
+    return {"games": len(episodes), "success": float(np.mean([e.success for e in episodes])),
+            "score": float(np.mean([e.score for e in episodes])), "moves": float(np.mean([len(e) for e in episodes]))}

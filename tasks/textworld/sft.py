@@ -1,0 +1,46 @@
+"""Supervised fine-tuning on gold action sequences with trl's ``SFTTrainer`` (LoRA), loss on the command tokens.
+
+The demonstrations are handed to trl pre-tokenized (``input_ids`` + ``labels`` with -100 on the prompt), built
+with the same encoders as the acting scorer (:mod:`tasks.textworld.scoring`): the prompt cut from the left to
+``max_prompt_tokens``, then the command with its leading space. So SFT maximises exactly the score the policy
+acts on, and only the command tokens carry loss.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from tasks.textworld.rollouts import Episode
+from tasks.textworld.scoring import encode_commands, encode_prompts
+
+
+def sft_rows(tokenizer: Any, demos: Sequence[Episode], max_prompt_tokens: int) -> list[dict[str, list[int]]]:
+    """One pre-tokenized example per demonstrated move: ``input_ids`` and ``labels`` (-100 outside the command)."""
+    prompts = [p for ep in demos for p in ep.prompts]
+    commands = [a for ep in demos for a in ep.actions]
+    rows = []
+    for p, c in zip(encode_prompts(tokenizer, prompts, max_prompt_tokens), encode_commands(tokenizer, commands)):
+        rows.append({"input_ids": p + c, "labels": [-100] * len(p) + c})
+    return rows
+
+
+def train_sft(model: Any, tokenizer: Any, demos: Sequence[Episode], out_dir: Path, *, epochs: float, lr: float,
+              batch_size: int, max_prompt_tokens: int, lora: dict | None, seed: int, progress: bool = True) -> Any:
+    """Fine-tune ``model`` on the demonstrations; returns the trained model (a peft model with ``lora``)."""
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    from ad.hf_progress import trainer_progress
+    from ad.options import peft_lora_config
+
+    rows = sft_rows(tokenizer, demos, max_prompt_tokens)
+    disable_tqdm, callbacks = trainer_progress(progress, "SFT")
+    args = SFTConfig(output_dir=str(out_dir), num_train_epochs=epochs, learning_rate=lr,
+                     per_device_train_batch_size=batch_size, gradient_accumulation_steps=1, lr_scheduler_type="cosine",
+                     warmup_steps=0, logging_steps=10, save_strategy="no", report_to=[], seed=seed, use_cpu=True,
+                     max_length=max_prompt_tokens + max(len(r["input_ids"]) - r["labels"].count(-100) for r in rows),
+                     disable_tqdm=disable_tqdm, dataloader_num_workers=0)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
+                         peft_config=peft_lora_config(lora) if lora else None, callbacks=callbacks)
+    trainer.train()
+    return trainer.model
