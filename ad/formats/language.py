@@ -82,6 +82,38 @@ class CompactTemplate(Template):
         return int(match.group(1))
 
 
+class WordTemplate(Template):
+    """Small discrete envs for a word-level tokenizer: ``s40 a2 r0`` with one word per field, ``|`` before each
+    episode, so a transition is 3 tokens (4 at an episode start) of a vocabulary built from the template itself
+    (:meth:`vocabulary`; :func:`models.lm.vocab.word_tokenizer`)."""
+
+    name = "words"
+    _row = re.compile(r"s(-?\d+) a(-?\d+) r(-?[\d.]+)")
+    boundary = "|"
+
+    def row_segments(self, row: dict[str, Any]) -> list[Segment]:
+        head = f"{self.boundary} " if int(row.get("step", 1)) == 0 else ""
+        return [(f"{head}s{int(row['state'])} ", False), (self.action_text(row["action"]), True),
+                (f" r{_fmt_reward(row['reward'])}\n", False)]
+
+    def action_text(self, action: Any) -> str:
+        return f"a{int(action)}"
+
+    def vocabulary(self, num_states: int, num_actions: int, rewards: Sequence[float]) -> list[str]:
+        """Every word this template writes for ``num_states`` states, ``num_actions`` actions and these rewards."""
+        return ([self.boundary] + [f"s{s}" for s in range(num_states)] + [f"a{a}" for a in range(num_actions)]
+                + sorted({f"r{_fmt_reward(r)}" for r in rewards}))
+
+    def parse(self, text: str) -> list[dict[str, Any]]:
+        return [{"state": int(s), "action": int(a), "reward": float(r)} for s, a, r in self._row.findall(text)]
+
+    def parse_action(self, text: str) -> int:
+        match = re.match(r"\s*a(\d+)", text)
+        if not match:
+            raise ValueError(f"no action word (a<number>) at the start of {text[:20]!r}")
+        return int(match.group(1))
+
+
 class RolloutTemplate(Template):
     """Seed 001's prompt/completion rollouts: ``prompt: ...\\ncompletion: ...\\nreward: 0.9975\\n###\\n``."""
 
@@ -102,7 +134,7 @@ class RolloutTemplate(Template):
         return text if end < 0 else text[:end]
 
 
-TEMPLATES: dict[str, Template] = {t.name: t for t in (CompactTemplate(), RolloutTemplate())}
+TEMPLATES: dict[str, Template] = {t.name: t for t in (CompactTemplate(), WordTemplate(), RolloutTemplate())}
 
 
 def get_template(name: str) -> Template:

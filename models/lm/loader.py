@@ -9,6 +9,8 @@ from typing import Any
 from ad.registry import register_policy_loader
 
 MODEL_TYPE = "ad-lm"
+#: folder of a model trained from scratch inside model/ (all weights; LoRA runs have adapter/ instead)
+WEIGHTS_DIR = "weights"
 
 
 def model_dir(path: Any) -> Path | None:
@@ -34,12 +36,16 @@ def detect(path: Any) -> bool:
 def load_model(path: Any) -> tuple[Any, Any, dict[str, Any]]:
     """(model with the adapters merged in, tokenizer, lm.json) of a run folder."""
     from peft import PeftModel
-    from transformers import AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from ad.pretrained import ensure_pad_token, load_base
 
     folder = model_dir(path)
     info = json.loads((folder / "lm.json").read_text())
+    if (folder / WEIGHTS_DIR).is_dir():  # trained from scratch: the whole model
+        model = AutoModelForCausalLM.from_pretrained(folder / WEIGHTS_DIR, local_files_only=True)
+        tokenizer = ensure_pad_token(AutoTokenizer.from_pretrained(folder / "tokenizer"))
+        return model.eval(), tokenizer, info
     base, _ = load_base(info["base_model"], info.get("dtype", "float32"))
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*")  # peft calls a deprecated API

@@ -1,4 +1,5 @@
-"""`ad train lm`: fine-tune a causal LM with LoRA on Language-format learning histories (Lightning).
+"""`ad train lm`: a causal LM on Language-format learning histories (Lightning): a pretrained LM + LoRA, or
+(``--model scratch``) a Llama built from a config with a word tokenizer, all weights trained.
 
 Run folder (``--out``)::
 
@@ -7,6 +8,7 @@ Run folder (``--out``)::
     tb/                  TensorBoard logs (train/* and val/* metrics)
     model/lm.json        what ``ad eval`` needs to act: base model, template, window, valid actions
     model/adapter/       the LoRA adapters in peft format (``PeftModel.from_pretrained(base, model/adapter)``)
+    model/weights/       --model scratch: the whole model (``AutoModelForCausalLM.from_pretrained``)
     model/tokenizer/     the tokenizer (with its pad token)
     model/merged/        with --merge: the base model with the adapters merged in (plain ``from_pretrained``)
 """
@@ -20,9 +22,8 @@ from typing import Any
 
 from ad.distributed.options import first_local_process
 from ad.trainer import MODEL_DIR
-from models.lm.config import RESUMABLE_CHANGES, TrainLMConfig
-
-MODEL_TYPE = "ad-lm"
+from models.lm.config import RESUMABLE_CHANGES, SCRATCH, TrainLMConfig
+from models.lm.loader import MODEL_TYPE, WEIGHTS_DIR
 _EXPECTED_WARNINGS = (".*is_gradient_checkpointing.*",
                       # validation batches are the same on every process (not sharded), so val/* needs no sync
                       ".*It is recommended to use `self.log\\('val/.*sync_dist=True.*",
@@ -35,11 +36,15 @@ def valid_actions(spec: Any) -> list[Any] | None:
     return list(range(int(spec.action.n))) if spec.action.kind == "discrete" else None
 
 
-def resolve_template(template: str, metadata: dict[str, Any]) -> str:
-    """The template to train with: ``template`` itself, or for "auto" the dataset's ``task_spec.template``
-    (written by the task that generated it), else "compact"."""
+def resolve_template(template: str, metadata: dict[str, Any], model: str = "") -> str:
+    """The template to train with: ``template`` itself, or for "auto": "words" for ``--model scratch``, else the
+    dataset's ``task_spec.template`` (written by the task that generated it), else "compact"."""
+    from models.lm.config import SCRATCH
+
     if template != "auto":
         return template
+    if model == SCRATCH:
+        return "words"
     return str((metadata.get("task_spec") or {}).get("template") or "compact")
 
 
@@ -53,6 +58,11 @@ def save_model(model: Any, tokenizer: Any, out: Path, info: dict[str, Any], merg
     """Write model/ (adapter, tokenizer, lm.json and, with ``merge``, merged weights); returns the folder."""
     folder = out / MODEL_DIR
     folder.mkdir(parents=True, exist_ok=True)
+    if info.get("base_model") == SCRATCH:  # all weights trained: the whole model, a plain transformers folder
+        model.save_pretrained(folder / WEIGHTS_DIR)
+        tokenizer.save_pretrained(folder / "tokenizer")
+        (folder / "lm.json").write_text(json.dumps({"model_type": MODEL_TYPE, **info}, indent=1))
+        return folder
     model.save_pretrained(folder / "adapter")
     tokenizer.save_pretrained(folder / "tokenizer")
     if merge:
@@ -75,7 +85,24 @@ def fsdp_strategy(config: TrainLMConfig) -> Any:
                                  save_distributed_checkpoint=False)
 
 
-def trained_model(module: Any, trainer: Any, config: TrainLMConfig) -> Any:
+def build_model(config: TrainLMConfig, reader: Any) -> tuple[Any, Any]:
+    """(model to train, tokenizer): the pretrained base + LoRA adapters, or for ``--model scratch`` a fresh Llama
+    (:func:`models.lm.scratch.build_scratch`) on the template's word tokenizer, every weight trainable."""
+    from ad.formats.language import get_template
+    from ad.pretrained import load_base
+    from models.lm.module import add_lora
+    from models.lm.scratch import build_scratch, scratch_tokenizer
+
+    if config.model == SCRATCH:
+        tokenizer = scratch_tokenizer(reader, get_template(config.template))
+        model = build_scratch(tokenizer, config.n_layer, config.n_embd, config.n_head, config.n_ff,
+                              max_positions=max(config.max_tokens, 16), seed=config.seed)
+        return model, tokenizer
+    base, tokenizer = load_base(config.model, config.dtype)
+    return add_lora(base, config.lora_dict()), tokenizer
+
+
+def trained_model(module: Any, trainer: Any, config: TrainLMConfig, reader: Any) -> Any:
     """The trained peft model as a plain module with full weights, or None on ranks other than 0.
 
     Under DDP that is the module's own model. FSDP shards the weights, so the full state is gathered (every rank
@@ -88,11 +115,7 @@ def trained_model(module: Any, trainer: Any, config: TrainLMConfig) -> Any:
     state = trainer.strategy.lightning_module_state_dict()  # collective: the full state on rank 0
     if not trainer.is_global_zero:
         return None
-    from ad.pretrained import load_base
-    from models.lm.module import add_lora
-
-    base, _ = load_base(config.model, config.dtype)
-    model = add_lora(base, config.lora_dict())
+    model, _ = build_model(config, reader)
     prefix = "model."
     model.load_state_dict({k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)})
     return model
@@ -111,21 +134,24 @@ def train(config: TrainLMConfig) -> Path:
     import torch
 
     from ad.history import HistoryReader
-    from ad.pretrained import load_base, position_limit
+    from ad.pretrained import position_limit
+    from ad.registry import env_factory
     from ad.trainer import check_resume, fit, load_checkpoint, make_trainer, write_config
     from ad.training import OptimConfig
     from models.lm.data import ShardedLMDataModule
-    from models.lm.module import LMLightningModule, add_lora
+    from models.lm.module import LMLightningModule
+    from models.lm.watch import HeldoutReturn
 
     if config.threads:
         torch.set_num_threads(config.threads)
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
     out = Path(config.out)
     reader = HistoryReader(config.data)
-    config = dataclasses.replace(config, template=resolve_template(config.template, reader.metadata))
+    config = dataclasses.replace(config, template=resolve_template(config.template, reader.metadata, config.model))
     resume_from = check_resume(config, out, RESUMABLE_CHANGES, lambda path: load_checkpoint(path, "ad train lm"))
-    base, tokenizer = load_base(config.model, config.dtype)
-    limit = position_limit(base)
+    L.seed_everything(config.seed, workers=True, verbose=False)
+    model, tokenizer = build_model(config, reader)
+    limit = position_limit(model)
     budget = min(config.max_tokens, limit) if limit else config.max_tokens
     if budget < config.max_tokens and first_local_process():
         warnings.warn(f"--max-tokens {config.max_tokens} exceeds the model's position limit {limit}; using {budget}",
@@ -133,27 +159,32 @@ def train(config: TrainLMConfig) -> Path:
     datamodule = ShardedLMDataModule(reader, tokenizer, config.template, window=config.context,
                                      stride=config.stride, max_tokens=budget, loss_on=config.loss_on,
                                      batch_size=config.batch_size, val_batches=config.val_batches,
-                                     num_workers=config.num_workers, seed=config.seed)
+                                     num_workers=config.num_workers, seed=config.seed, subsample=config.subsample,
+                                     expert_only=config.expert_only)
     actions = valid_actions(datamodule.spec)
     datamodule.setup()
 
     strategy = fsdp_strategy(config) if config.strategy == "fsdp" else None
     trainer = make_trainer(config, out, validate=config.val_every > 0 and datamodule.val_set is not None,
                            strategy=strategy)
+    if config.watch_every and actions is not None and datamodule.heldout_tasks:
+        tasks, make_env = datamodule.heldout_tasks, env_factory(reader.family)
+        trainer.callbacks.append(HeldoutReturn(
+            config.watch_every, config.watch_episodes, lambda: make_env(reader.metadata, tasks, config.watch_seeds),
+            dict(tokenizer=tokenizer, template=config.template, actions=actions, context=config.context,
+                 max_tokens=budget), seed=config.seed))
     write_config(config, out)
-    L.seed_everything(config.seed, workers=True, verbose=False)
-    model = add_lora(base, config.lora_dict())
     optim = {k: getattr(config, k) for k in vars(OptimConfig()) if hasattr(config, k)}
     optim["decay_steps"] = config.decay_steps or config.max_steps
     model.train()  # from_pretrained leaves models in eval mode (LoRA dropout would be off)
     module = LMLightningModule(model, optim, log_every=config.log_every)
     fit(trainer, module, datamodule, out, resume_from, _EXPECTED_WARNINGS)
-    trained = trained_model(module, trainer, config)
+    trained = trained_model(module, trainer, config, reader)
     if trained is None:
         return out / MODEL_DIR
     spec = datamodule.spec
-    info = {"base_model": _base_name(config.model), "dtype": config.dtype, "template": config.template,
-            "context": config.context, "max_tokens": budget, "actions": actions,
+    info = {"base_model": SCRATCH if config.model == SCRATCH else _base_name(config.model), "dtype": config.dtype,
+            "template": config.template, "context": config.context, "max_tokens": budget, "actions": actions,
             "num_states": int(spec.state.n) if spec.state.kind == "discrete" else None,
             "family": datamodule.reader.family, "steps": int(trainer.global_step)}
     return save_model(trained, tokenizer, out, info, merge=config.merge)
