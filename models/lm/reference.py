@@ -1,0 +1,46 @@
+"""The slow, obviously-correct way for an LM to act: one env at a time, a full forward pass over its whole
+context at every step (no cache, no padding, no batching).
+
+:class:`FullRecomputePolicy` keeps its contexts with the same :class:`models.lm.policy.ContextBook` (the same
+window rule) as :class:`models.lm.policy.LMPolicy`, so both see the same tokens: with greedy actions they must take
+the same actions (tests/test_lm_acting.py), and ``benchmarks/lm_acting.py`` measures how much faster the batched,
+cached policy is.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from models.lm.policy import _LMActor
+
+
+class FullRecomputePolicy(_LMActor):
+    """Per env, per step: log p(candidate | full context) by a plain forward, best (greedy) or sampled."""
+
+    def scores(self, obs, prev_action, prev_reward, timestep, first) -> torch.Tensor:
+        """Log-likelihood (B, A) of every valid action after each env's context, env by env."""
+        if self.num_envs is None:
+            raise RuntimeError("call reset(num_envs) before acting")
+        self.book.push(obs, prev_action, prev_reward, timestep, first)
+        rows = []
+        with torch.no_grad():
+            for b in range(self.num_envs):
+                context = torch.from_numpy(self.book.context_ids(b))
+                rows.append(torch.stack([self._candidate_logp(context, torch.from_numpy(c))
+                                         for c in self.candidates]))
+        return torch.stack(rows)  # (B, A)
+
+    def _candidate_logp(self, context: torch.Tensor, candidate: torch.Tensor) -> torch.Tensor:
+        ids = torch.cat([context, candidate])[None].to(self.device)  # (1, L + M)
+        logp = torch.log_softmax(self.model(input_ids=ids).logits[0].float(), -1)  # (L + M, V)
+        n = len(context)
+        positions = torch.arange(n - 1, n - 1 + len(candidate))  # where each candidate token is predicted
+        return logp[positions, candidate.to(logp.device)].sum().cpu()
+
+    def act(self, obs, prev_action, prev_reward, timestep, first) -> Any:
+        """Actions (B,) for the new states."""
+        from models.lm.policy import _choose
+
+        return self._to_actions(_choose(self.scores(obs, prev_action, prev_reward, timestep, first), self.greedy,
+                                        self.generator))
