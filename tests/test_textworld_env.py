@@ -79,3 +79,33 @@ def test_prompt_keeps_task_and_newest_moves():
     assert prompt.startswith("# TASK: cook\n") and prompt.endswith("# STEP 3\nObs: o3\nInventory: empty\nAction:")
     assert "Action: a2" in prompt and "Action: a1" not in prompt and "o1" not in prompt
     assert "Moves so far: a0; a1\n" in prompt
+
+
+DIE_SCRIPT = """
+from ad.errors import UserError
+from tasks.textworld import server
+from tasks.textworld.env import CookingWorldEnv
+env = CookingWorldEnv()
+env.reset(seed=0)
+dying = server.shared_server()
+dying.proc.kill()
+dying.proc.wait()
+try:
+    env.step("look around")
+except UserError as err:
+    print("error:", err)
+print("fresh:", len(CookingWorldEnv().reset(seed=0)[1]["valid_actions"]) > 0)
+"""
+
+
+def test_a_game_server_that_dies_is_one_user_error_and_a_new_one_starts():
+    # in a child process: a JVM killed inside pytest's own process trips a CPython 3.11 ast bug at session end
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", DIE_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("error: the TextWorldExpress game server (Java) stopped")
+    assert "re-run the same command" in lines[0] and lines[1] == "fresh: True"
+    assert "Traceback" not in done.stderr

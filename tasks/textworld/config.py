@@ -40,7 +40,6 @@ class GenerateConfig(GameOptions, LoRAOptions):
     lam: float = option(0.95, "GAE lambda")
     temperature: float = option(1.0, "sampling temperature over the valid commands while collecting PPO rollouts")
     act_batch: int = option(64, "games advanced together in one batched scoring pass")
-    lora: bool = option(True, "train a LoRA adapter (the LoRA options below) instead of all weights")
     target_modules: list[str] = override(LoRAOptions, "target_modules", ["all-linear"])
     threads: int = option(0, "torch CPU threads (0 = torch's default)")
     progress: bool = option(True, "show progress")

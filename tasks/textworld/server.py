@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 from typing import Any, Iterator
 
 from ad.errors import UserError
 from tasks.textworld.java import find_java
 
 _SERVER: "GameServer | None" = None
+
+# py4j logs every lost connection with a traceback; a dead server is reported once, as a UserError, instead
+_PY4J_LOG = logging.getLogger("py4j")
+_PY4J_LOG.addHandler(logging.NullHandler())
+_PY4J_LOG.propagate = False
 
 #: The advice given when the game server stops in the middle of a run.
 RESUME_ADVICE = "re-run the same command: it resumes after the last committed unit and loses nothing written"
@@ -74,6 +80,8 @@ def server_errors(doing: str) -> Iterator[None]:
     """Turn a dead or unreachable game server into one UserError (what was being done + how to resume)."""
     from py4j.protocol import Py4JError, Py4JNetworkError
 
+    if _SERVER is not None and not _SERVER.alive:  # died since the last call: say so without py4j's retries
+        raise UserError(f"the TextWorldExpress game server (Java) stopped before {doing}; {RESUME_ADVICE}")
     try:
         yield
     except Py4JNetworkError as err:

@@ -1,0 +1,196 @@
+"""``ad generate textworld``: base LM -> SFT on gold paths -> PPO on CookingWorld, every episode logged.
+
+    from ad.config import make_config
+    from tasks.textworld.config import GenerateConfig
+    from tasks.textworld.generate import generate
+    generate(make_config(GenerateConfig, {"out": "data/textworld"}))
+
+Units of the dataset (task = phase part, run = ``--seed``), in the order they are made:
+
+    base-test, base-train     the base LM, greedy, on the held-out test-fold games and on train-fold games
+    gold                      the gold action sequences of the SFT games (the demonstrations)
+    sft-test, sft-train       after SFT (LoRA merged)
+    ppo-i0000 ...             each PPO iteration's sampled rollouts on train-fold games (with values)
+    ppo-test, ppo-train       after PPO
+
+The train-fold evaluation games are the first ``--eval-games`` SFT games (games the policy was trained on), so
+a train / held-out gap shows. Resume: a complete unit is never rewritten; the SFT adapter and every PPO
+iteration's weights, value head and optimiser are saved in ``<out>/_run`` before the next unit starts, and an
+iteration whose rollouts are on disk but whose update is not replays them with the same seeded draws.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ad.config import config_to_dict
+from ad.history import HistoryReader, HistoryWriter, Location
+from ad.runs import run_folder
+from tasks.textworld.config import GenerateConfig
+from tasks.textworld.games import GameOptions
+from tasks.textworld.history import SPEC, episode_columns
+from tasks.textworld.rollouts import Episode, Game, fold_games, gold_demonstrations, play, summary
+
+FAMILY = "textworld"
+#: Options that change how a run executes but not the histories it writes (left out of the metadata).
+_RUNTIME_OPTIONS = ("out", "progress", "threads", "act_batch")
+
+
+def game_options(cfg: GenerateConfig) -> GameOptions:
+    """The game options of a config."""
+    return GameOptions(game=cfg.game, num_locations=cfg.num_locations, include_doors=cfg.include_doors,
+                       num_distractors=cfg.num_distractors, num_ingredients=cfg.num_ingredients,
+                       step_limit=cfg.step_limit)
+
+
+def unit_names(cfg: GenerateConfig) -> dict[str, list[str]]:
+    """Unit names by split: held-out = the test-fold evaluations."""
+    train = ["base-train", "gold", "sft-train"] + [f"ppo-i{k:04d}" for k in range(cfg.ppo_iterations)] + \
+        ["ppo-train"]
+    return {"train": train, "heldout": ["base-test", "sft-test", "ppo-test"]}
+
+
+def dataset_metadata(cfg: GenerateConfig, test_games: Sequence[Game], sft_games: Sequence[Game]) -> dict[str, Any]:
+    """task_spec, source config, seeds, split and the games of each role."""
+    options = game_options(cfg)
+    return {
+        "task_spec": {"env": "textworld", "gym_id": "ad/CookingWorld-v0",
+                      "env_class": "tasks.textworld.env:CookingWorldEnv", **options.game_dict(),
+                      "game_params": options.game_params(), "template": "textworld", "history": cfg.history,
+                      "max_prompt_tokens": cfg.max_prompt_tokens,
+                      "state": "the prompt the policy scored commands after (tasks.textworld.prompts)",
+                      "action": "the command", "reward": "change of the game's normalised score (0..1)"},
+        "source": {"algorithm": "base -> SFT (trl SFTTrainer, LoRA) -> PPO (value head, GAE, clipped ratio, KL "
+                                "to SFT)", "implementation": "tasks.textworld.generate",
+                   "config": {k: v for k, v in config_to_dict(cfg).items() if k not in _RUNTIME_OPTIONS}},
+        "seeds": {"seed": cfg.seed, "run": cfg.seed},
+        "split": unit_names(cfg),
+        "games": {"test": [s for _, s in test_games], "sft": [s for _, s in sft_games],
+                  "train_eval": [s for _, s in sft_games[:cfg.eval_games]]},
+    }
+
+
+class Run:
+    """One ``ad generate textworld`` run: the writer, the run folder, progress and the phase results."""
+
+    def __init__(self, cfg: GenerateConfig) -> None:
+        self.cfg, self.options = cfg, game_options(cfg)
+        self.test_games = fold_games(self.options, "test", cfg.eval_games, cfg.seed)
+        self.sft_games = fold_games(self.options, "train", max(cfg.sft_games, cfg.eval_games), cfg.seed)
+        self.train_eval = self.sft_games[:cfg.eval_games]
+        self.sft_games = self.sft_games[:cfg.sft_games]
+        self.location = Location.of(cfg.out)
+        self.writer = HistoryWriter(self.location, spec=SPEC, family=FAMILY,
+                                    metadata=dataset_metadata(cfg, self.test_games, self.sft_games))
+        self.run_dir = run_folder(cfg.out, self.location)
+        self.results: dict[str, dict[str, Any]] = {}
+        self.started = time.time()
+
+    def log(self, text: str) -> None:
+        """A plain progress line with the elapsed time."""
+        if self.cfg.progress:
+            print(f"[textworld {time.time() - self.started:6.0f}s] {text}", flush=True)
+
+    def done(self, name: str) -> dict[str, Any] | None:
+        """The recorded summary of a complete unit, or None."""
+        if not self.writer.is_complete(name, self.cfg.seed):
+            return None
+        units = [u for u in HistoryReader(self.location).units(tasks=[name], runs=[self.cfg.seed])]
+        return units[0].get("info", {}) if units else {}
+
+    def write(self, name: str, episodes: Sequence[Episode], phase: str, update: int,
+              extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Commit one unit of episodes; returns its summary (also recorded in the unit)."""
+        info = {**summary(episodes), "phase": phase, "update": update, **(extra or {})}
+        unit = self.writer.open_unit(name, self.cfg.seed)
+        try:
+            unit.append(episode_columns(episodes, phase, update))
+            unit.commit(info=info)
+        except BaseException:
+            unit.abort()
+            raise
+        return info
+
+    def play(self, policy: Any, games: Sequence[Game], desc: str, **kwargs: Any) -> list[Episode]:
+        """Play games with a progress bar over moves."""
+        from ad.progress import progress_bar
+
+        bar = progress_bar(None, desc=desc, unit="move") if self.cfg.progress else None
+        try:
+            return play(policy, games, self.options, self.cfg.history,
+                        on_move=(lambda n: bar.update(n)) if bar is not None else None, **kwargs)
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def evaluate(self, phase: str, update: int, policy_fn: Callable[[], Any]) -> None:
+        """Greedy play on the held-out test games and the train-fold evaluation games (skips complete units)."""
+        for fold, games in (("test", self.test_games), ("train", self.train_eval)):
+            name = f"{phase}-{fold}"
+            info = self.done(name)
+            if info is None:
+                info = self.write(name, self.play(policy_fn(), games, f"{name} ({len(games)} games)"), phase,
+                                  update)
+            self.results[name] = info
+            self.log(f"{name}: success {info['success']:.3f}, mean normalised score {info['score']:.3f}, "
+                     f"{info['moves']:.1f} moves ({info['games']} games)")
+
+
+def generate(cfg: GenerateConfig) -> Path | str:
+    """Run base -> SFT -> PPO on CookingWorld and log every episode to ``cfg.out``; returns its path."""
+    import torch
+
+    from ad.options import peft_lora_config
+    from ad.pretrained import load_base
+    from tasks.textworld import training
+
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    run = Run(cfg)
+    local = run.location.local_path()
+    out: Path | str = Path(local) if local is not None else cfg.out
+    try:
+        model, tokenizer = load_base(cfg.model)
+        policy = training.policy_factory(cfg, tokenizer)
+        run.evaluate("base", 0, lambda: policy(model, None))
+
+        demos = gold_demonstrations(run.sft_games, run.options, cfg.history)
+        if run.done("gold") is None:
+            run.write("gold", demos, "gold", 0)
+        run.results["gold"] = summary(demos)
+        run.log(f"gold paths of {len(demos)} SFT games: success {run.results['gold']['success']:.3f} within "
+                f"{cfg.step_limit} moves, {sum(len(d) for d in demos)} demonstrated moves")
+
+        sft_model = training.sft_model(cfg, model, tokenizer, demos, run.run_dir, run.log)
+        run.evaluate("sft", 1, lambda: policy(sft_model, None))
+
+        ppo_model = training.ppo_model(sft_model, peft_lora_config(cfg.lora_dict()))
+        learner = training.ppo_learner(cfg, ppo_model, tokenizer)
+        start = training.load_ppo_checkpoint(run.run_dir, ppo_model, learner)
+        if start:
+            run.log(f"resuming PPO after iteration {start} (weights, value head and optimiser from {run.run_dir})")
+        acting = policy(ppo_model, learner.value_head)
+        for k in range(start, cfg.ppo_iterations):
+            name = f"ppo-i{k:04d}"
+            games = fold_games(run.options, "train", cfg.ppo_games, cfg.seed, salt=1 + k)
+            generator = torch.Generator().manual_seed(cfg.seed * 100_003 + k)
+            episodes = run.play(acting, games, f"{name} ({len(games)} games, sampled)", greedy=False,
+                                temperature=cfg.temperature, generator=generator)
+            stats = learner.update(training.collect(cfg, episodes, ppo_model, tokenizer))
+            info = run.done(name) or run.write(name, episodes, "ppo", 2 + k, {"stats": stats})
+            training.save_ppo_checkpoint(run.run_dir, k + 1, ppo_model, learner)
+            run.results[name] = info
+            run.log(f"{name}: train success {info['success']:.3f}, score {info['score']:.3f}; " +
+                    ", ".join(f"{key} {value:.4g}" for key, value in stats.items()))
+        run.evaluate("ppo", 2 + cfg.ppo_iterations, lambda: acting)
+    finally:
+        run.writer.close()  # records every committed unit in dataset.json, also when interrupted
+    (run.run_dir / "summary.json").write_text(json.dumps(
+        {"seed": cfg.seed, "results": run.results, "seconds": time.time() - run.started}, indent=2))
+    from tasks.textworld.plots import plot_phases
+
+    plot_phases(run.results, run.run_dir / "phases.png", cfg.seed)
+    run.log(f"done -> {out}")
+    return out
