@@ -1,1 +1,27 @@
-"""Math word problems (GSM8K style) as a Gymnasium env and REINFORCE with a KL to a refreshed reference model (in progress)."""
+"""Math word problems (GSM8K style): a Gymnasium env, REINFORCE with a KL to a periodically refreshed reference
+(trl's RLOO), every sampled solution logged as a learning history (``ad generate math``).
+
+    ad generate math --out data/math                           # offline generated word problems
+    ad generate math --problems my_gsm8k.jsonl --out data/gsm  # a GSM8K-format jsonl ('question', '... #### n')
+    ad train lm --data data/math                               # the Language format ('math' template)
+
+Importing registers the gymnasium id ``ad/MathWordProblems-v0``, the command and the ``math`` Language template;
+torch / trl load only when the command runs.
+"""
+from __future__ import annotations
+
+import gymnasium
+
+from ad.formats.language import register_template
+from ad.lazy import lazy_function
+from ad.registry import register
+from tasks.math.config import GenerateConfig
+from tasks.math.template import MathTemplate
+
+GYM_ID = "ad/MathWordProblems-v0"
+if GYM_ID not in gymnasium.registry:
+    gymnasium.register(id=GYM_ID, entry_point="tasks.math.env:MathEnv")
+
+register_template(MathTemplate())
+register("generate", "math", GenerateConfig, lazy_function("tasks.math.generate:generate"),
+         help="REINFORCE (trl RLOO) + KL to a refreshed reference on math word problems; every solution logged")

@@ -1,0 +1,89 @@
+"""Options of ``ad generate math`` (importing this module does not import torch or trl)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ad.config import option, override
+from ad.errors import UserError
+from ad.options import LoRAOptions
+from tasks.math.problems import LEVELS
+
+
+@dataclass
+class GenerateConfig(LoRAOptions):
+    """REINFORCE (trl's RLOO: leave-one-out baseline) with a KL penalty to a reference policy refreshed every k
+    iterations, on math word problems; every sampled solution logged as a learning history."""
+
+    out: str = option("data/math", "output dataset folder or URL (file://, s3://, memory:// ...; re-running the "
+                                   "same command resumes)")
+    model: str = option("smollm2-135m", "policy: smollm2-135m (offline, packaged), a save_pretrained folder or a "
+                        "cached hub id")
+    problems: str = option("", "GSM8K-format jsonl file (one {'question', 'answer': '... #### n'} per line); "
+                               "empty = the built-in generated word problems")
+    level: int = option(1, "difficulty of generated problems: the number of operations in the story, 1-3. "
+                           "SmolLM2-135M greedy, zero-shot, 96 tokens (measured on 32 problems): level 1 16%, "
+                           "levels 2-3 0-3%")
+    train_problems: int = option(2000, "generated training problems (drawn from the training templates)")
+    heldout_fraction: float = option(0.25, "fraction held out: of the templates (generated problems: held-out "
+                                           "stories never seen in training) or of the problems of --problems")
+    iterations: int = option(60, "training iterations (one RLOO optimiser step each)")
+    chunk_steps: int = option(5, "training iterations per committed unit (resume granularity)")
+    num_generations: int = option(4, "sampled solutions per problem (the group of the leave-one-out baseline); one "
+                                      "history stream per position in the group")
+    problems_per_step: int = option(4, "problems per training iteration")
+    max_new_tokens: int = option(96, "solution length limit in tokens")
+    temperature: float = option(1.0, "sampling temperature of the behaviour policy")
+    lr: float = option(2e-4, "AdamW learning rate (LoRA parameters, or all parameters without LoRA)")
+    beta: float = option(0.05, "coefficient of the KL penalty to the reference policy (subtracted from the reward, "
+                               "as in the seed; 0 = none)")
+    ref_refresh: int = option(10, "refresh the reference policy (copy the current policy into it) every this many "
+                                  "iterations (the seed's update_ref_iterations)")
+    refresh: bool = option(True, "refresh the reference at all; --no-refresh keeps the initial policy as the "
+                                 "reference for the whole run (k = infinity)")
+    format_reward: float = option(0.0, "extra reward for marking the final answer ('#### n', \\boxed{n} or "
+                                       "'answer is n'), right or wrong")
+    few_shot: int = option(0, "worked examples (from the training problems) shown before each problem")
+    lora: bool = option(True, "train a LoRA adapter (the LoRA options below) instead of all weights")
+    target_modules: list[str] = override(LoRAOptions, "target_modules", ["all-linear"])
+    seed: int = option(0, "seed of sampling, problem order and the held-out split; recorded as run")
+    eval_problems: int = option(200, "held-out problems scored greedily before and after training (0 = skip)")
+    threads: int = option(0, "torch CPU threads (0 = torch's default)")
+    run_dir: str = option("", "local folder for checkpoints (the resume point), summary.json and the reward curve "
+                              "(default: <out>/_run for a local --out, runs/generate-<name> for a remote URL)")
+    plots: bool = option(True, "save the reward curve (PNG) in the run folder")
+    progress: bool = option(True, "show progress (a bar on a terminal, plain lines in a log)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.level not in LEVELS:
+            raise UserError(f"unknown difficulty --level {self.level}; levels are {', '.join(map(str, LEVELS))}")
+        for name in ("iterations", "chunk_steps", "num_generations", "problems_per_step", "max_new_tokens",
+                     "train_problems"):
+            if getattr(self, name) <= 0:
+                raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
+        if self.ref_refresh <= 0:
+            raise UserError(f"--ref-refresh must be a positive number of iterations, got {self.ref_refresh}; "
+                            "use --no-refresh to never refresh the reference (k = infinity)")
+        if self.num_generations < 2:
+            raise UserError("--num-generations must be at least 2: the leave-one-out baseline compares the "
+                            "solutions of a group")
+        if self.temperature <= 0 or self.lr <= 0:
+            raise UserError(f"--temperature and --lr must be positive, got {self.temperature}, {self.lr}")
+        if self.beta < 0 or self.format_reward < 0:
+            raise UserError(f"--beta and --format-reward must be >= 0, got {self.beta}, {self.format_reward}")
+        if self.refresh and self.beta == 0:
+            raise UserError("--beta 0 has no reference policy to refresh; give --beta > 0 or --no-refresh")
+        if not 0.0 < self.heldout_fraction < 1.0:
+            raise UserError(f"--heldout-fraction must be in (0, 1), got {self.heldout_fraction}")
+        if self.few_shot < 0 or self.eval_problems < 0 or self.threads < 0:
+            raise UserError("--few-shot, --eval-problems and --threads must be >= 0")
+
+    @property
+    def completions_per_step(self) -> int:
+        """Rows logged per training iteration."""
+        return self.num_generations * self.problems_per_step
+
+    @property
+    def refresh_every(self) -> int | None:
+        """Iterations between reference refreshes (None = never, k = infinity)."""
+        return self.ref_refresh if self.refresh else None

@@ -1,0 +1,66 @@
+"""Held-out accuracy of a policy: one greedy solution per problem, answer-format failures counted apart."""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import torch
+
+from tasks.math.answers import parse_answer
+from tasks.math.problems import Problem
+
+
+@torch.no_grad()
+def greedy_solutions(model: Any, tokenizer: Any, prompts: Sequence[str], max_new_tokens: int, batch_size: int = 32,
+                     on_batch: Callable[[int], None] | None = None) -> list[str]:
+    """One greedy solution per prompt (left-padded batches)."""
+    was_training = model.training
+    model.eval()
+    side, tokenizer.padding_side = tokenizer.padding_side, "left"
+    device = next(model.parameters()).device
+    out: list[str] = []
+    try:
+        for start in range(0, len(prompts), batch_size):
+            batch = tokenizer(list(prompts[start:start + batch_size]), return_tensors="pt", padding=True).to(device)
+            ids = model.generate(**batch, do_sample=False, max_new_tokens=max_new_tokens,
+                                 pad_token_id=tokenizer.pad_token_id)
+            new = ids[:, batch["input_ids"].size(1):]  # (b, <= max_new_tokens)
+            out += tokenizer.batch_decode(new, skip_special_tokens=True)
+            if on_batch is not None:
+                on_batch(len(out))
+    finally:
+        tokenizer.padding_side = side
+        model.train(was_training)
+    return out
+
+
+def accuracy(problems: Sequence[Problem], solutions: Sequence[str]) -> dict[str, Any]:
+    """Fractions of correct final answers, wrong numbers and format failures (no number at all), plus the share
+    of answers marked as final (``####`` / boxed / "answer is") and a few samples."""
+    parsed = [parse_answer(s) for s in solutions]
+    n = max(len(problems), 1)
+    correct = sum(a.value == p.answer for a, p in zip(parsed, problems))
+    no_number = sum(a.value is None for a in parsed)
+    return {"problems": len(problems), "accuracy": correct / n, "wrong": (len(problems) - correct - no_number) / n,
+            "format_failures": no_number / n, "marked": sum(a.marked for a in parsed) / n,
+            "samples": [{"id": p.id, "question": p.question, "answer": str(p.answer), "solution": s}
+                        for p, s in list(zip(problems, solutions))[:5]]}
+
+
+def evaluate_policy(model: Any, tokenizer: Any, problems: Sequence[Problem], prompts: Sequence[str],
+                    max_new_tokens: int, label: str = "eval", progress: bool = True) -> dict[str, Any]:
+    """Greedy held-out accuracy of ``model`` on ``problems`` (``prompts``: their rendered prompts)."""
+    from ad.progress import progress_bar
+
+    if not progress:
+        return accuracy(problems, greedy_solutions(model, tokenizer, prompts, max_new_tokens))
+    bar, seen = progress_bar(total=len(prompts), desc=label, unit="problem"), [0]
+
+    def advance(done: int) -> None:
+        bar.update(done - seen[0])
+        seen[0] = done
+
+    try:
+        solutions = greedy_solutions(model, tokenizer, prompts, max_new_tokens, on_batch=advance)
+    finally:
+        bar.close()
+    return accuracy(problems, solutions)
