@@ -14,9 +14,19 @@
    dataset, then ``LMPolicy`` in context on held-out goals for ``--episodes`` episodes; return at the last
    episode vs episode 1, next to a random policy, with the plot ``benchmarks/results/lm_acting_icl.png``.
 
+3. Acting with an LM trained from scratch (``--lm-run`` of `ad train lm --model scratch`, else a fresh one on the
+   dataset's word vocabulary), side by side on the same held-out goals: ours = :class:`LMPolicy` over every
+   held-out goal x ``--seeds`` seeds at once (one token batch per env step, KV cache across steps); reference =
+   :class:`models.lm.reference.FullRecomputePolicy`, one env at a time, a full forward over its whole context
+   every step (timed on ``--ref-envs`` envs). Greedy actions of both are compared on those envs (DarkRoom is
+   deterministic, so the same actions give the same trajectories). Figures: env steps/s ratio (goal >= 20x),
+   fraction of identical actions (goal 1).
+
     ad generate darkroom --out /tmp/lm_dr --steps-per-goal 50000 --preset fast --terminate-on-goal false
     python benchmarks/lm_acting.py --data /tmp/lm_dr            # speed + ICL (~10 min training)
     python benchmarks/lm_acting.py --data /tmp/lm_dr --quick    # speed only, small, under a minute
+    python benchmarks/lm_acting.py --data data/demo/darkroom --lm-run data/demo/lm-scratch --no-speed --no-icl \
+        --episodes 100 --name lm_acting_scratch                  # part 3 only, on the demo's trained LM
 """
 from __future__ import annotations
 
@@ -29,7 +39,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import RESULTS, figure, report  # noqa: E402
+from benchmarks.common import RESULTS, figure, report, timed  # noqa: E402
 
 from ad.config import make_config  # noqa: E402
 from ad.history import HistoryReader  # noqa: E402
@@ -103,6 +113,66 @@ def acting_speed(model, tokenizer, reader, tasks, args) -> list[dict]:
     ]
 
 
+def scratch_acting(reader, args) -> list[dict]:
+    """Part 3 (module docstring): batched cached acting vs the one-env full-recompute reference."""
+    from ad.commands.evaluate import pick_tasks
+    from ad.evaluate import run_in_context
+    from ad.formats.language import get_template
+    from models.lm.policy import LMPolicy
+    from models.lm.reference import FullRecomputePolicy
+    from tasks.darkroom.eval_env import make_eval_env
+
+    if args.lm_run:
+        from models.lm.loader import load_model
+
+        model, tokenizer, info = load_model(args.lm_run)
+        context, max_tokens = info["context"], info["max_tokens"]
+    else:
+        from models.lm.scratch import build_scratch, scratch_tokenizer
+
+        tokenizer = scratch_tokenizer(reader, get_template("words"))
+        model, context, max_tokens = build_scratch(tokenizer, max_positions=320).eval(), 80, 320
+    tasks = pick_tasks(reader, "heldout", None)
+    window = dict(tokenizer=tokenizer, template="words", actions=range(5), greedy=True, context=context,
+                  max_tokens=max_tokens)
+    actions: dict[str, list] = {"ours": [], "reference": []}
+
+    class Recorder:
+        def __init__(self, policy, key):
+            self.policy, self.key = policy, key
+
+        def reset(self, num_envs):
+            self.policy.reset(num_envs)
+
+        def act(self, *inputs):
+            taken = torch.as_tensor(self.policy.act(*inputs))
+            actions[self.key].append(taken)
+            return taken
+
+    with torch.inference_mode():
+        setup = make_eval_env(reader.metadata, tasks, args.seeds)
+        ours_s, _ = timed(lambda: run_in_context(Recorder(LMPolicy(model, **window), "ours"), setup, args.episodes,
+                                                 0, "ours", progress=False))
+        ref_tasks = tasks[:max(1, args.ref_envs // args.seeds)]
+        ref_setup = make_eval_env(reader.metadata, ref_tasks, args.seeds)
+        ref_s, _ = timed(lambda: run_in_context(Recorder(FullRecomputePolicy(model, **window), "reference"),
+                                                ref_setup, args.episodes, 0, "reference", progress=False))
+    steps = len(actions["ours"])
+    ours_rate = setup.env.num_envs * steps / ours_s
+    ref_rate = ref_setup.env.num_envs * len(actions["reference"]) / ref_s
+    ours_sub = torch.stack(actions["ours"])[:, :ref_setup.env.num_envs]  # (steps, ref envs): the same goals/seeds
+    same = float((ours_sub == torch.stack(actions["reference"])).float().mean())
+    print(f"scratch LM acting: ours {setup.env.num_envs} envs x {steps} steps in {ours_s:.1f}s; reference "
+          f"{ref_setup.env.num_envs} envs in {ref_s:.1f}s; identical greedy actions {same:.4f}")
+    label = "trained" if args.lm_run else "untrained"
+    return [
+        figure(f"LM ({label}, from scratch) acting on {setup.env.num_envs} held-out goal x seed envs: batched + KV "
+               "cache vs one env at a time, full recompute", "env steps/s", ours_rate, ref_rate, ">= 20x"),
+        figure("identical greedy actions (batched cached vs full recompute)", "fraction of actions", same, None,
+               "1"),
+    ]
+
+
 def in_context_learning(reader, data: str, args) -> list[dict]:
     from ad.commands.evaluate import pick_tasks
     from ad.evaluate import RandomPolicy, run_in_context
@@ -166,9 +236,17 @@ def main() -> None:
     parser.add_argument("--icl-tasks", type=int, default=8, help="held-out goals in the ICL evaluation")
     parser.add_argument("--run", default="runs/lm_bench", help="run folder of the ICL training")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    parser.add_argument("--scratch", action=argparse.BooleanOptionalAction, default=True,
+                        help="run part 3: acting with an LM from scratch, batched + cached vs full recompute")
+    parser.add_argument("--lm-run", default=None, help="part 3: run folder of `ad train lm --model scratch` (default: "
+                        "an untrained one)")
+    parser.add_argument("--seeds", type=int, default=3, help="part 3: env seeds per held-out goal")
+    parser.add_argument("--ref-envs", type=int, default=3, help="part 3: envs the slow reference acts in")
+    parser.add_argument("--name", default="lm_acting", help="results file name (benchmarks/results/<name>.json)")
     args = parser.parse_args()
     if args.quick:
         args.envs, args.warmup, args.steps, args.ref_every, args.context = 4, 8, 8, 4, 12
+        args.episodes = min(args.episodes, 5)
     icl = (not args.quick) if args.icl is None else args.icl
     torch.set_num_threads(args.threads)
 
@@ -181,9 +259,11 @@ def main() -> None:
         model, tokenizer = load_base(args.model)
         _, heldout = task_split(reader)
         figures += acting_speed(model.eval(), tokenizer, reader, (heldout or reader.tasks())[:args.envs], args)
+    if args.scratch:
+        figures += scratch_acting(reader, args)
     if icl:
         figures += in_context_learning(reader, args.data, args)
-    report("lm_acting", figures, args.quick)
+    report(args.name, figures, args.quick)
 
 
 if __name__ == "__main__":

@@ -6,9 +6,10 @@ only when used: ``from models.lm import LMPolicy`` works, but importing this pac
 from __future__ import annotations
 
 from ad.lazy import lazy_exports, lazy_function
-from ad.registry import register
+from ad.registry import register, register_demo
 from models.lm import loader as _loader  # noqa: F401  (registers the `ad eval` policy loader)
 from models.lm.config import LoRAOptions, TrainLMConfig
+from models.lm.demo_config import LMDemoConfig
 
 _LAZY = {
     "LMPolicy": "models.lm.policy",
@@ -26,4 +27,8 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 
 
 register("train", "lm", TrainLMConfig, lazy_function("models.lm.train:run"),
-         help="fine-tune a causal LM with LoRA on a Language-format dataset (acts by scoring valid actions)")
+         help="train a causal LM (pretrained + LoRA, or --model scratch) on a Language-format dataset (acts by "
+              "scoring valid actions)")
+register_demo("darkroom", "lm", LMDemoConfig, lazy_function("models.lm.demo:run"),
+              help="Algorithm Distillation in the Language format on DarkRoom: a causal LM on the histories' text, "
+                   "in context on the held-out goals beside the RL-format AD (writes report-lm.md)")

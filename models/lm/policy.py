@@ -31,10 +31,11 @@ from models.lm.context import (TransitionTokens, TruncationWarner, encode_action
                                keep_newest)
 
 
-def _item(x: Any) -> Any:
-    """A Python value of one env's entry of a tensor / array (a scalar or a list)."""
-    x = x.detach().cpu() if hasattr(x, "detach") else np.asarray(x)
-    return x.item() if x.ndim == 0 else x.tolist()
+def _items(x: Any) -> list[Any]:
+    """Python values of every env's entry of a tensor / array / list (scalars or lists), in one conversion."""
+    if hasattr(x, "detach"):
+        return x.detach().cpu().tolist()
+    return np.asarray(x).tolist() if not isinstance(x, list) else list(x)
 
 
 class ContextBook:
@@ -44,7 +45,22 @@ class ContextBook:
         self.template, self.tokenizer = template, tokenizer
         self.context, self.budget, self.reserve = context, budget, reserve
         self.warner = TruncationWarner(budget, "in-context acting")
+        self.memo: dict[tuple, Any] = {}  # (kind, row values) -> tokens: small discrete envs repeat rows
         self.reset(0)
+
+    def _cached(self, kind: str, row: dict[str, Any], encode: Any) -> Any:
+        """``encode(template, tokenizer, row)``, memoised for rows of scalars (at most 2**16 of them)."""
+        key = (kind, *sorted(row.items()))
+        try:
+            return self.memo[key]
+        except KeyError:
+            pass
+        except TypeError:  # unhashable values (lists): no memo
+            return encode(self.template, self.tokenizer, row)
+        if len(self.memo) >= 1 << 16:
+            self.memo.clear()
+        value = self.memo[key] = encode(self.template, self.tokenizer, row)
+        return value
 
     def reset(self, num_envs: int) -> None:
         self.num_envs = num_envs
@@ -61,14 +77,16 @@ class ContextBook:
                 raise ValueError("`first` must be True for all envs at once (they advance in lockstep)")
             self.reset(self.num_envs)
         restart = bool(first.all()) or any(not row for row in self.rows)  # nothing to complete yet
+        states, steps = _items(obs), _items(timestep)
+        actions, rewards = (None, None) if restart else (_items(prev_action), _items(prev_reward))
         for b in range(self.num_envs):
             if not restart:  # complete the transition whose action was taken
-                done = encode_transition(self.template, self.tokenizer, {**self.rows[b], "action": _item(
-                    prev_action[b]), "reward": float(_item(prev_reward[b]))})
+                done = self._cached("transition", {**self.rows[b], "action": actions[b],
+                                                   "reward": float(rewards[b])}, encode_transition)
                 self.history[b].append(done)
                 self.tokens[b] += len(done)
-            self.rows[b] = {"state": _item(obs[b]), "step": int(_item(timestep[b]))}
-            self.prompts[b] = encode_prompt(self.template, self.tokenizer, self.rows[b])
+            self.rows[b] = {"state": states[b], "step": int(steps[b])}
+            self.prompts[b] = self._cached("prompt", self.rows[b], encode_prompt)
         needs = [self.tokens[b] + len(self.prompts[b]) + self.reserve for b in range(self.num_envs)]
         over_tokens = any(n > self.budget for n in needs)
         if over_tokens or any(len(h) >= self.context for h in self.history):

@@ -16,19 +16,25 @@ from models.lm.policy import _LMActor
 
 
 class FullRecomputePolicy(_LMActor):
-    """Per env, per step: log p(candidate | full context) by a plain forward, best (greedy) or sampled."""
+    """Per env, per step: log p(candidate | full context) by plain forwards (one when every candidate is one
+    token, else one per candidate), then the best (greedy) or a sampled candidate."""
 
     def scores(self, obs, prev_action, prev_reward, timestep, first) -> torch.Tensor:
         """Log-likelihood (B, A) of every valid action after each env's context, env by env."""
         if self.num_envs is None:
             raise RuntimeError("call reset(num_envs) before acting")
         self.book.push(obs, prev_action, prev_reward, timestep, first)
+        single = all(len(c) == 1 for c in self.candidates)
         rows = []
         with torch.no_grad():
             for b in range(self.num_envs):
                 context = torch.from_numpy(self.book.context_ids(b))
-                rows.append(torch.stack([self._candidate_logp(context, torch.from_numpy(c))
-                                         for c in self.candidates]))
+                if single:  # one forward: every candidate is one token after the context
+                    logits = self.model(input_ids=context[None].to(self.device)).logits[0, -1]  # (V,)
+                    rows.append(torch.log_softmax(logits.float(), -1).cpu()[[int(c[0]) for c in self.candidates]])
+                else:
+                    rows.append(torch.stack([self._candidate_logp(context, torch.from_numpy(c))
+                                             for c in self.candidates]))
         return torch.stack(rows)  # (B, A)
 
     def _candidate_logp(self, context: torch.Tensor, candidate: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,144 @@
+"""`ad demo --model lm`: Algorithm Distillation in the Language format on DarkRoom, beside the RL-format AD.
+
+1. the RL-format demo (``ad demo --task darkroom --model rl``, skipped when ``<out>/eval/eval.json`` exists):
+   A2C histories in ``<out>/darkroom``, the AD and ED transformers, their in-context evaluation;
+2. ``ad train lm`` on the same histories: the LM on every ``--subsample``-th episode (AD, ``<out>/lm-<lm>``) and
+   on expert episodes only (this format's ED, ``<out>/lm-<lm>-ed``); finished runs are skipped, interrupted ones
+   resume;
+3. ``ad eval`` of each LM on the same held-out goals, seeds and episodes (``<out>/eval-lm/<run>/``);
+4. ``<out>/report-lm.md``: one table (return / optimal at episodes 1-5, 36-40 and 91-100) with every model in
+   ``<out>`` (RL-format AD and ED, each LM run present, random, the source A2C) and one plot
+   (``<out>/eval-lm/in_context.png``).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ad.config import make_config
+from ad.demo_pipeline import stage
+from models.lm.demo_config import LMDemoConfig
+
+#: label of each LM run folder in the report (runs of other --lm values found in <out> are reported too)
+LABELS = {"lm-scratch": "LM AD (Llama from scratch)", "lm-scratch-ed": "LM ED (from scratch)",
+          "lm-smollm2-135m": "LM AD (SmolLM2-135M + LoRA)", "lm-smollm2-135m-ed": "LM ED (SmolLM2-135M + LoRA)"}
+#: rows taken from the RL-format demo's eval.json, and their labels
+RL_ROWS = {"AD": "AD", "ED": "ED (RL format)", "random": "random", "source": "source"}
+
+
+def lm_options(config: LMDemoConfig, data: Path) -> dict[str, Any]:
+    """`ad train lm` options shared by the AD and ED runs of ``config.lm``."""
+    common = {"data": str(data), "context": config.context, "batch_size": config.batch_size, "lr": config.lr,
+              "seed": config.seed, "threads": config.threads, "watch_every": config.watch_every,
+              "watch_seeds": 1, "val_every": 500, "checkpoint_every": 500}
+    if config.lm == "scratch":
+        return {**common, "preset": "scratch"}
+    # the pretrained LM reads the compact template through its own BPE tokenizer (~8 tokens per transition)
+    return {**common, "model": config.lm, "template": "compact", "max_tokens": 10 * config.context, "stride": 1,
+            "warmup_steps": 50, "log_every": 25}
+
+
+def train_lms(config: LMDemoConfig, data: Path, out: Path, timings: dict[str, float]) -> dict[str, Path]:
+    """Train the LM (AD) and its expert-only baseline (ED); returns run name -> folder."""
+    from ad import registry
+
+    train = registry.get("train", "lm")
+    runs = {f"lm-{config.lm}": {"max_steps": config.steps, "subsample": config.subsample},
+            f"lm-{config.lm}-ed": {"max_steps": config.ed_steps, "expert_only": True}}
+    folders = {}
+    for name, extra in runs.items():
+        run_dir = folders[name] = out / name
+        if (run_dir / "model" / "lm.json").is_file():
+            print(f"{name}: {run_dir / 'model'} exists, skipping training (delete it to retrain)")
+            timings[f"train {name}"] = 0.0
+            continue
+        cfg = make_config(train.config_cls, {**lm_options(config, data), **extra, "out": str(run_dir),
+                                             "resume": (run_dir / "checkpoints" / "last.ckpt").is_file()},
+                          source=f"demo train {name} options")
+        stage(f"train {name}", timings, train.run, cfg)
+    return folders
+
+
+def evaluate_lms(config: LMDemoConfig, data: Path, out: Path, timings: dict[str, float]) -> dict[str, dict]:
+    """`ad eval` of every finished LM run in ``out`` on the RL demo's held-out goals and seeds; name -> summary."""
+    from ad.commands.evaluate import EvalConfig, evaluate
+
+    summaries = {}
+    for run_dir in sorted(p for p in out.glob("lm-*") if (p / "model" / "lm.json").is_file()):
+        target = out / "eval-lm" / run_dir.name
+        if (target / "eval.json").is_file() and (target / "eval.json").stat().st_mtime > \
+                (run_dir / "model" / "lm.json").stat().st_mtime:
+            summaries[run_dir.name] = json.loads((target / "eval.json").read_text())
+            continue
+        eval_cfg = EvalConfig(ckpt=str(run_dir), data=str(data), name=LABELS.get(run_dir.name, run_dir.name),
+                              episodes=config.episodes, seeds=config.seeds, seed=config.seed, out=str(target),
+                              progress=True)
+        summaries[run_dir.name] = stage(f"evaluate {run_dir.name} in context", timings, evaluate, eval_cfg)
+    return summaries
+
+
+def combined_summary(rl: dict[str, Any] | None, lms: dict[str, dict]) -> dict[str, Any]:
+    """One ``ad eval``-style summary with the RL-format rows, every LM row, random and source."""
+    first = rl or next(iter(lms.values()))
+    policies: dict[str, Any] = {}
+    for name, label in RL_ROWS.items():
+        if rl is not None and name in rl["policies"] and name not in ("random", "source"):
+            policies[label] = rl["policies"][name]
+    for run, summary in lms.items():
+        label = LABELS.get(run, run)
+        policies[label] = summary["policies"][label]
+    for name in ("random", "source"):  # the same in every summary of these goals and seeds
+        if name in first["policies"]:
+            policies[name] = first["policies"][name]
+    return {key: first[key] for key in ("tasks", "episodes", "seeds", "greedy", "optimal_mean_return")} | {
+        "policies": policies}
+
+
+def write_lm_report(out: Path, summary: dict[str, Any], timings: dict[str, float], config: LMDemoConfig) -> Path:
+    """``out/report-lm.md`` (the table, the plot, timings, settings) and ``out/eval-lm/in_context.png``."""
+    import numpy as np
+
+    from ad.plots import plot_in_context
+    from ad.report import write_report
+
+    curves = {name: (np.asarray(row["mean"]), np.asarray(row["std"])) for name, row in summary["policies"].items()}
+    plot_in_context(curves, summary["optimal_mean_return"], out / "eval-lm" / "in_context.png",
+                    title=f"In-context return on {len(summary['tasks'])} held-out DarkRoom goals: RL format vs "
+                          "Language format")
+    # written inside eval-lm/ (out/report.md is the RL-format demo's), links relative to out/, then moved up
+    report = write_report(out / "eval-lm", summary, timings, asdict(config),
+                          {"in-context return on held-out goals": "eval-lm/in_context.png"},
+                          task="DarkRoom, RL format and Language format")
+    return report.replace(out / "report-lm.md")
+
+
+def demo(config: LMDemoConfig) -> Path:
+    """The whole pipeline (module docstring); returns the path of ``report-lm.md``."""
+    from ad import registry
+
+    out = Path(config.out)
+    data = out / "darkroom"
+    timings: dict[str, float] = {}
+    rl_eval = out / "eval" / "eval.json"
+    if not config.skip_rl and not rl_eval.is_file():
+        rl = registry.get_demo("darkroom", "rl")
+        rl_config = make_config(rl.config_cls, {"out": str(out), "seed": config.seed, "threads": config.threads,
+                                                "context": config.context, "subsample": config.subsample,
+                                                "episodes": config.episodes, "seeds": config.seeds},
+                                source="demo RL-format options")
+        stage("RL-format demo (ad demo --task darkroom --model rl)", timings, rl.run, rl_config)
+    train_lms(config, data, out, timings)
+    lms = evaluate_lms(config, data, out, timings)
+    timings["total"] = sum(timings.values())
+    rl_summary = json.loads(rl_eval.read_text()) if rl_eval.is_file() else None
+    report = write_lm_report(out, combined_summary(rl_summary, lms), timings, config)
+    print(f"\nwrote {report}")
+    return report
+
+
+def run(config: LMDemoConfig) -> int:
+    """``ad demo --model lm`` entry point."""
+    demo(config)
+    return 0
