@@ -4,6 +4,7 @@ the held-out / train-fold success and normalised score of the base LM, after SFT
 textworld``'s own evaluation, per seed).
 
     python benchmarks/textworld.py [--parts env acting learning] [--seeds 0 1] [--out data/bench-textworld]
+                                   [--model smollm2-135m] [--acting GAMES MOVES] [--set eval_games=64 ...]
     python benchmarks/textworld.py --quick     # small version of every part, well under a minute with a tiny LM
 
 Timings are taken on a CPU shared with other jobs (recorded as ``load`` in the JSON); each ratio is measured side
@@ -11,13 +12,19 @@ by side in one run, the two sides interleaved. Results: benchmarks/results/textw
 """
 from __future__ import annotations
 
-import argparse
+import os
 import sys
-import time
-from pathlib import Path
-from typing import Any
 
-import numpy as np
+# this folder holds benchmarks/math.py: off sys.path, or it shadows the standard library's math module
+_HERE = os.path.realpath(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:] = [p for p in sys.path if os.path.realpath(p or ".") != _HERE]
+import argparse  # noqa: E402
+import json  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import RESULTS, figure, report  # noqa: E402
@@ -76,12 +83,109 @@ def env_throughput(games: int, steps: int, repeats: int) -> dict[str, Any]:
     return {k: float(np.median(v)) for k, v in rates.items()}
 
 
+def acting_throughput(model_name: str, games: int, moves: int, history: int, repeats: int) -> dict[str, Any]:
+    """Moves/s of the same policy scoring ``games`` games in one batch vs one game at a time (greedy, the first
+    ``moves`` moves of each game, so both sides make the same decisions)."""
+    from ad.pretrained import load_base
+    from tasks.textworld.games import GameOptions
+    from tasks.textworld.policy import TextWorldPolicy
+    from tasks.textworld.rollouts import fold_games, play
+
+    model, tokenizer = load_base(model_name)
+    options = GameOptions(step_limit=moves)
+    chosen = fold_games(options, "test", games, 0)
+    rates: dict[str, list[float]] = {"batched": [], "single": []}
+    actions: dict[str, list[list[str]]] = {}
+    for _ in range(repeats):
+        for name, batch in (("batched", games), ("single", 1)):
+            policy = TextWorldPolicy(model, tokenizer, max_prompt_tokens=640, batch=batch)
+            start = time.perf_counter()
+            episodes = play(policy, chosen, options, history)
+            rates[name].append(sum(len(e) for e in episodes) / (time.perf_counter() - start))
+            actions[name] = [e.actions for e in episodes]
+    return {"batched": float(np.median(rates["batched"])), "single": float(np.median(rates["single"])),
+            "same_actions": actions["batched"] == actions["single"]}
+
+
+LEARNING_QUICK = dict(eval_games=4, sft_games=8, sft_epochs=1.0, ppo_iterations=1, ppo_games=4, ppo_epochs=1,
+                      step_limit=4, max_prompt_tokens=128, lora_r=4)
+PHASE_LABEL = {"base": "of the base LM", "sft": "after SFT", "ppo": "after PPO"}
+
+
+def learning(args: argparse.Namespace, options: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Run ``ad generate textworld`` once per seed; figures = per-phase success / score, mean over seeds."""
+    from ad.config import make_config
+    from tasks.textworld.config import GenerateConfig
+    from tasks.textworld.generate import generate
+
+    per_seed: dict[int, dict[str, Any]] = {}
+    for seed in args.seeds:
+        out = Path(args.out) / f"seed{seed}"
+        cfg = make_config(GenerateConfig, {"out": str(out), "seed": seed, "threads": args.threads, **options})
+        start = time.perf_counter()
+        generate(cfg)
+        results = json.loads((out / "_run" / "summary.json").read_text())["results"]
+        results["seconds"] = time.perf_counter() - start
+        per_seed[seed] = results
+    figures = []
+    for key, unit in (("success", "success rate"), ("score", "mean normalised score")):
+        for fold, where in (("test", "held-out"), ("train", "train-fold")):
+            for phase in ("base", "sft", "ppo"):
+                values = [per_seed[s][f"{phase}-{fold}"][key] for s in args.seeds]
+                games = per_seed[args.seeds[0]][f"{phase}-{fold}"]["games"]
+                name = f"{where} {'success' if key == 'success' else 'normalised score'} {PHASE_LABEL[phase]}"
+                fig = figure(name, f"{unit} ({games} {fold}-fold games, greedy, seeds {args.seeds})",
+                             float(np.mean(values)), None,
+                             {"base": "baseline", "sft": "well above base", "ppo": ">= SFT"}[phase])
+                fig["per_seed"] = [{"seed": s, "ours": v} for s, v in zip(args.seeds, values)]
+                fig["spread"] = [float(min(values)), float(max(values))]
+                figures.append(fig)
+    gold = [per_seed[s]["gold"]["success"] for s in args.seeds]
+    figures.append({**figure("gold-path success within the step limit (the ceiling of success)", "success rate",
+                             float(np.mean(gold)), None, "-"), "per_seed": [{"seed": s, "ours": v}
+                                                                           for s, v in zip(args.seeds, gold)]})
+    seconds = [per_seed[s]["seconds"] for s in args.seeds]
+    figures.append({**figure("ad generate textworld wall time per seed", "s", float(np.mean(seconds)), None,
+                             "20-30 min on 2 cores"), "per_seed": [{"seed": s, "ours": v}
+                                                                  for s, v in zip(args.seeds, seconds)]})
+    merged = {name: {key: [per_seed[s].get(name, {}).get(key, np.nan) for s in args.seeds]
+                     for key in ("success", "score")} for name in per_seed[args.seeds[0]] if name != "seconds"}
+    return figures, merged
+
+
+def _settings(pairs: list[str]) -> dict[str, Any]:
+    """``key=value`` pairs as config values (JSON where it parses, else the string)."""
+    out = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        try:
+            out[key.replace("-", "_")] = json.loads(value)
+        except ValueError:
+            out[key.replace("-", "_")] = value
+    return out
+
+
+def _tiny_model() -> str:
+    """A tiny random LM folder (the --quick runs)."""
+    import tempfile
+
+    from models.lm.tiny import build_tiny
+
+    return str(build_tiny(Path(tempfile.mkdtemp()) / "tiny", width=32, max_positions=1024))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parts", nargs="+", default=["env"], choices=["env"])
+    parser.add_argument("--parts", nargs="+", default=["env", "acting", "learning"],
+                        choices=["env", "acting", "learning"])
+    parser.add_argument("--model", default="smollm2-135m", help="policy LM (acting and learning parts)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="generate seeds (held-out game draws)")
     parser.add_argument("--out", default="data/bench-textworld", help="work folder (one dataset per seed)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--set", nargs="*", default=[], metavar="OPTION=VALUE",
+                        help="ad generate textworld options of the learning part (e.g. eval_games=64 ppo_iterations=4)")
+    parser.add_argument("--acting", type=int, nargs=2, default=[16, 1], metavar=("GAMES", "MOVES"),
+                        help="acting part: games in the batch and moves per game")
     parser.add_argument("--quick", action="store_true", help="a small version of the same work")
     args = parser.parse_args()
     import torch
@@ -96,6 +200,23 @@ def main() -> None:
                      "moves/s", env["ours"], env["raw"], ">= 0.8x")
         fig["load"] = LOAD_NOTE
         figures.append(fig)
+    if "acting" in args.parts:
+        model = args.model if not args.quick else _tiny_model()
+        games, moves, repeats = (8, 2, 1) if args.quick else (*args.acting, 1)
+        act = acting_throughput(model, games, moves, history=1, repeats=repeats)
+        fig = figure(f"acting throughput: {games} games in one batch / one game at a time ({model}, same greedy "
+                     f"moves: {act['same_actions']}, first {moves} moves of each game)", "moves/s",
+                     act["batched"], act["single"], ">= 8x")
+        fig["load"] = LOAD_NOTE
+        figures.append(fig)
+    if "learning" in args.parts:
+        options = {"model": args.model if not args.quick else _tiny_model(), **(LEARNING_QUICK if args.quick
+                                                                                 else {}), **_settings(args.set)}
+        learned, merged = learning(args, options)
+        figures += learned
+        from tasks.textworld.plots import plot_phases
+
+        plot_phases(merged, RESULTS / f"textworld{'_quick' if args.quick else ''}.png", args.seeds)
     report("textworld", figures, args.quick)
 
 

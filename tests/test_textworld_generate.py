@@ -12,7 +12,7 @@ from ad.errors import UserError
 from ad.history import HistoryReader
 from tasks.textworld.config import GenerateConfig
 
-TINY = dict(eval_games=2, sft_games=3, sft_epochs=1.0, sft_batch_size=4, ppo_iterations=1, ppo_games=2, ppo_epochs=1,
+TINY = dict(eval_games=1, sft_games=2, sft_epochs=1.0, sft_batch_size=4, ppo_iterations=1, ppo_games=1, ppo_epochs=1,
             ppo_batch_size=4, step_limit=3, history=1, max_prompt_tokens=96, lora_r=2, threads=1, progress=False)
 
 
@@ -23,6 +23,7 @@ def tiny_model(tmp_path_factory):
     return str(build_tiny(tmp_path_factory.mktemp("tiny"), width=32, max_positions=1024))
 
 
+@pytest.mark.slow  # ~20 s alone on 2 cores (a tiny LM through every phase, twice)
 def test_generate_logs_every_phase_and_resumes(tmp_path, tiny_model):
     from ad.formats.language import get_template
     from tasks.textworld.generate import generate

@@ -26,6 +26,8 @@ from tasks.textworld.server import GameServer, server_errors, shared_server
 #: Characters of observations and commands (TextWorldExpress writes ASCII).
 CHARSET = string.printable
 MAX_TEXT = 8192
+#: (game, gameParams, fold) -> the fold's seeds (the same in every JVM: the jar's fixed split)
+_FOLD_SEEDS: dict[tuple[str, str, str], np.ndarray] = {}
 
 
 def step_text(task: str, observation: str, inventory: str) -> str:
@@ -55,15 +57,23 @@ class CookingWorldEnv(gymnasium.Env):
             msg = self._game.load(game, self.options.game_params())
         if msg:
             raise UserError(f"TextWorldExpress rejected the game parameters: {msg}")
-        with server_errors("listing the fold's games"):
-            getter = {"train": self._game.getSeedsTrain, "dev": self._game.getSeedsDev,
-                      "test": self._game.getSeedsTest}[fold]
-            self.fold_seeds = np.asarray(list(getter()), dtype=np.int64)
+        self._seeds_key = (game, self.options.game_params(), fold)
         self.game_seed: int | None = None
         self.task = ""
         self.moves = 0
         self.score = 0.0
         self._last: dict[str, Any] = {}
+
+    @property
+    def fold_seeds(self) -> np.ndarray:
+        """TextWorldExpress seeds of the env's fold (read from the jar once per game settings and fold: py4j
+        fetches a Java list element by element)."""
+        if self._seeds_key not in _FOLD_SEEDS:
+            with server_errors("listing the fold's games"):
+                getter = {"train": self._game.getSeedsTrain, "dev": self._game.getSeedsDev,
+                          "test": self._game.getSeedsTest}[self.fold]
+                _FOLD_SEEDS[self._seeds_key] = np.asarray(list(getter()), dtype=np.int64)
+        return _FOLD_SEEDS[self._seeds_key]
 
     @property
     def name(self) -> str:
