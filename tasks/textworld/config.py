@@ -13,23 +13,28 @@ from tasks.textworld.games import GameOptions
 @dataclass
 class GenerateConfig(GameOptions, LoRAOptions):
     """Play CookingWorld with an LM that scores the valid commands: the base LM, SFT on gold paths (trl's
-    SFTTrainer, LoRA), then step-wise PPO with a value head; every episode of every phase logged."""
+    SFTTrainer, LoRA), then step-wise PPO with a value head; every episode of every phase logged.
+
+    The defaults are sized for ~4000 move-equivalents (scoring one move; a trained move costs ~3), an estimated
+    20-35 minutes of SmolLM2-135M on 2 idle CPU cores; the figures' run is larger (see tasks.textworld)."""
 
     out: str = option("data/textworld", "output dataset folder or URL (re-running the same command resumes)")
     model: str = option("smollm2-135m", "policy LM: smollm2-135m (offline, packaged), a save_pretrained folder or "
                                         "a cached hub id")
     seed: int = option(0, "seed of the game draws (which train-fold games are trained on, which test-fold games "
                           "are held out), sampling and initial weights; recorded as run")
-    eval_games: int = option(64, "games of each fold (test = held out, train) played greedily after each phase")
-    history: int = option(2, "earlier moves shown in the prompt (seed 002: 11; each costs ~60 prompt tokens)")
-    max_prompt_tokens: int = option(640, "prompt tokens kept (the oldest are cut from the left beyond this)")
-    sft_games: int = option(160, "train-fold games whose gold action sequences are the SFT demonstrations")
-    sft_epochs: float = option(2.0, "passes over the demonstrations (trl SFTTrainer num_train_epochs)")
+    eval_games: int = option(16, "games of each fold (test = held out, train) played greedily after each phase "
+                                 "(the figures use 64: see tasks.textworld's docstring)")
+    history: int = option(1, "earlier moves shown in full in the prompt (seed 002: 11; each costs ~60-150 prompt "
+                             "tokens); older commands are listed on one 'Moves so far' line")
+    max_prompt_tokens: int = option(384, "prompt tokens kept (the oldest are cut from the left beyond this)")
+    sft_games: int = option(32, "train-fold games whose gold action sequences are the SFT demonstrations")
+    sft_epochs: float = option(1.0, "passes over the demonstrations (trl SFTTrainer num_train_epochs)")
     sft_lr: float = option(5e-4, "SFT learning rate (LoRA weights)")
     sft_batch_size: int = option(8, "demonstration moves per SFT optimiser step")
-    ppo_iterations: int = option(4, "PPO iterations (collect rollouts on train-fold games, then optimise)")
-    ppo_games: int = option(32, "train-fold games played (sampled) per PPO iteration, in one batch")
-    ppo_epochs: int = option(2, "optimisation passes over each iteration's moves")
+    ppo_iterations: int = option(2, "PPO iterations (collect rollouts on train-fold games, then optimise)")
+    ppo_games: int = option(8, "train-fold games played (sampled) per PPO iteration, in one batch")
+    ppo_epochs: int = option(1, "optimisation passes over each iteration's moves")
     ppo_batch_size: int = option(16, "moves per PPO optimiser step")
     ppo_lr: float = option(1e-4, "PPO learning rate (LoRA weights and the value head)")
     clip: float = option(0.2, "PPO clip range of the policy ratio")
