@@ -26,7 +26,8 @@ class GenerateConfig(LoRAOptions):
     train_problems: int = option(2000, "generated training problems (drawn from the training templates)")
     heldout_fraction: float = option(0.25, "fraction held out: of the templates (generated problems: held-out "
                                            "stories never seen in training) or of the problems of --problems")
-    iterations: int = option(60, "training iterations (one RLOO optimiser step each)")
+    iterations: int = option(30, "training iterations (one RLOO optimiser step each, problems-per-step x "
+                                 "num-generations sampled solutions)")
     chunk_steps: int = option(5, "training iterations per committed unit (resume granularity)")
     num_generations: int = option(4, "sampled solutions per problem (the group of the leave-one-out baseline); one "
                                       "history stream per position in the group")
