@@ -1,0 +1,55 @@
+"""`ad demo --model lm`: registered without importing torch, options checked, the report combines the RL-format
+and Language-format evaluations of the same held-out goals into one table and one plot."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ad.config import make_config
+from ad.errors import UserError
+from models.lm.demo_config import LMDemoConfig
+
+
+def test_registered_as_a_demo_without_importing_torch():
+    code = ("import sys; from ad import registry; cmd = registry.get_demo('darkroom', 'lm'); "
+            "print(cmd.config_cls.__name__, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["LMDemoConfig", "False"]
+
+
+@pytest.mark.parametrize("bad", [{"lm": "gpt2"}, {"steps": 0}, {"lr": float("nan")}, {"lr": float("inf")},
+                                 {"subsample": 0}, {"watch_every": -1}, {"seeds": 0}])
+def test_bad_options_are_refused(bad):
+    with pytest.raises(UserError):
+        make_config(LMDemoConfig, bad)
+
+
+def _summary(names, level, episodes=100):
+    curve = np.linspace(level / 4, level, episodes)
+    row = {"first_episodes_normalised": float(curve[:5].mean()), "last_episodes_normalised": float(curve[-10:].mean()),
+           "episode_40_normalised": float(curve[35:40].mean()), "final_mean_return": 1.0, "mean": curve.tolist(),
+           "std": (curve * 0).tolist(), "normalised": curve.tolist()}
+    return {"tasks": ["darkroom9-g0-0"], "episodes": episodes, "seeds": 3, "greedy": False,
+            "optimal_mean_return": 10.0, "policies": {name: dict(row) for name in names}}
+
+
+def test_report_has_every_model_of_both_formats(tmp_path):
+    from models.lm.demo import combined_summary, write_lm_report
+
+    rl = _summary(["AD", "ED", "random", "source"], 0.9)
+    lms = {"lm-scratch": _summary(["LM AD (Llama from scratch)", "random", "source"], 0.8),
+           "lm-scratch-ed": _summary(["LM ED (from scratch)", "random", "source"], 0.2)}
+    summary = combined_summary(rl, lms)
+    assert list(summary["policies"]) == ["AD", "ED (RL format)", "LM AD (Llama from scratch)",
+                                         "LM ED (from scratch)", "random", "source"]
+    (tmp_path / "report.md").write_text("the RL-format demo's report")
+    report = write_lm_report(tmp_path, summary, {"total": 1.0}, make_config(LMDemoConfig, {"out": str(tmp_path)}))
+    assert report == tmp_path / "report-lm.md"
+    assert (tmp_path / "report.md").read_text() == "the RL-format demo's report"  # not overwritten
+    text = report.read_text()
+    assert "| LM AD (Llama from scratch) | 0.212 | 0.424 | 0.773 |" in text  # episodes 1-5, 36-40, 91-100
+    assert "| ED (RL format) | 0.239 | 0.477 | 0.869 |" in text
+    assert "(eval-lm/in_context.png)" in text and (tmp_path / "eval-lm" / "in_context.png").is_file()
+    json.dumps(summary)  # plain data
