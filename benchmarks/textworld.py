@@ -154,6 +154,23 @@ def learning(args: argparse.Namespace, options: dict[str, Any]) -> tuple[list[di
     return figures, merged
 
 
+def _part(fig: dict[str, Any]) -> str:
+    """Which part of this benchmark a figure comes from."""
+    name = fig["figure"]
+    return "env" if name.startswith("env throughput") else "acting" if name.startswith("acting") else "learning"
+
+
+def _keep_other_parts(figures: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """This run's figures, plus the recorded ones of the parts it did not run (each keeps its own command/date)."""
+    path = RESULTS / f"textworld{'_quick' if args.quick else ''}.json"
+    if not path.is_file():
+        return figures
+    kept = [f for f in json.loads(path.read_text()) if _part(f) not in args.parts]
+    for f in kept:  # report() stamps this run's command on every figure: keep the one that measured it
+        f.setdefault("measured_with", {"command": f.get("command"), "date": f.get("date")})
+    return kept + figures
+
+
 def _settings(pairs: list[str]) -> dict[str, Any]:
     """``key=value`` pairs as config values (JSON where it parses, else the string)."""
     out = {}
@@ -218,7 +235,7 @@ def main() -> None:
         from tasks.textworld.plots import plot_phases
 
         plot_phases(merged, RESULTS / f"textworld{'_quick' if args.quick else ''}.png", args.seeds)
-    report("textworld", figures, args.quick)
+    report("textworld", _keep_other_parts(figures, args), args.quick)
 
 
 if __name__ == "__main__":
