@@ -114,6 +114,36 @@ class WordTemplate(Template):
         return int(match.group(1))
 
 
+class GridWordTemplate(WordTemplate):
+    """The ``words`` template for states that are the cells of an ``size`` x ``size`` grid (DarkRoom): a state is
+    written as its row and column, ``x3 y7 a2 r0`` (4 tokens a transition, 5 at an episode start), so a model can
+    compose a cell it never saw as a goal from a row and a column it knows. Named ``grid<size>`` (``grid9``)."""
+
+    def __init__(self, size: int):
+        if size < 1:
+            raise UserError(f"a grid template needs a positive size, got {size}")
+        self.size = size
+        self.name = f"grid{size}"
+        self._row = re.compile(r"x(\d+) y(\d+) a(-?\d+) r(-?[\d.]+)")
+
+    def row_segments(self, row: dict[str, Any]) -> list[Segment]:
+        head = f"{self.boundary} " if int(row.get("step", 1)) == 0 else ""
+        state = int(row["state"])
+        return [(f"{head}x{state // self.size} y{state % self.size} ", False), (self.action_text(row["action"]), True),
+                (f" r{_fmt_reward(row['reward'])}\n", False)]
+
+    def vocabulary(self, num_states: int, num_actions: int, rewards: Sequence[float]) -> list[str]:
+        if num_states != self.size ** 2:
+            raise UserError(f"template {self.name} writes the cells of a {self.size}x{self.size} grid but the dataset "
+                            f"has {num_states} states; use --template words")
+        return ([self.boundary] + [f"x{i}" for i in range(self.size)] + [f"y{i}" for i in range(self.size)]
+                + [f"a{a}" for a in range(num_actions)] + sorted({f"r{_fmt_reward(r)}" for r in rewards}))
+
+    def parse(self, text: str) -> list[dict[str, Any]]:
+        return [{"state": int(x) * self.size + int(y), "action": int(a), "reward": float(r)}
+                for x, y, a, r in self._row.findall(text)]
+
+
 class RolloutTemplate(Template):
     """Seed 001's prompt/completion rollouts: ``prompt: ...\\ncompletion: ...\\nreward: 0.9975\\n###\\n``."""
 
@@ -138,7 +168,10 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (CompactTemplate(), WordTem
 
 
 def get_template(name: str) -> Template:
-    """Look a template up by name (UserError listing the known ones)."""
+    """Look a template up by name (UserError listing the known ones); ``grid<N>`` makes an N x N grid template."""
+    grid = re.fullmatch(r"grid(\d+)", name)
+    if grid and name not in TEMPLATES:
+        register_template(GridWordTemplate(int(grid.group(1))))
     if name not in TEMPLATES:
         raise UserError(f"unknown template {name!r}; known templates: {', '.join(sorted(TEMPLATES))}")
     return TEMPLATES[name]

@@ -33,8 +33,9 @@ class TrainLMConfig(LoRAOptions, TrainingOptions, DistributedOptions):
         "quick": dict(context=24, max_tokens=256, batch_size=4, max_steps=60, warmup_steps=5, val_every=0,
                       checkpoint_every=20),
         # Algorithm Distillation in the Language format on DarkRoom: a 2-layer Llama trained from scratch on
-        # the `words` template (3 tokens per transition), the RL-format AD demo's settings.
-        "scratch": dict(model=SCRATCH, template="words", context=80, max_tokens=320, stride=1, subsample=40,
+        # the grid<N> template (4 tokens per transition: row, column, action, reward), the RL-format AD demo's
+        # settings.
+        "scratch": dict(model=SCRATCH, template="auto", context=80, max_tokens=400, stride=1, subsample=40,
                         batch_size=32, lr=1e-3, warmup_steps=100, weight_decay=0.01, max_steps=5000,
                         val_every=500, checkpoint_every=500, log_every=25, watch_every=1000),
     }

@@ -37,14 +37,14 @@ def valid_actions(spec: Any) -> list[Any] | None:
 
 
 def resolve_template(template: str, metadata: dict[str, Any], model: str = "") -> str:
-    """The template to train with: ``template`` itself, or for "auto": "words" for ``--model scratch``, else the
+    """The template to train with: ``template`` itself, or for "auto": for ``--model scratch`` "grid<N>" when the
+    dataset's states are the cells of an N x N grid (``task_spec.size``, DarkRoom) else "words"; otherwise the
     dataset's ``task_spec.template`` (written by the task that generated it), else "compact"."""
-    from models.lm.config import SCRATCH
-
     if template != "auto":
         return template
     if model == SCRATCH:
-        return "words"
+        size = (metadata.get("task_spec") or {}).get("size")
+        return f"grid{int(size)}" if isinstance(size, int) and size > 0 else "words"
     return str((metadata.get("task_spec") or {}).get("template") or "compact")
 
 

@@ -31,7 +31,7 @@ class WordTable:
     def __init__(self, boundary: int, states: np.ndarray, actions: np.ndarray, reward_values: np.ndarray,
                  reward_ids: np.ndarray):
         self.boundary = boundary
-        self.states = states  # (S,) token of state s
+        self.states = states  # (S, k) tokens of state s (k = 1 for `words`, 2 for `grid<N>`)
         self.actions = actions  # (A,) token of action a
         self.reward_values = reward_values  # (R,) sorted distinct rewards
         self.reward_ids = reward_ids  # (R,) their tokens
@@ -46,14 +46,14 @@ class WordTable:
             return t.prompt, t.action, t.after
 
         first, _, _ = parts(0, 0, 0.0, 0)
-        if len(first) != 2:
-            return None
+        width = len(first) - 1  # tokens of a state (the rest of an episode start's prompt is the boundary)
         states, actions, reward_ids = [], [], []
         for s in range(num_states):
             prompt, _, _ = parts(s, 0, 0.0, 1)
-            if len(prompt) != 1:
+            start, _, _ = parts(s, 0, 0.0, 0)
+            if width < 1 or len(prompt) != width or len(start) != width + 1 or start[0] != first[0]:
                 return None
-            states.append(prompt[0])
+            states.append(prompt)
         for a in range(num_actions):
             _, action, _ = parts(0, a, 0.0, 1)
             if len(action) != 1:
@@ -65,7 +65,7 @@ class WordTable:
             if len(after) != 1:
                 return None
             reward_ids.append(after[0])
-        return cls(int(first[0]), np.asarray(states, np.int64), np.asarray(actions, np.int64), values,
+        return cls(int(first[0]), np.asarray(states, np.int64).reshape(num_states, width), np.asarray(actions, np.int64), values,
                    np.asarray(reward_ids, np.int64))
 
     def reward_tokens(self, rewards: np.ndarray) -> np.ndarray:
@@ -80,17 +80,19 @@ class WordTable:
         """Right-padded (B, L) input_ids / labels / attention_mask of (B, T) windows, and the most transitions
         dropped from a window (whole oldest transitions, :func:`models.lm.context.keep_newest_batch`)."""
         B, T = actions.shape
-        slots = np.stack([np.full((B, T), self.boundary), self.states[states], self.actions[actions],
-                          self.reward_tokens(rewards)], -1)  # (B, T, 4): boundary?, state, action, reward
-        valid = np.ones((B, T, 4), bool)
+        k = self.states.shape[1]
+        slots = np.concatenate([np.full((B, T, 1), self.boundary), self.states[states], self.actions[actions][..., None],
+                                self.reward_tokens(rewards)[..., None]], -1)  # (B, T, k+3): boundary?, state, a, r
+        S = k + 3
+        valid = np.ones((B, T, S), bool)
         valid[..., 0] = steps == 0  # the boundary word only at an episode start
         lengths = valid.sum(-1)  # (B, T) tokens per transition
         start = np.minimum(keep_newest_batch(lengths, max_tokens), T - 1)  # (B,) always keep the newest
         valid &= (np.arange(T)[None, :] >= start[:, None])[..., None]
-        is_action = np.zeros((B, T, 4), bool)
-        is_action[..., 2] = True
-        slots, valid, is_action = slots.reshape(B, 4 * T), valid.reshape(B, 4 * T), is_action.reshape(B, 4 * T)
-        order = np.argsort(~valid, axis=1, kind="stable")  # (B, 4T) kept tokens first, in order
+        is_action = np.zeros((B, T, S), bool)
+        is_action[..., k + 1] = True
+        slots, valid, is_action = slots.reshape(B, S * T), valid.reshape(B, S * T), is_action.reshape(B, S * T)
+        order = np.argsort(~valid, axis=1, kind="stable")  # (B, S*T) kept tokens first, in order
         n = valid.sum(1)  # (B,)
         L = int(n.max())
         ids = np.take_along_axis(slots, order, 1)[:, :L]  # (B, L)
