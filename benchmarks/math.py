@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import RESULTS, figure, report  # noqa: E402
+from benchmarks.common import figure, report  # noqa: E402
 
 VARIANTS = {"refresh": {"refresh": True}, "norefresh": {"refresh": False}}
 
@@ -44,6 +44,8 @@ def make_cfg(args: argparse.Namespace, seed: int, out: Path, **extra):
                     ref_refresh=2)
     if args.iterations:
         opts["iterations"] = args.iterations
+    if args.ref_refresh:
+        opts["ref_refresh"] = args.ref_refresh
     opts.update(extra)
     return GenerateConfig(**opts)
 
@@ -138,6 +140,9 @@ def run(args: argparse.Namespace) -> list[dict]:
         work = Path(tmp)
         for seed in args.seeds:
             before = heldout_accuracy(args, seed, None)
+            print(f"seed {seed} base policy: accuracy {before['accuracy']:.3f}, wrong {before['wrong']:.3f}, format "
+                  f"failures {before['format_failures']:.3f}, marked {before['marked']:.3f} "
+                  f"({before['problems']} problems)", flush=True)
             for variant in args.variants:
                 checkpoint, seconds = train(args, seed, variant, work)
                 after = heldout_accuracy(args, seed, checkpoint)
@@ -179,6 +184,7 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--level", type=int, default=1)
     parser.add_argument("--iterations", type=int, default=0, help="override the default run's iterations")
+    parser.add_argument("--ref-refresh", type=int, default=0, help="override the default run's refresh period k")
     parser.add_argument("--eval-problems", type=int, default=200)
     parser.add_argument("--overhead-steps", type=int, default=4, help="iterations per side of the overhead figure "
                                                                       "(0 = skip)")

@@ -88,7 +88,8 @@ def _kl_by_update(tmp_path, tiny_model, **kw):
     from tasks.math.generate import build_trainer, load_split, training_rows
     from ad.pretrained import load_base
 
-    cfg = _cfg(tmp_path / "unused", tiny_model, iterations=5, chunk_steps=5, max_new_tokens=8, lr=0.05,
+    cfg = _cfg(tmp_path / "unused", tiny_model, iterations=5, chunk_steps=5, max_new_tokens=8,
+               lr=0.05 if kw.get("lora", True) else 0.005,
                num_generations=4, **kw)
     model, tokenizer = load_base(cfg.model)
     batches, ref = [], {}
@@ -108,10 +109,11 @@ def _kl_by_update(tmp_path, tiny_model, **kw):
 
 
 @pytest.mark.slow
-def test_reference_refresh_every_k_iterations_resets_the_kl(tmp_path, tiny_model):
-    never = _kl_by_update(tmp_path, tiny_model, refresh=False)
+@pytest.mark.parametrize("lora", [True, False], ids=["lora-ref-adapter", "full-trl-sync"])
+def test_reference_refresh_every_k_iterations_resets_the_kl(tmp_path, tiny_model, lora):
+    never = _kl_by_update(tmp_path, tiny_model, refresh=False, lora=lora)
     assert never[0] < 1e-5 and all(never[u] > 1e-4 for u in (1, 2, 3, 4))  # the policy moves away from it
-    every2 = _kl_by_update(tmp_path, tiny_model, ref_refresh=2)
+    every2 = _kl_by_update(tmp_path, tiny_model, ref_refresh=2, lora=lora)
     assert all(every2[u] < 1e-5 for u in (0, 2, 4)) and all(every2[u] > 1e-4 for u in (1, 3))
 
 

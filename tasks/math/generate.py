@@ -18,13 +18,12 @@ from typing import Any
 import torch
 
 from ad.config import config_to_dict
-from ad.errors import UserError
 from ad.history import HistoryWriter, Location
 from ad.pretrained import load_base
 from ad.runs import run_folder
 from tasks.math.answers import format_number, score
 from tasks.math.config import GenerateConfig
-from tasks.math.problems import (Problem, generate_problems, load_jsonl, split_problems, split_templates)
+from tasks.math.problems import Problem, generate_problems, load_jsonl, split_problems, split_templates
 from tasks.math.prompts import render_prompt
 from tasks.math.rollouts import SPEC, MathRolloutLog, chunk_task
 

@@ -163,9 +163,9 @@ def load_jsonl(path: str) -> list[Problem]:
                 raise UserError(f"{where}: needs a JSON object with a string 'question' and an 'answer' (GSM8K: "
                                 "the solution text ending in '#### n')")
             answer_text = str(row["answer"])
-            parsed = parse_answer(answer_text) if isinstance(row["answer"], str) else parse_answer(f"#### {answer_text}")
-            if parsed.value is None or (isinstance(row["answer"], str) and "####" in answer_text
-                                        and parsed.form != "hashes"):
+            is_text = isinstance(row["answer"], str)  # GSM8K: worked solution text; also accepted: a bare number
+            parsed = parse_answer(answer_text if is_text else f"#### {answer_text}")
+            if parsed.value is None or (is_text and "####" in answer_text and parsed.form != "hashes"):
                 raise UserError(f"{where}: the answer {answer_text[-60:]!r} has no parsable final number (GSM8K "
                                 "writes it as '#### 42' at the end)")
             solution = answer_text if "####" in answer_text else f"#### {format_number(parsed.value)}"
