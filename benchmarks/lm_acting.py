@@ -126,14 +126,17 @@ def scratch_acting(reader, args) -> list[dict]:
         from models.lm.loader import load_model
 
         model, tokenizer, info = load_model(args.lm_run)
-        context, max_tokens = info["context"], info["max_tokens"]
+        template, context, max_tokens = info["template"], info["context"], info["max_tokens"]
     else:
+        from models.lm.config import SCRATCH
         from models.lm.scratch import build_scratch, scratch_tokenizer
+        from models.lm.train import resolve_template
 
-        tokenizer = scratch_tokenizer(reader, get_template("words"))
-        model, context, max_tokens = build_scratch(tokenizer, max_positions=320).eval(), 80, 320
+        template = resolve_template("auto", reader.metadata, SCRATCH)
+        tokenizer = scratch_tokenizer(reader, get_template(template))
+        model, context, max_tokens = build_scratch(tokenizer, max_positions=400).eval(), 80, 400
     tasks = pick_tasks(reader, "heldout", None)
-    window = dict(tokenizer=tokenizer, template="words", actions=range(5), greedy=True, context=context,
+    window = dict(tokenizer=tokenizer, template=template, actions=range(5), greedy=True, context=context,
                   max_tokens=max_tokens)
     actions: dict[str, list] = {"ours": [], "reference": []}
 

@@ -1,11 +1,12 @@
 """Training throughput: `ad train lm --preset scratch` (a Llama from scratch, `words` template) vs
 `ad train rl --layout separate` (state, action, reward tokens: the RL format's 3 tokens per transition), on the
-same dataset, the same episode subsampling, batch size and (nearly) the same tokens per window.
+same dataset, the same episode subsampling, batch size and (nearly) the same tokens per window (the LM's window of
+``--context`` transitions in its preset's template, grid<N> on DarkRoom: 4 tokens a transition, 5 at an episode
+start; the RL window gets the transitions that make the same count, 3 tokens each).
 
 Each trainer runs twice, interleaved (LM short, RL short, LM long, RL long), through its real `train()` (Lightning,
 data loading, checkpoints); tokens/s = (extra steps x batch x tokens per window) / (extra seconds), so set-up
-costs cancel. Tokens per LM window are measured on its batches (3 per transition, 4 at an episode start); the RL
-window is given the transitions that make the same count (3 tokens each).
+costs cancel. Tokens per LM window are measured on its batches.
 
     python -m benchmarks.train_lm --data data/demo/darkroom            # ~5-10 min on 2 busy cores
     python -m benchmarks.train_lm --data data/demo/darkroom --quick    # ~1 min
@@ -29,12 +30,15 @@ def lm_tokens_per_window(data: str, context: int, batch_size: int) -> float:
     """Mean real tokens per window of `ad train lm --preset scratch` on ``data`` (20 batches)."""
     from ad.formats.language import get_template
     from ad.history import HistoryReader
+    from models.lm.config import SCRATCH
     from models.lm.data import LMDataModule
     from models.lm.scratch import scratch_tokenizer
+    from models.lm.train import resolve_template
 
     reader = HistoryReader(data)
-    datamodule = LMDataModule(reader, scratch_tokenizer(reader, get_template("words")), "words", window=context,
-                              stride=1, max_tokens=4 * context, batch_size=batch_size, subsample=40,
+    template = resolve_template("auto", reader.metadata, SCRATCH)
+    datamodule = LMDataModule(reader, scratch_tokenizer(reader, get_template(template)), template, window=context,
+                              stride=1, max_tokens=5 * context, batch_size=batch_size, subsample=40,
                               steps_per_epoch=20)
     datamodule.setup()
     return float(np.mean([b["attention_mask"].sum(1).float().mean() for b in datamodule.train_dataloader()]))
@@ -68,7 +72,7 @@ def main() -> None:
         for steps in args.steps:
             for name, cls, fn, extra in (
                     ("lm", TrainLMConfig, train_lm, {"preset": "scratch", "context": args.context,
-                                                     "max_tokens": 4 * args.context, "watch_every": 0}),
+                                                     "max_tokens": 5 * args.context, "watch_every": 0}),
                     ("rl", TrainRLConfig, train_rl, {"layout": "separate", "context": rl_context})):
                 config = make_config(cls, {**common, **extra, "max_steps": steps, "out": f"{tmp}/{name}{steps}"})
                 seconds[(name, steps)], _ = timed(lambda: fn(config))

@@ -40,11 +40,11 @@ def test_scratch_run_trains_every_weight_and_saves_a_transformers_model(darkroom
                                          "watch_every": 3, "watch_episodes": 2})
     folder = train(config)
     info = json.loads((folder / "lm.json").read_text())
-    assert info["base_model"] == "scratch" and info["template"] == "words" and info["steps"] == 6
+    assert info["base_model"] == "scratch" and info["template"] == "grid3" and info["steps"] == 6
     model = AutoModelForCausalLM.from_pretrained(folder / "weights")
     tokenizer = AutoTokenizer.from_pretrained(folder / "tokenizer")
-    assert len(tokenizer) == model.config.vocab_size == 3 + 1 + 9 + 5 + 2  # specials, |, s0-s8, a0-a4, r0 r1
-    initial = build_scratch(scratch_tokenizer(HistoryReader(darkroom3), get_template("words")), 1, 16, 2, 32,
+    assert len(tokenizer) == model.config.vocab_size == 3 + 1 + 3 + 3 + 5 + 2  # specials, |, x0-2, y0-2, a0-4, r0 r1
+    initial = build_scratch(scratch_tokenizer(HistoryReader(darkroom3), get_template("grid3")), 1, 16, 2, 32,
                             max_positions=48, seed=0)
     before, after = dict(initial.named_parameters()), dict(model.named_parameters())
     changed = [n for n in after if not torch.equal(before[n], after[n])]

@@ -33,10 +33,11 @@ class TrainLMConfig(LoRAOptions, TrainingOptions, DistributedOptions):
         "quick": dict(context=24, max_tokens=256, batch_size=4, max_steps=60, warmup_steps=5, val_every=0,
                       checkpoint_every=20),
         # Algorithm Distillation in the Language format on DarkRoom: a 2-layer Llama trained from scratch on
-        # the grid<N> template (4 tokens per transition: row, column, action, reward), the RL-format AD demo's
-        # settings.
+        # the grid<N> template (4 tokens per transition: row, column, action, reward), the loss on every token
+        # (states and rewards too, like the RL-format model's state and reward heads), the RL-format AD demo's
+        # context and subsampling.
         "scratch": dict(model=SCRATCH, template="auto", context=80, max_tokens=400, stride=1, subsample=40,
-                        batch_size=32, lr=1e-3, warmup_steps=100, weight_decay=0.01, max_steps=5000,
+                        loss_on="all", batch_size=32, lr=1e-3, warmup_steps=100, weight_decay=0.01, max_steps=5000,
                         val_every=500, checkpoint_every=500, log_every=25, watch_every=1000),
     }
 

@@ -46,7 +46,7 @@ def train_lms(config: LMDemoConfig, data: Path, out: Path, timings: dict[str, fl
 
     train = registry.get("train", "lm")
     runs = {f"lm-{config.lm}": {"max_steps": config.steps, "subsample": config.subsample},
-            f"lm-{config.lm}-ed": {"max_steps": config.ed_steps, "expert_only": True}}
+            f"lm-{config.lm}-ed": {"max_steps": config.ed_steps, "expert_only": True, "subsample": 1}}
     folders = {}
     for name, extra in runs.items():
         run_dir = folders[name] = out / name
