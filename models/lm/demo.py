@@ -118,6 +118,10 @@ def demo(config: LMDemoConfig) -> Path:
     """The whole pipeline (module docstring); returns the path of ``report-lm.md``."""
     from ad import registry
 
+    if config.threads:  # also for the evaluation when every run is already trained (2 threads on 2 busy cores
+        import torch    # are many times slower than 1 for these small models)
+
+        torch.set_num_threads(config.threads)
     out = Path(config.out)
     data = out / "darkroom"
     timings: dict[str, float] = {}

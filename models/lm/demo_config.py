@@ -22,7 +22,7 @@ class LMDemoConfig:
         "scratch", "the causal LM: scratch = a Llama-style LM built from a transformers config (2 blocks, width "
                    "64, as the RL-format model) on a word tokenizer, all weights trained; smollm2-135m = the "
                    "pretrained SmolLM2-135M-Instruct + LoRA on the compact template")
-    steps: int = option(3000, "optimiser steps of the LM trained on every --subsample-th episode (AD)")
+    steps: int = option(2000, "optimiser steps of the LM trained on every --subsample-th episode (AD)")
     ed_steps: int = option(1000, "optimiser steps of the LM trained on expert episodes only (this format's ED)")
     batch_size: int = option(16, "windows per optimiser step")
     lr: float = option(1e-3, "peak learning rate (--lm smollm2-135m: of the LoRA adapters; 2e-4 suits it)")
