@@ -3,25 +3,23 @@
 
     ad generate math --out data/math                           # offline generated word problems
     ad generate math --problems my_gsm8k.jsonl --out data/gsm  # a GSM8K-format jsonl ('question', '... #### n')
-    ad train lm --data data/math                               # the Language format ('math' template)
+    ad train lm --data data/math                               # the Language format (the 'rollout' template)
 
-Importing registers the gymnasium id ``ad/MathWordProblems-v0``, the command and the ``math`` Language template;
-torch / trl load only when the command runs.
+Importing registers the gymnasium id ``ad/MathWordProblems-v0`` and the command; torch / trl / pyarrow load only
+when the command runs. Histories render in the Language format with the ``rollout`` template
+(``prompt: <problem>\ncompletion: <solution>\nreward: 1\n###``).
 """
 from __future__ import annotations
 
 import gymnasium
 
-from ad.formats.language import register_template
 from ad.lazy import lazy_function
 from ad.registry import register
 from tasks.math.config import GenerateConfig
-from tasks.math.template import MathTemplate
 
 GYM_ID = "ad/MathWordProblems-v0"
 if GYM_ID not in gymnasium.registry:
     gymnasium.register(id=GYM_ID, entry_point="tasks.math.env:MathEnv")
 
-register_template(MathTemplate())
 register("generate", "math", GenerateConfig, lazy_function("tasks.math.generate:generate"),
          help="REINFORCE (trl RLOO) + KL to a refreshed reference on math word problems; every solution logged")

@@ -60,7 +60,7 @@ def dataset_metadata(cfg: GenerateConfig, split: dict[str, Any], shots: list[Pro
     source = {k: v for k, v in config_to_dict(cfg).items() if k not in _RUN_ONLY}
     return {
         "task_spec": {"kind": "text-math", "model": cfg.model, "max_new_tokens": cfg.max_new_tokens,
-                      "temperature": cfg.temperature, "template": "math", "episode": "one solution (step 0)",
+                      "temperature": cfg.temperature, "template": "rollout", "episode": "one solution (step 0)",
                       "reward": f"1 if the final answer is right, + {cfg.format_reward} if marked as final",
                       "few_shot": [p.id for p in shots]},
         "source": {"algorithm": "REINFORCE (RLOO leave-one-out baseline) + KL to a reference refreshed every "

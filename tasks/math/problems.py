@@ -142,7 +142,8 @@ def generate_problems(templates: list[str], level: int, count: int, offset: int 
 # ---------------------------------------------------------------------------------------------- GSM8K jsonl
 def load_jsonl(path: str) -> list[Problem]:
     """Problems from a GSM8K-format jsonl file: one object per line with ``question`` and ``answer`` (the worked
-    solution ending in ``#### n``). Blank lines are skipped. UserError naming file and line for a bad line."""
+    solution ending in ``#### n``; a bare number, or a text whose last number is the answer, is accepted too).
+    Blank lines are skipped. UserError naming file and line for a bad line."""
     file = Path(path).expanduser()
     if not file.is_file():
         raise UserError(f"--problems {path}: no such file (a GSM8K-format .jsonl: one JSON object per line with "
