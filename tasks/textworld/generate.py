@@ -169,6 +169,8 @@ def generate(cfg: GenerateConfig) -> Path | str:
         ppo_model = training.ppo_model(sft_model, peft_lora_config(cfg.lora_dict()))
         learner = training.ppo_learner(cfg, ppo_model, tokenizer)
         start = training.load_ppo_checkpoint(run.run_dir, ppo_model, learner)
+        for k in range(start):  # iterations done before a resume: their recorded summaries
+            run.results[f"ppo-i{k:04d}"] = run.done(f"ppo-i{k:04d}") or {}
         if start:
             run.log(f"resuming PPO after iteration {start} (weights, value head and optimiser from {run.run_dir})")
         acting = policy(ppo_model, learner.value_head)
@@ -187,8 +189,11 @@ def generate(cfg: GenerateConfig) -> Path | str:
         run.evaluate("ppo", 2 + cfg.ppo_iterations, lambda: acting)
     finally:
         run.writer.close()  # records every committed unit in dataset.json, also when interrupted
-    (run.run_dir / "summary.json").write_text(json.dumps(
-        {"seed": cfg.seed, "results": run.results, "seconds": time.time() - run.started}, indent=2))
+    path = run.run_dir / "summary.json"
+    before = json.loads(path.read_text()).get("seconds", 0.0) if path.is_file() else 0.0
+    path.write_text(json.dumps({"seed": cfg.seed, "results": run.results, "seconds": before + time.time() - run.started,
+                                "seconds_note": "wall time of every invocation that wrote to this run, summed"},
+                               indent=2))
     from tasks.textworld.plots import plot_phases
 
     plot_phases(run.results, run.run_dir / "phases.png", cfg.seed)
