@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import gymnasium
 
+from ad.families import TaskFamily, register_family
 from ad.formats.language import register_template
 from ad.lazy import lazy_function
-from ad.registry import register
 from tasks.textworld.config import GenerateConfig
 from tasks.textworld.template import TextWorldTemplate
 
@@ -39,6 +39,10 @@ if GYM_ID not in gymnasium.registry:
     gymnasium.register(id=GYM_ID, entry_point="tasks.textworld.env:CookingWorldEnv")
 
 register_template(TextWorldTemplate())
-register("generate", "textworld", GenerateConfig, lazy_function("tasks.textworld.generate:generate"),
-         help="CookingWorld (TextWorldExpress): base LM -> SFT on gold paths -> PPO with a value head, every "
-              "episode logged")
+register_family(TaskFamily(
+    name="textworld",
+    summary="CookingWorld (TextWorldExpress): base LM -> SFT on gold paths -> PPO with a value head, every episode "
+            "logged",
+    generate_config=GenerateConfig,
+    generate=lazy_function("tasks.textworld.generate:generate"),
+))
