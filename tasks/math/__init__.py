@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import gymnasium
 
+from ad.families import TaskFamily, register_family
 from ad.lazy import lazy_function
-from ad.registry import register
 from tasks.math.config import GenerateConfig
 
 GYM_ID = "ad/MathWordProblems-v0"
 if GYM_ID not in gymnasium.registry:
     gymnasium.register(id=GYM_ID, entry_point="tasks.math.env:MathEnv")
 
-register("generate", "math", GenerateConfig, lazy_function("tasks.math.generate:generate"),
-         help="REINFORCE (trl RLOO) + KL to a refreshed reference on math word problems; every solution logged")
+register_family(TaskFamily(
+    name="math",
+    summary="REINFORCE (trl RLOO) + KL to a refreshed reference on math word problems; every solution logged",
+    generate_config=GenerateConfig,
+    generate=lazy_function("tasks.math.generate:generate"),
+))
