@@ -34,6 +34,8 @@ from tasks.keydoor.demo import KeyDoorDemoConfig  # noqa: E402
 QUICK = dict(tasks=30, steps_per_task=20_000, ad_steps=40, ed_steps=20, episodes=10, seeds=1)
 #: the in-context episodes of the headline figure (1-based, inclusive)
 WINDOW = (46, 50)
+#: where a demo folder keeps its measured time (``--keep`` reuses a finished demo and its time)
+TIME_FILE = "bench_time.json"
 #: DarkRoom's context (the transitions the DarkRoom demo trains on), for the cost of the longer one
 DARKROOM_CONTEXT = 80
 
@@ -57,7 +59,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="demo seeds (pairs and held-out splits)")
     parser.add_argument("--out", default="data/bench-keydoor", help="work folder (one demo folder per seed)")
-    parser.add_argument("--keep", action="store_true", help="keep finished demo folders (re-runs skip their stages)")
+    parser.add_argument("--keep", action="store_true", help="keep demo folders: a finished demo (eval.json and its "
+                                                             "recorded time) is reused, an unfinished one resumes")
     parser.add_argument("--speed-steps", type=int, default=200, help="optimiser steps timed per context length")
     parser.add_argument("--parallel", action="store_true", help="run the seeds' demos at once, one process each "
                                                                    "(their wall times then include sharing the cores)")
@@ -72,11 +75,13 @@ def main() -> None:
             shutil.rmtree(out)
     configs = {seed: make_config(KeyDoorDemoConfig, {"out": str(out), "seed": seed, **options},
                                  source="benchmark options") for seed, out in outs.items()}
-    if args.parallel:  # one process per seed: each demo's wall time is its own (the seeds share the cores)
-        with ProcessPoolExecutor(len(configs), mp_context=multiprocessing.get_context("spawn")) as pool:
-            seconds = dict(zip(configs, pool.map(timed_demo, configs.values())))
+    seconds = {seed: recorded_time(out) for seed, out in outs.items() if args.keep}
+    todo = {seed: config for seed, config in configs.items() if seconds.get(seed) is None}
+    if args.parallel and len(todo) > 1:  # one process per seed: each demo's wall time is its own (sharing the cores)
+        with ProcessPoolExecutor(len(todo), mp_context=multiprocessing.get_context("spawn")) as pool:
+            seconds.update(zip(todo, pool.map(timed_demo, todo.values())))
     else:
-        seconds = {seed: timed_demo(config) for seed, config in configs.items()}
+        seconds.update({seed: timed_demo(config) for seed, config in todo.items()})
     runs = []
     for seed, out in outs.items():
         summary = json.loads((out / "eval" / "eval.json").read_text())
@@ -90,7 +95,7 @@ def main() -> None:
                f"context {runs[0][3].context}, subsample {runs[0][3].subsample}")
     span = f"episodes {window[0]}-{window[1]}"
     figures = []
-    for seed, seconds, summary, _ in runs:
+    for seed, _, summary, _ in runs:
         ad, source = at(summary, "AD", window), at(summary, "source", window)
         figures.append(figure(f"AD return / optimal on held-out key/door pairs, in-context {span} (seed {seed}; "
                               f"reference: the source A2C's own {span} from scratch on the same pairs; {setting})",
@@ -101,7 +106,7 @@ def main() -> None:
         ed_first, ed_last = at(summary, "ED", (1, 5)), at(summary, "ED", window)
         figures.append(figure(f"ED return / optimal, {span} vs episodes 1-5 (seed {seed}; flat: no in-context "
                               f"improvement)", "return / optimal", ed_last, ed_first, "~1x (flat)"))
-    walls = [seconds for _, seconds, _, _ in runs]
+    walls = [wall for _, wall, _, _ in runs]
     parallel = f"; the {len(runs)} seeds' demos ran at once" if args.parallel else ""
     figures.append({**figure(f"demo wall time, generate + train AD + train ED + evaluate ({setting}; 2 cores shared "
                              f"with other jobs{parallel})", "s", float(np.mean(walls)), None, "<= 1800 s on 2 cores",
@@ -127,11 +132,23 @@ def main() -> None:
 
 
 def timed_demo(config: KeyDoorDemoConfig) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of this process) of one whole demo (1 torch thread, as ``ad demo`` runs). On a
-    shared machine the CPU time is the load-independent part: on idle cores the wall time is about that."""
+    """(wall seconds, CPU seconds of this process) of one whole demo (1 torch thread, as ``ad demo`` runs), also
+    written to ``<out>/bench_time.json``. On a shared machine the CPU time is the load-independent part: on idle
+    cores the wall time is about that."""
     cpu = time.process_time()
     seconds, _ = timed(lambda: run_ad_demo(config))
-    return seconds, time.process_time() - cpu
+    result = (seconds, time.process_time() - cpu)
+    (Path(config.out) / TIME_FILE).write_text(json.dumps({"seconds": result[0], "cpu_seconds": result[1]}))
+    return result
+
+
+def recorded_time(out: Path) -> tuple[float, float] | None:
+    """The (wall, CPU) seconds a finished demo in ``out`` recorded (``--keep`` reuses it), or None."""
+    path = out / TIME_FILE
+    if not (path.is_file() and (out / "eval" / "eval.json").is_file()):
+        return None
+    data = json.loads(path.read_text())
+    return data["seconds"], data["cpu_seconds"]
 
 
 def at(summary: dict, policy: str, window: tuple[int, int]) -> float:
