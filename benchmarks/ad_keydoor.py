@@ -31,7 +31,7 @@ from ad.config import make_config  # noqa: E402
 from ad.demo_pipeline import run_ad_demo  # noqa: E402
 from tasks.keydoor.demo import KeyDoorDemoConfig  # noqa: E402
 
-QUICK = dict(tasks=30, steps_per_task=20_000, ad_steps=40, ed_steps=20, episodes=10, seeds=1)
+QUICK = dict(tasks=30, steps_per_task=20_000, ad_steps=40, ed_steps=20, episodes=10, seeds=1, context=60, subsample=4)
 #: the in-context episodes of the headline figure (1-based, inclusive)
 WINDOW = (46, 50)
 #: where a demo folder keeps its measured time (``--keep`` reuses a finished demo and its time)
