@@ -55,7 +55,8 @@ def parse_pair(text: str, size: int) -> Pair:
             if len(pair) != 4:
                 raise ValueError
         except ValueError:
-            raise UserError(f"pair {text!r} is not 'key_row,key_col/door_row,door_col' (e.g. --pairs 0,0/8,8)") from None
+            raise UserError(f"pair {text!r} is not 'key_row,key_col/door_row,door_col' "
+                            "(e.g. --pairs 0,0/8,8)") from None
     if not all(0 <= x < size for x in pair):
         raise UserError(f"pair {text!r} is outside the {size}x{size} room; rows and columns run 0..{size - 1}")
     if pair[:2] == pair[2:]:
