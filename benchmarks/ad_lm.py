@@ -60,28 +60,30 @@ def main() -> None:
         raise SystemExit(f"no finished runs under {root} for seeds {args.seeds}")
     seeds = sorted(per_seed)
     figures = []
-    names = [n for n in MODELS if all(n in per_seed[s] for s in seeds)]
-    table = {}
+    names = [n for n in MODELS if any(n in per_seed[s] for s in seeds)]
+    table = {}  # (name, window) -> {seed: value} over the seeds that have the model
     for name in names:
         for window, part in WINDOWS.items():
-            values = [float(per_seed[s][name][part].mean()) for s in seeds]
-            table[(name, window)] = values
+            table[(name, window)] = {s: float(per_seed[s][name][part].mean()) for s in seeds if name in per_seed[s]}
     lm, rl = "LM AD (Llama from scratch)", "AD"
     for name in names:
         for window in WINDOWS:
             values = table[(name, window)]
             reference = None
             if name == lm and rl in names:
-                reference = float(np.mean(table[(rl, window)]))
+                reference = float(np.mean(list(table[(rl, window)].values())))
             label = "LM from scratch (Language format)" if name == lm else MODELS[name]
             goal = ">= 0.8 (RL-format AD: the reference)" if name == lm and window == "episodes 36-40" else "-"
-            fig = figure(f"{label}, held-out return / optimal, {window} (seeds {', '.join(map(str, seeds))}: "
-                         f"{', '.join(f'{v:.2f}' for v in values)})", "return / optimal", float(np.mean(values)),
-                         reference, goal)
-            fig["per_seed"] = dict(zip(map(str, seeds), values))
+            fig = figure(f"{label}, held-out return / optimal, {window} (seeds "
+                         f"{', '.join(f'{s}: {v:.2f}' for s, v in values.items())})", "return / optimal",
+                         float(np.mean(list(values.values()))), reference, goal)
+            fig["per_seed"] = {str(s): v for s, v in values.items()}
+            if reference is not None:
+                fig["reference_seeds"] = sorted(table[(rl, window)])
             figures.append(fig)
     plot(per_seed, seeds, names)
-    report("ad_lm", figures, args.quick)
+    # --quick runs nothing but reads the same finished runs: the figures are the full ones
+    report("ad_lm", figures, quick=False)
 
 
 def plot(per_seed: dict[int, dict[str, np.ndarray]], seeds: list[int], names: list[str]) -> Path:
@@ -90,11 +92,11 @@ def plot(per_seed: dict[int, dict[str, np.ndarray]], seeds: list[int], names: li
 
     curves = {}
     for name in names:
-        stacked = np.stack([per_seed[s][name] for s in seeds])  # (seeds, episodes)
+        stacked = np.stack([per_seed[s][name] for s in seeds if name in per_seed[s]])  # (seeds with it, episodes)
         curves[MODELS[name]] = (stacked.mean(0), stacked.std(0))
     return plot_in_context(curves, 1.0, RESULTS / "ad_lm.png",
-                           title=f"Held-out DarkRoom goals, return / optimal (mean over seeds {seeds}): RL format vs "
-                                 "Language format")
+                           title=f"Held-out DarkRoom goals, return / optimal (mean over seeds {seeds} where run): RL "
+                                 "format vs Language format")
 
 
 if __name__ == "__main__":
