@@ -12,19 +12,15 @@ by side in one run, the two sides interleaved. Results: benchmarks/results/textw
 """
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import sys
+import time
+from pathlib import Path
+from typing import Any
 
-# this folder holds benchmarks/math.py: off sys.path, or it shadows the standard library's math module
-_HERE = os.path.realpath(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:] = [p for p in sys.path if os.path.realpath(p or ".") != _HERE]
-import argparse  # noqa: E402
-import json  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import RESULTS, figure, report  # noqa: E402

@@ -2,12 +2,14 @@
 KL to a reference refreshed every k iterations, and with the refresh off: k = infinity), on two seeds (each seed
 holds out different story templates), plus the cost of logging every solution per training step.
 
-    python benchmarks/math.py --quick            # tiny random LM, a few iterations (< 1 min): checks the pipeline
-    python benchmarks/math.py --threads 2        # SmolLM2-135M-Instruct + LoRA, the default run, seeds 0 and 1
+    python benchmarks/math_reinforce.py --quick            # tiny random LM, a few iterations (< 1 min): checks the pipeline
+    python benchmarks/math_reinforce.py --threads 2        # SmolLM2-135M-Instruct + LoRA, the default run, seeds 0 and 1
 
 "reference" of an accuracy figure is the base policy's accuracy on the same held-out problems, "ours" the trained
 policy's; answers with no number at all (format failures) are reported apart from wrong numbers. The overhead
 figure runs the same trainer with and without the history log, alternating, fastest repeat kept.
+(Issue #16 names this script ``benchmarks/math.py``: a ``math.py`` in this folder would shadow Python's own ``math``
+module for every ``python benchmarks/<name>.py``, numpy's import included. Results keep the name ``math.json``.)
 Parts of the work can run in separate processes (``--seeds 1 --variants norefresh --json part.json``) and be
 merged (``--merge part*.json``).
 """
