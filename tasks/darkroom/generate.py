@@ -199,9 +199,11 @@ def _generate(cfg: GenerateConfig, source: GridSource) -> Path | str:
                 bar.update(advance=1, rate=done["steps"] / max(time.time() - started, 1e-9),
                            ret=float(np.nanmean([c[1][-1] for c in info["_curves"].values()])))
 
-        run_units(darkroom_unit if remote else in_process, units, backend=cfg.backend, address=cfg.address,
-                  workers=cfg.workers, on_result=record)
-    writer.close()
+        try:
+            run_units(darkroom_unit if remote else in_process, units, backend=cfg.backend, address=cfg.address,
+                      workers=cfg.workers, on_result=record)
+        finally:  # interrupted or not: dataset.json records every unit committed so far
+            writer.close()
     if tb is not None:
         tb.close()
     elapsed = time.time() - started
