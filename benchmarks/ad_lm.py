@@ -88,15 +88,15 @@ def main() -> None:
 
 def plot(per_seed: dict[int, dict[str, np.ndarray]], seeds: list[int], names: list[str]) -> Path:
     """Mean over seeds of each model's normalised in-context curve: ``benchmarks/results/ad_lm.png``."""
-    from ad.plots import plot_in_context
+    from models.lm.demo import plot_curves
 
     curves = {}
     for name in names:
         stacked = np.stack([per_seed[s][name] for s in seeds if name in per_seed[s]])  # (seeds with it, episodes)
-        curves[MODELS[name]] = (stacked.mean(0), stacked.std(0))
-    return plot_in_context(curves, 1.0, RESULTS / "ad_lm.png",
-                           title=f"Held-out DarkRoom goals, return / optimal (mean over seeds {seeds} where run): RL "
-                                 "format vs Language format")
+        curves[name] = (stacked.mean(0), stacked.std(0))
+    return plot_curves(curves, 1.0, RESULTS / "ad_lm.png",
+                       title=f"Held-out DarkRoom goals, return / optimal (mean over seeds {seeds} where run): RL "
+                             "format vs Language format")
 
 
 if __name__ == "__main__":

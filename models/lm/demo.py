@@ -96,17 +96,30 @@ def combined_summary(rl: dict[str, Any] | None, lms: dict[str, dict]) -> dict[st
         "policies": policies}
 
 
+#: plot colours of the Language-format rows (their labels are drawn as "LM-AD ...", "LM-ED ...")
+LM_COLOURS = {"LM-AD": "tab:red", "LM-ED": "tab:purple"}
+
+
+def plot_curves(curves: dict[str, tuple[Any, Any]], optimum: float, path: Path, title: str) -> Path:
+    """:func:`ad.plots.plot_in_context` with the LM rows in colours of their own (not the RL-format AD / ED's)."""
+    from ad.plots import CURVE_COLOURS, plot_in_context
+
+    for key, colour in LM_COLOURS.items():
+        CURVE_COLOURS.setdefault(key, colour)
+    named = {name.replace("LM AD", "LM-AD").replace("LM ED", "LM-ED"): curve for name, curve in curves.items()}
+    return plot_in_context(named, optimum, path, title=title)
+
+
 def write_lm_report(out: Path, summary: dict[str, Any], timings: dict[str, float], config: LMDemoConfig) -> Path:
     """``out/report-lm.md`` (the table, the plot, timings, settings) and ``out/eval-lm/in_context.png``."""
     import numpy as np
 
-    from ad.plots import plot_in_context
     from ad.report import write_report
 
     curves = {name: (np.asarray(row["mean"]), np.asarray(row["std"])) for name, row in summary["policies"].items()}
-    plot_in_context(curves, summary["optimal_mean_return"], out / "eval-lm" / "in_context.png",
-                    title=f"In-context return on {len(summary['tasks'])} held-out DarkRoom goals: RL format vs "
-                          "Language format")
+    plot_curves(curves, summary["optimal_mean_return"], out / "eval-lm" / "in_context.png",
+                title=f"In-context return on {len(summary['tasks'])} held-out DarkRoom goals: RL format vs "
+                      "Language format")
     # written inside eval-lm/ (out/report.md is the RL-format demo's), links relative to out/, then moved up
     report = write_report(out / "eval-lm", summary, timings, asdict(config),
                           {"in-context return on held-out goals": "eval-lm/in_context.png"},
