@@ -32,11 +32,7 @@ class ADDemoConfig:
 
     out: str = option("data/demo", "folder for the dataset, both runs, the evaluation and report.md")
     subsample: int = option(40, "AD trains on every k-th episode of each history (the AD paper's subsampling): "
-                                "a history that improves k times faster per episode than its source; 0 = from the "
-                                "source's learning speed on the training tasks (see --learning-episodes)")
-    learning_episodes: int = option(12, "with --subsample 0: k is chosen so that the source's learning (its median "
-                                        "episodes to 90% of the optimum on the training tasks) spans this many "
-                                        "subsampled episodes")
+                                "a history that improves k times faster per episode than its source")
     context: int = option(80, "transformer context in transitions")
     ad_steps: int = option(5000, "optimiser steps for AD")
     ed_steps: int = option(2000, "optimiser steps for the expert-distillation baseline")
@@ -48,12 +44,11 @@ class ADDemoConfig:
     train_overrides: dict = option({}, "extra `ad train rl` options for both runs (YAML/JSON config only)")
 
     def __post_init__(self) -> None:
-        for name in ("context", "ad_steps", "ed_steps", "episodes", "seeds", "learning_episodes"):
+        for name in ("subsample", "context", "ad_steps", "ed_steps", "episodes", "seeds"):
             if getattr(self, name) <= 0:
                 raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
-        for name in ("subsample", "threads"):
-            if getattr(self, name) < 0:
-                raise UserError(f"--{name} must be >= 0, got {getattr(self, name)}")
+        if self.threads < 0:
+            raise UserError(f"--threads must be >= 0, got {self.threads}")
 
     def generate_options(self) -> dict[str, Any]:
         """Options of ``ad generate <FAMILY>`` for this demo (``out`` is set by the pipeline)."""
@@ -63,10 +58,10 @@ class ADDemoConfig:
         """``ad train rl`` options both runs share (``data`` and ``out`` are set by the pipeline)."""
         return {"preset": self.model_preset, "context": self.context, "seed": self.seed, "threads": self.threads}
 
-    def runs(self, subsample: int) -> list[tuple[str, dict[str, Any]]]:
+    def runs(self) -> list[tuple[str, dict[str, Any]]]:
         """(label, extra ``ad train rl`` options) of each trained policy: AD (on every ``subsample``-th episode) and
         its ED baseline."""
-        return [("AD", {"max_steps": self.ad_steps, "subsample": subsample}),
+        return [("AD", {"max_steps": self.ad_steps, "subsample": self.subsample}),
                 ("ED", {"max_steps": self.ed_steps, "expert_only": True})]
 
 
@@ -100,20 +95,6 @@ def train_policies(data: Path, out: Path, runs: list[tuple[str, dict[str, Any]]]
     return folders
 
 
-def choose_subsample(data: Path, learning_episodes: int) -> int:
-    """``--subsample 0``: k from the source's learning speed on the dataset's training tasks (printed)."""
-    from ad.data.learning_speed import subsample_for
-    from ad.data.splits import task_split
-    from ad.history import HistoryReader
-
-    reader = HistoryReader(data)
-    train, _ = task_split(reader)
-    k, episodes = subsample_for(reader, train, learning_episodes)
-    print(f"subsample: the source reaches 90% of the optimum after {episodes:.0f} episodes (median over training "
-          f"tasks' streams) -> AD trains on every {k}th episode ({learning_episodes} subsampled episodes of learning)")
-    return k
-
-
 def run_ad_demo(config: ADDemoConfig) -> Path:
     """The whole pipeline for ``config.FAMILY``; returns the path of ``report.md``."""
     from ad import registry
@@ -131,9 +112,8 @@ def run_ad_demo(config: ADDemoConfig) -> Path:
                           source="demo generate options")
     stage("generate the source's learning histories", timings, generate.run, gen_cfg)
 
-    subsample = config.subsample or choose_subsample(data, config.learning_episodes)
     common = {**config.train_options(), **config.train_overrides}
-    runs = train_policies(data, out, config.runs(subsample), common, timings)
+    runs = train_policies(data, out, config.runs(), common, timings)
 
     eval_cfg = EvalConfig(ckpt=str(runs["AD"]), baseline=str(runs["ED"]), data=str(data), episodes=config.episodes,
                           seeds=config.seeds, seed=config.seed, out=str(out / "eval"))
@@ -142,8 +122,7 @@ def run_ad_demo(config: ADDemoConfig) -> Path:
     images = {"in-context return on held-out tasks": "eval/in_context.png"}
     if (data / "learning_curves.png").is_file():
         images["source learning curves"] = f"{family}/learning_curves.png"
-    settings = {**asdict(config), "subsample used": subsample}
-    report = write_report(out, summary, timings, settings, images, task=config.TITLE or family)
+    report = write_report(out, summary, timings, asdict(config), images, task=config.TITLE or family)
     print(f"\nwrote {report}")
     return report
 
