@@ -158,7 +158,7 @@ def test_generate_to_a_memory_url_reads_back_and_resumes(tmp_path, tiny_model, m
 
 def test_checkpoint_newer_than_last_unit_is_discarded(tmp_path, tiny_model):
     from ad.history import HistoryWriter
-    from tasks.rlhf.generate import _resume_point, dataset_metadata
+    from tasks.rlhf.generate import resume_point, dataset_metadata
     from tasks.rlhf.prompts import load_prompts, split_prompts
     from tasks.rlhf.rollouts import SPEC
 
@@ -167,7 +167,7 @@ def test_checkpoint_newer_than_last_unit_is_discarded(tmp_path, tiny_model):
     writer = HistoryWriter(cfg.out, SPEC, "rlhf", dataset_metadata(cfg, train, heldout))
     ckpt = tmp_path / "d" / "_run" / "checkpoints"
     (ckpt / "checkpoint-2").mkdir(parents=True)
-    assert _resume_point(writer, cfg, ckpt) is None  # saved before a crash, its unit never committed
+    assert resume_point(writer, cfg, ckpt) is None  # saved before a crash, its unit never committed
     assert not (ckpt / "checkpoint-2").exists()
 
 

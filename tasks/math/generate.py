@@ -137,7 +137,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     """Run (or resume) the math run of ``cfg``; returns the summary also written to ``<run>/summary.json``."""
     from ad.hf_progress import library_bars_off_in_logs
     from tasks.math.evaluate import evaluate_policy
-    from tasks.rlhf.generate import _resume_point, load_policy
+    from tasks.rlhf.generate import resume_point, load_policy
     from tasks.rlhf.trainer import ChunkCallback
 
     library_bars_off_in_logs()
@@ -154,7 +154,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     out: Path | str = Path(local) if local is not None else cfg.out
     run_dir = run_folder(cfg.out, location, cfg.run_dir)
     ckpt_dir = run_dir / "checkpoints"
-    resume = _resume_point(writer, SimpleNamespace(out=cfg.out, seed=cfg.seed, chunk_steps=cfg.chunk_steps,
+    resume = resume_point(writer, SimpleNamespace(out=cfg.out, seed=cfg.seed, chunk_steps=cfg.chunk_steps,
                                                    steps=cfg.iterations), ckpt_dir)
     summary_path = run_dir / "summary.json"
     summary: dict[str, Any] = json.loads(summary_path.read_text()) if summary_path.is_file() and resume else {}

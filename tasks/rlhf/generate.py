@@ -58,8 +58,10 @@ def dataset_metadata(cfg: GenerateConfig, train: list[str], heldout: list[str]) 
     }
 
 
-def _resume_point(writer: HistoryWriter, cfg: GenerateConfig, ckpt_dir: Path) -> str | None:
-    """Checkpoint to resume from (None = fresh start); deletes checkpoints newer than the last committed unit."""
+def resume_point(writer: HistoryWriter, cfg: Any, ckpt_dir: Path) -> str | None:
+    """Checkpoint to resume from (None = fresh start) of a trl trainer whose every ``cfg.chunk_steps`` optimiser
+    steps commit one unit (``<name>-c<index>``, run ``cfg.seed``); deletes checkpoints newer than the last committed
+    unit. ``cfg`` needs ``out``, ``seed``, ``chunk_steps`` and ``steps`` (RLHF's and math's generators share this)."""
     done = sorted(int(task.rsplit("-c", 1)[1]) for task, run in writer.completed_units() if run == cfg.seed)
     if done != list(range(len(done))):
         raise UserError(f"{cfg.out} holds units {done}, not a prefix 0..k-1; use a new --out folder")
@@ -137,7 +139,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     out: Path | str = Path(local) if local is not None else cfg.out
     run_dir = run_folder(cfg.out, location, cfg.run_dir)
     ckpt_dir = run_dir / "checkpoints"
-    resume = _resume_point(writer, cfg, ckpt_dir)
+    resume = resume_point(writer, cfg, ckpt_dir)
     summary_path = run_dir / "summary.json"
     # a fresh start (no committed unit) does not trust a summary left in the run folder (a remote dataset's run
     # folder outlives the dataset)
