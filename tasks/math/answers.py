@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from decimal import Decimal, localcontext
 from fractions import Fraction
 
 #: A number as written in word-problem answers: -1,234.50 / $12 / 7.
@@ -67,8 +68,17 @@ def format_number(value: Fraction) -> str:
     """A Fraction as the shortest decimal text (``Fraction(7, 2)`` -> ``"3.5"``, ``Fraction(4)`` -> ``"4"``)."""
     if value.denominator == 1:
         return str(value.numerator)
-    text = f"{float(value):.10f}".rstrip("0").rstrip(".")
-    return text
+    rest = value.denominator
+    for prime in (2, 5):
+        while rest % prime == 0:
+            rest //= prime
+    if rest == 1:  # a terminating decimal: written exactly (through a float, 772068.68 came out 772068.6800000001)
+        with localcontext() as context:
+            context.prec = len(str(value.numerator)) + len(str(value.denominator)) + 2
+            text = format(Decimal(value.numerator) / Decimal(value.denominator), "f")
+    else:  # a repeating decimal: 10 places
+        text = f"{float(value):.10f}"
+    return text.rstrip("0").rstrip(".")
 
 
 def is_correct(completion: str, answer: Fraction) -> bool:
