@@ -1,0 +1,101 @@
+"""DarkRoom AD robustness, the cheap way: the RL-format AD of `ad demo` (same generate and `ad train rl` options)
+trained alone (no ED) on several room sizes x seeds, evaluated in context for 60 episodes x 3 seeds on the
+held-out goals; prints and records AD's return / optimal at episodes 1-5, 36-40 and 51-60 and the share of
+(goal, seed) runs that collapse (mean return below 10% of the optimum over episodes 41-60).
+
+    python benchmarks/ad_darkroom_sweep.py --sizes 5 7 9 11 --seeds 0 1 2 [--work /tmp/ad-sweep] [-- extra train options]
+    python benchmarks/ad_darkroom_sweep.py --quick          # 5x5, tiny histories and training (about a minute)
+
+Each (size, seed) is one `ad generate darkroom` + one `ad train rl` + one `ad eval` in fresh processes (`python -m
+ad`, one thread each); finished steps are skipped on re-runs, and every finished run appends one line to
+``<work>/results.jsonl``. Results: benchmarks/results/ad_darkroom_sweep.json. ``benchmarks/ad_darkroom.py`` runs the
+whole ``ad demo`` (with ED) instead.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import figure, report  # noqa: E402
+
+#: `ad demo`'s generate and AD-training options (tasks/darkroom/demo.py, ad/demo_pipeline.py defaults)
+GENERATE = ["--steps-per-goal", "240000", "--no-terminate-on-goal", "--preset", "fast"]
+TRAIN = ["--subsample", "40", "--context", "80", "--max-steps", "5000"]
+QUICK_GENERATE = ["--steps-per-goal", "20000", "--no-terminate-on-goal", "--preset", "fast"]
+QUICK_TRAIN = ["--subsample", "4", "--context", "80", "--max-steps", "100"]
+AD = [sys.executable, "-m", "ad"]
+
+
+def run_one(work: Path, size: int, seed: int, extra: list[str], quick: bool, episodes: int) -> dict:
+    """Generate, train AD, evaluate one (size, seed); returns the figures of the run."""
+    data, run = work / f"data_s{size}_r{seed}", work / f"ad_s{size}_r{seed}{'_' + '_'.join(extra) if extra else ''}"
+    quiet = ["--progress", "false"]
+    started = time.perf_counter()
+    subprocess.run(AD + ["generate", "darkroom", "--out", str(data), "--size", str(size), "--seed", str(seed),
+                         "--threads", "1", "--plots", "false", "--tensorboard", "false", *quiet,
+                         *(QUICK_GENERATE if quick else GENERATE)], check=True, stdout=subprocess.DEVNULL)
+    generated = time.perf_counter()
+    if not (run / "model" / "config.json").is_file():
+        subprocess.run(AD + ["train", "rl", "--data", str(data), "--out", str(run), "--threads", "1", "--seed",
+                             str(seed), *quiet, *(QUICK_TRAIN if quick else TRAIN), *extra],
+                       check=True, stdout=subprocess.DEVNULL)
+    trained = time.perf_counter()
+    subprocess.run(AD + ["eval", "--ckpt", str(run), "--data", str(data), "--episodes", str(episodes), "--seeds", "3",
+                         "--threads", "1", "--out", str(run / "eval"), *quiet], check=True, stdout=subprocess.DEVNULL)
+    summary = json.loads((run / "eval" / "eval.json").read_text())
+    ad = summary["policies"]["AD"]
+    norm = np.asarray(ad["normalised"])
+    returns = np.asarray(ad["returns"])  # (tasks, seeds, episodes)
+    optimal = summary["optimal_mean_return"]
+    late = returns[:, :, 40:60].mean(axis=2) if returns.shape[2] >= 60 else returns.mean(axis=2)
+    return {"size": size, "seed": seed, "extra": extra, "ep1_5": float(norm[:5].mean()),
+            "ep36_40": float(norm[35:40].mean()) if len(norm) >= 40 else None,
+            "ep51_60": float(norm[50:60].mean()) if len(norm) >= 60 else None,
+            "first90": next((i + 1 for i, v in enumerate(norm) if v >= 0.9), None),
+            "collapsed_runs": int((late < 0.1 * optimal).sum()), "runs": int(late.size),
+            "generate_s": generated - started, "train_s": trained - generated,
+            "eval_s": time.perf_counter() - trained}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[5, 7, 9, 11])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--work", default="data/bench-darkroom-sweep", help="datasets, runs and results.jsonl")
+    parser.add_argument("--collect", action="store_true", help="only write the JSON from <work>/results.jsonl")
+    parser.add_argument("--quick", action="store_true", help="a small version of the same work")
+    parser.add_argument("extra", nargs="*", help="extra `ad train rl` options after --, e.g. -- --subsample 80")
+    args = parser.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    sizes, seeds = ([5], [0]) if args.quick else (args.sizes, args.seeds)
+    results = work / "results.jsonl"
+    if not args.collect:
+        for size in sizes:
+            for seed in seeds:
+                row = run_one(work, size, seed, args.extra, args.quick, 40 if args.quick else 60)
+                print(json.dumps(row), flush=True)
+                with open(results, "a") as fh:
+                    fh.write(json.dumps(row) + "\n")
+    rows = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
+    figures = []
+    for row in sorted(rows, key=lambda r: (r["extra"], r["size"], r["seed"])):
+        options = " ".join(row["extra"]) or "defaults"
+        fig = figure(f"AD return / optimal at episodes 36-40, held-out goals, DarkRoom {row['size']}x{row['size']} "
+                     f"seed {row['seed']} ({options}; episodes 1-5 {row['ep1_5']:.2f}, 51-60 "
+                     f"{row['ep51_60'] if row['ep51_60'] is None else round(row['ep51_60'], 2)}; "
+                     f"{row['collapsed_runs']}/{row['runs']} goal x seed runs collapsed)",
+                     "return / optimal", row["ep36_40"], None, ">= 0.9")
+        figures.append({**fig, **{k: v for k, v in row.items() if k not in fig}})
+    report("ad_darkroom_sweep", figures, args.quick)
+
+
+if __name__ == "__main__":
+    main()
