@@ -40,6 +40,7 @@ from tasks.darkroom.batch_writer import BatchWriter
 from tasks.darkroom.config import GenerateConfig
 from tasks.darkroom.goals import (ACTION_NAMES, NUM_ACTIONS, optimal_return, resolve_goals, split_goals,
                                   start_cell, task_name)
+from tasks.darkroom.progress import A2CProgressOff, a2c_progress
 from tasks.darkroom.tracker import ReturnTracker
 
 FAMILY = "darkroom"
@@ -144,7 +145,7 @@ def darkroom_unit(job: UnitJob) -> dict[str, Any]:
     metadata = source.metadata(cfg, source.goals(cfg))
     writer = HistoryWriter(job.out, spec=source.spec(cfg), family=source.family, metadata=metadata,
                            shard_rows=_SHARD_ROWS, row_group_rows=_ROW_GROUP_ROWS, worker=True)
-    info = _train_batch(cfg, job.goals, writer, None, _NoBar(), time.time(), 0, source)
+    info = _train_batch(cfg, job.goals, writer, None, A2CProgressOff(), time.time(), 0, source)
     info["_pid"] = os.getpid()
     return info
 
@@ -180,7 +181,7 @@ def _generate(cfg: GenerateConfig, source: GridSource) -> Path | str:
     units = [WorkUnit(f"{source.task_name(cfg, b[0])}+{len(b) - 1}",
                       UnitJob(job_cfg, b, local or cfg.out, None if source is DARKROOM else source)) for b in todo]
     remote = cfg.backend != "local"
-    with _progress(cfg, total=len(todo) if remote else len(todo) * cfg.updates,
+    with a2c_progress(cfg.progress, total=len(todo) if remote else len(todo) * cfg.updates,
                    what="A2C batches" if remote else "A2C updates") as bar:
 
         def in_process(job: UnitJob) -> dict[str, Any]:
@@ -369,71 +370,6 @@ def _log_curves(tb, curves: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
         for step, value in zip(steps, curve):
             if np.isfinite(value):
                 tb.add_scalar(f"return/{name}", float(value), int(step))
-
-
-class _NoBar:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def update(self, **kwargs):
-        pass
-
-
-class _Bar:
-    """A rich progress bar over updates showing env steps/s and the recent mean return."""
-
-    def __init__(self, total: int, what: str = "A2C updates"):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self.progress = Progress(TextColumn(f"[bold]{what}"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[rate]:>9,.0f} env steps/s"),
-                                 TextColumn("mean return {task.fields[ret]:.3f}"), TimeRemainingColumn())
-        self.task = self.progress.add_task("a2c", total=total, rate=0.0, ret=float("nan"))
-
-    def __enter__(self):
-        self.progress.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        return self.progress.__exit__(*exc)
-
-    def update(self, advance: int = 0, **fields):
-        self.progress.update(self.task, advance=advance, **fields)
-
-
-class _Lines:
-    """Plain progress lines (``A2C updates: update 600/2400 env_steps_per_s 223,849 mean_return 0.987 ...``) for a
-    log file or pipe, where rich would draw nothing until the end."""
-
-    def __init__(self, total: int, what: str):
-        from ad.progress import PlainProgress
-
-        self.bar = PlainProgress(total, what, unit=what.split()[-1].rstrip("s"))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.bar.close(done=exc[0] is None)
-        return False
-
-    def update(self, advance: int = 0, rate: float | None = None, ret: float | None = None, **_: Any) -> None:
-        if rate is not None:
-            self.bar.set_postfix(env_steps_per_s=f"{rate:,.0f}",
-                                 mean_return=f"{ret:.3f}" if ret is not None and np.isfinite(ret) else "-")
-        self.bar.update(advance)
-
-
-def _progress(cfg: GenerateConfig, total: int, what: str = "A2C updates"):
-    """A rich bar on a terminal, plain periodic lines in a log or pipe, nothing with --progress false."""
-    from ad.progress import interactive
-
-    if not cfg.progress:
-        return _NoBar()
-    return _Bar(total, what) if interactive() else _Lines(total, what)
 
 
 def _task_name(cfg: GenerateConfig, goal: tuple[int, ...]) -> str:
