@@ -48,8 +48,24 @@ def make_cfg(args: argparse.Namespace, seed: int, out: Path, **extra):
         opts["iterations"] = args.iterations
     if args.ref_refresh:
         opts["ref_refresh"] = args.ref_refresh
+    opts.update(parse_options(args.option))
     opts.update(extra)
     return GenerateConfig(**opts)
+
+
+def parse_options(pairs: list[str]) -> dict:
+    """``--option KEY=VALUE`` pairs as GenerateConfig overrides (values read as JSON where they parse: numbers,
+    true/false; else kept as text)."""
+    opts = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"--option needs KEY=VALUE, got {pair!r}")
+        try:
+            opts[key.replace("-", "_")] = json.loads(value)
+        except json.JSONDecodeError:
+            opts[key.replace("-", "_")] = value
+    return opts
 
 
 def heldout_accuracy(args: argparse.Namespace, seed: int, checkpoint: Path | None) -> dict:
@@ -139,14 +155,17 @@ def run(args: argparse.Namespace) -> list[dict]:
             else device)
     figures: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
+        work = Path(args.work or tmp)
         for seed in args.seeds:
             before = heldout_accuracy(args, seed, None)
             print(f"seed {seed} base policy: accuracy {before['accuracy']:.3f}, wrong {before['wrong']:.3f}, format "
                   f"failures {before['format_failures']:.3f}, marked {before['marked']:.3f} "
                   f"({before['problems']} problems)", flush=True)
             for variant in args.variants:
-                checkpoint, seconds = train(args, seed, variant, work)
+                if args.checkpoint:  # evaluate a saved checkpoint (e.g. of a run stopped early) instead of training
+                    checkpoint, seconds = Path(args.checkpoint), float("nan")
+                else:
+                    checkpoint, seconds = train(args, seed, variant, work)
                 after = heldout_accuracy(args, seed, checkpoint)
                 k = "k = infinity (no refresh)" if variant == "norefresh" else \
                     f"k = {make_cfg(args, seed, work).ref_refresh}"
@@ -160,7 +179,9 @@ def run(args: argparse.Namespace) -> list[dict]:
                            lift=after["accuracy"] - before["accuracy"],
                            settings={k2: v for k2, v in vars(make_cfg(args, seed, work)).items()
                                      if k2 in ("level", "iterations", "num_generations", "problems_per_step",
-                                               "max_new_tokens", "lr", "beta", "ref_refresh", "model")},
+                                               "max_new_tokens", "lr", "beta", "ref_refresh", "model",
+                                               "temperature", "format_reward", "few_shot", "lora_r")},
+                           checkpoint=checkpoint.name,
                            samples_after=after["samples"][:2])
                 figures.append(fig)
                 print(f"seed {seed} {variant}: {before['accuracy']:.3f} -> {after['accuracy']:.3f} "
@@ -190,6 +211,13 @@ def main() -> None:
     parser.add_argument("--eval-problems", type=int, default=200)
     parser.add_argument("--overhead-steps", type=int, default=4, help="iterations per side of the overhead figure "
                                                                       "(0 = skip)")
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="override an `ad generate math` option of the trained runs (repeatable), e.g. "
+                             "--option num_generations=8 --option format_reward=0.1")
+    parser.add_argument("--work", default="", help="keep run folders (checkpoints, histories) here instead of a "
+                                                   "temporary folder")
+    parser.add_argument("--checkpoint", default="", help="evaluate this saved checkpoint of the one --seeds / "
+                                                         "--variants given instead of training")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--json", default="", help="write the figures to this file instead of benchmarks/results")

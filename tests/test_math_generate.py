@@ -21,7 +21,7 @@ def _cfg(out, model, **kw):
 
     opts = dict(out=str(out), model=model, iterations=3, chunk_steps=2, num_generations=2, problems_per_step=2,
                 max_new_tokens=6, eval_problems=4, threads=1, plots=False, progress=False, ref_refresh=2,
-                train_problems=20)
+                train_problems=20, temperature=1.0, format_reward=0.0)
     opts.update(kw)
     return GenerateConfig(**opts)
 
