@@ -68,13 +68,17 @@ CURVE_COLOURS = {"AD": "tab:blue", "ED": "tab:orange", "source": "tab:green", "r
 
 
 def plot_in_context(curves: Mapping[str, tuple[np.ndarray, np.ndarray]], optimum: float, out: str | Path,
-                    title: str = "In-context return on held-out tasks", source_x: np.ndarray | None = None) -> Path:
-    """Mean ± std of episode return per episode in context, for each named policy, and the optimum."""
+                    title: str = "In-context return on held-out tasks", source_x: np.ndarray | None = None,
+                    colours: Mapping[str, str] | None = None) -> Path:
+    """Mean ± std of episode return per episode in context, for each named policy, and the optimum.
+
+    A curve's colour is looked up by the first word of its name in ``colours``, then in :data:`CURVE_COLOURS`."""
+    palette = {**CURVE_COLOURS, **(colours or {})}
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for name, (mean, std) in curves.items():
         x = np.arange(1, len(mean) + 1)
-        colour = CURVE_COLOURS.get(name.split(" ")[0])
+        colour = palette.get(name.split(" ")[0])
         ax.plot(x, mean, label=name, color=colour, lw=2 if name.startswith("AD") else 1.4)
         ax.fill_between(x, mean - std, mean + std, color=colour, alpha=0.15)
     ax.axhline(optimum, color="black", ls="--", lw=1, label=f"optimal ({optimum:.1f})")

@@ -102,12 +102,10 @@ LM_COLOURS = {"LM-AD": "tab:red", "LM-ED": "tab:purple"}
 
 def plot_curves(curves: dict[str, tuple[Any, Any]], optimum: float, path: Path, title: str) -> Path:
     """:func:`ad.plots.plot_in_context` with the LM rows in colours of their own (not the RL-format AD / ED's)."""
-    from ad.plots import CURVE_COLOURS, plot_in_context
+    from ad.plots import plot_in_context
 
-    for key, colour in LM_COLOURS.items():
-        CURVE_COLOURS.setdefault(key, colour)
     named = {name.replace("LM AD", "LM-AD").replace("LM ED", "LM-ED"): curve for name, curve in curves.items()}
-    return plot_in_context(named, optimum, path, title=title)
+    return plot_in_context(named, optimum, path, title=title, colours=LM_COLOURS)
 
 
 def write_lm_report(out: Path, summary: dict[str, Any], timings: dict[str, float], config: LMDemoConfig) -> Path:

@@ -22,7 +22,7 @@ import math
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 import torch
@@ -88,6 +88,13 @@ class _Board:
     def close(self) -> None:
         if self.tb is not None:
             self.tb.close()
+
+
+def _progress(items: range, label: str, show: bool) -> Iterable[int]:
+    """``items`` with the toolkit's progress display (:func:`ad.progress.track`) when ``show``."""
+    from ad.progress import track
+
+    return track(items, label) if show else items
 
 
 def generate(cfg: GenerateConfig) -> dict[str, Any]:
@@ -234,16 +241,3 @@ def _save_summary(path: Path, summary: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(summary, indent=2))
 
-
-def _progress(items: range, label: str, show: bool):
-    """A rich bar on a terminal; plain lines in a log or pipe, where rich draws nothing until the end."""
-    if not show:
-        return items
-    from ad.progress import interactive
-    from ad.progress import track as plain_track
-
-    if not interactive():
-        return plain_track(items, label)
-    from rich.progress import track
-
-    return track(items, description=label)
