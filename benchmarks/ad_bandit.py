@@ -35,12 +35,15 @@ def main() -> None:
     parser.add_argument("--out", default="data/bench-bandit", help="work folder (one demo folder per seed)")
     parser.add_argument("--keep", action="store_true", help="keep finished demo folders (re-runs skip their stages)")
     parser.add_argument("--quick", action="store_true", help="a small version of the same work")
+    parser.add_argument("--ad-steps", type=int, default=0, help="AD optimiser steps (0: the demo's default)")
     args = parser.parse_args()
-    options = {"kind": args.kind, "arms": args.arms, **(QUICK if args.quick else {})}
+    options = {"kind": args.kind, "arms": args.arms, **(QUICK if args.quick else {}),
+               **({"ad_steps": args.ad_steps} if args.ad_steps else {})}
 
     runs = []
     for seed in args.seeds:
-        out = Path(args.out) / f"{args.kind}{args.arms}-seed{seed}{'-quick' if args.quick else ''}"
+        steps = f"-steps{args.ad_steps}" if args.ad_steps else ""
+        out = Path(args.out) / f"{args.kind}{args.arms}{steps}-seed{seed}{'-quick' if args.quick else ''}"
         if out.exists() and not args.keep:
             shutil.rmtree(out)
         seconds, summary = timed(lambda: run_demo(out, seed=seed, **options))
@@ -50,7 +53,7 @@ def main() -> None:
     pulls = runs[0][2]["pulls"]
     held = runs[0][2]["instances"]
     setting = (f"{args.arms}-armed {args.kind}, {held} held-out instances x {runs[0][2]['runs_per_instance']} runs, "
-               f"{pulls} pulls, seeds {', '.join(str(s) for s, _, _ in runs)}")
+               f"{pulls} pulls, {args.ad_steps or 'default'} AD steps, seeds {', '.join(str(s) for s, _, _ in runs)}")
 
     def regret(name: str) -> list[float]:
         return [summary["policies"][name]["final_regret"] for _, _, summary in runs]
@@ -82,6 +85,7 @@ def main() -> None:
                     "stages": [{"seed": s, **{k: round(v, 1) for k, v in summary["timings"].items()}}
                                for s, _, summary in runs]})
     bench = "ad_bandit" if (args.kind, args.arms) == ("bernoulli", 5) else f"ad_bandit_{args.kind}{args.arms}"
+    bench += f"_steps{args.ad_steps}" if args.ad_steps else ""
     report(bench, figures, args.quick)
     if not args.quick:
         plot(runs, RESULTS / f"{bench}.png", setting)

@@ -203,7 +203,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny random LM, a few iterations (< 1 min)")
     parser.add_argument("--model", default="", help="base LM (default smollm2-135m; --quick: a tiny random LM)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--seeds", type=int, nargs="*", default=[0, 1],
+                        help="seeds of the accuracy figures (none: only the overhead figure)")
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--level", type=int, default=1)
     parser.add_argument("--iterations", type=int, default=0, help="override the default run's iterations")
