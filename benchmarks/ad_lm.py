@@ -46,6 +46,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="only read finished runs, run nothing")
     parser.add_argument("--demo-args", nargs=argparse.REMAINDER, default=[],
                         help="extra `ad demo --model lm` options (after everything else)")
+    parser.add_argument("--name", default="ad_lm", help="results name: benchmarks/results/<name>.json and .png")
     args = parser.parse_args()
     root = Path(args.root)
     per_seed: dict[int, dict[str, np.ndarray]] = {}
@@ -81,20 +82,20 @@ def main() -> None:
             if reference is not None:
                 fig["reference_seeds"] = sorted(table[(rl, window)])
             figures.append(fig)
-    plot(per_seed, seeds, names)
+    plot(per_seed, seeds, names, RESULTS / f"{args.name}.png")
     # --quick runs nothing but reads the same finished runs: the figures are the full ones
-    report("ad_lm", figures, quick=False)
+    report(args.name, figures, quick=False)
 
 
-def plot(per_seed: dict[int, dict[str, np.ndarray]], seeds: list[int], names: list[str]) -> Path:
-    """Mean over seeds of each model's normalised in-context curve: ``benchmarks/results/ad_lm.png``."""
+def plot(per_seed: dict[int, dict[str, np.ndarray]], seeds: list[int], names: list[str], path: Path) -> Path:
+    """Mean over seeds of each model's normalised in-context curve, saved at ``path``."""
     from models.lm.demo import plot_curves
 
     curves = {}
     for name in names:
         stacked = np.stack([per_seed[s][name] for s in seeds if name in per_seed[s]])  # (seeds with it, episodes)
         curves[name] = (stacked.mean(0), stacked.std(0))
-    return plot_curves(curves, 1.0, RESULTS / "ad_lm.png",
+    return plot_curves(curves, 1.0, path,
                        title=f"Held-out DarkRoom goals, return / optimal, mean over seeds {seeds}: RL "
                              "format vs Language format")
 
