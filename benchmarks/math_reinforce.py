@@ -37,6 +37,7 @@ VARIANTS = {"refresh": {"refresh": True}, "norefresh": {"refresh": False}}
 
 def make_cfg(args: argparse.Namespace, seed: int, out: Path, **extra):
     """The GenerateConfig of one run of the benchmark."""
+    from ad.config import make_config
     from tasks.math.config import GenerateConfig
 
     opts = dict(out=str(out), model=args.model, seed=seed, threads=args.threads, eval_problems=0, plots=False,
@@ -50,21 +51,18 @@ def make_cfg(args: argparse.Namespace, seed: int, out: Path, **extra):
         opts["ref_refresh"] = args.ref_refresh
     opts.update(parse_options(args.option))
     opts.update(extra)
-    return GenerateConfig(**opts)
+    return make_config(GenerateConfig, opts, source="benchmark options")
 
 
 def parse_options(pairs: list[str]) -> dict:
-    """``--option KEY=VALUE`` pairs as GenerateConfig overrides (values read as JSON where they parse: numbers,
-    true/false; else kept as text)."""
+    """``--option KEY=VALUE`` pairs as GenerateConfig overrides (text values: ``make_config`` converts and checks
+    them against the option types, as for the command line)."""
     opts = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep:
             raise SystemExit(f"--option needs KEY=VALUE, got {pair!r}")
-        try:
-            opts[key.replace("-", "_")] = json.loads(value)
-        except json.JSONDecodeError:
-            opts[key.replace("-", "_")] = value
+        opts[key.replace("-", "_")] = value
     return opts
 
 
@@ -225,6 +223,8 @@ def main() -> None:
     parser.add_argument("--merge", nargs="+", default=[], help="merge figure files written with --json")
     parser.add_argument("--name", default="math", help="results file name (benchmarks/results/<name>.json)")
     args = parser.parse_args()
+    if args.checkpoint and (len(args.seeds) != 1 or len(args.variants) != 1):
+        parser.error("--checkpoint evaluates one run: give exactly one --seeds and one --variants")
     if args.merge:
         figures = [fig for path in args.merge for fig in json.loads(Path(path).read_text())]
         report(args.name, figures, quick=False)
@@ -236,6 +236,12 @@ def main() -> None:
 
             args.model = str(build_tiny(Path(tempfile.mkdtemp()) / "tiny", n_layer=1, width=32))
     args.model = args.model or "smollm2-135m"
+    from ad.errors import UserError
+
+    try:  # bad --option values: one line now, not a traceback after minutes of work
+        make_cfg(args, 0, Path("unused"))
+    except UserError as err:
+        parser.error(str(err))
     figures = run(args)
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2, default=str) + "\n")
