@@ -5,6 +5,7 @@ held-out goals; prints and records AD's return / optimal at episodes 1-5, 36-40 
 
     python benchmarks/ad_darkroom_sweep.py --sizes 5 7 9 11 --seeds 0 1 2 [--work /tmp/ad-sweep] [-- extra train options]
     python benchmarks/ad_darkroom_sweep.py --quick          # 5x5, tiny histories and training (about a minute)
+    python benchmarks/ad_darkroom_sweep.py --sizes 7 --seeds 0 --generate="--ent-coef 0.05"   # a source variant
 
 Each (size, seed) is one `ad generate darkroom` + one `ad train rl` + one `ad eval` in fresh processes (`python -m
 ad`, one thread each); finished steps are skipped on re-runs, and every finished run appends one line to
@@ -33,14 +34,19 @@ QUICK_TRAIN = ["--subsample", "4", "--context", "80", "--max-steps", "100"]
 AD = [sys.executable, "-m", "ad"]
 
 
-def run_one(work: Path, size: int, seed: int, extra: list[str], quick: bool, episodes: int) -> dict:
-    """Generate, train AD, evaluate one (size, seed); returns the figures of the run."""
-    data, run = work / f"data_s{size}_r{seed}", work / f"ad_s{size}_r{seed}{'_' + '_'.join(extra) if extra else ''}"
+def run_one(work: Path, size: int, seed: int, extra: list[str], quick: bool, episodes: int,
+            generate: list[str] = ()) -> dict:
+    """Generate, train AD, evaluate one (size, seed); returns the figures of the run. ``generate`` = extra
+    ``ad generate darkroom`` options (a source variant gets its own dataset folder), ``extra`` = extra ``ad train rl``
+    options."""
+    source = "_" + "_".join(a.lstrip("-") for a in generate) if generate else ""
+    data = work / f"data_s{size}_r{seed}{source}"
+    run = work / f"ad_s{size}_r{seed}{source}{'_' + '_'.join(extra) if extra else ''}"
     quiet = ["--progress", "false"]
     started = time.perf_counter()
     subprocess.run(AD + ["generate", "darkroom", "--out", str(data), "--size", str(size), "--seed", str(seed),
                          "--threads", "1", "--plots", "false", "--tensorboard", "false", *quiet,
-                         *(QUICK_GENERATE if quick else GENERATE)], check=True, stdout=subprocess.DEVNULL)
+                         *(QUICK_GENERATE if quick else GENERATE), *generate], check=True, stdout=subprocess.DEVNULL)
     generated = time.perf_counter()
     if not (run / "model" / "config.json").is_file():
         subprocess.run(AD + ["train", "rl", "--data", str(data), "--out", str(run), "--threads", "1", "--seed",
@@ -55,7 +61,7 @@ def run_one(work: Path, size: int, seed: int, extra: list[str], quick: bool, epi
     returns = np.asarray(ad["returns"])  # (tasks, seeds, episodes)
     optimal = summary["optimal_mean_return"]
     late = returns[:, :, 40:60].mean(axis=2) if returns.shape[2] >= 60 else returns.mean(axis=2)
-    return {"size": size, "seed": seed, "extra": extra, "ep1_5": float(norm[:5].mean()),
+    return {"size": size, "seed": seed, "extra": extra, "generate": list(generate), "ep1_5": float(norm[:5].mean()),
             "ep36_40": float(norm[35:40].mean()) if len(norm) >= 40 else None,
             "ep51_60": float(norm[50:60].mean()) if len(norm) >= 60 else None,
             "first90": next((i + 1 for i, v in enumerate(norm) if v >= 0.9), None),
@@ -71,6 +77,8 @@ def main() -> None:
     parser.add_argument("--work", default="data/bench-darkroom-sweep", help="datasets, runs and results.jsonl")
     parser.add_argument("--collect", action="store_true", help="only write the JSON from <work>/results.jsonl")
     parser.add_argument("--quick", action="store_true", help="a small version of the same work")
+    parser.add_argument("--generate", default="", help="extra `ad generate darkroom` options in one string, e.g. "
+                                                        "--generate='--ent-coef 0.05' (a source variant)")
     parser.add_argument("extra", nargs="*", help="extra `ad train rl` options after --, e.g. -- --subsample 80")
     args = parser.parse_args()
     work = Path(args.work)
@@ -80,14 +88,16 @@ def main() -> None:
     if not args.collect:
         for size in sizes:
             for seed in seeds:
-                row = run_one(work, size, seed, args.extra, args.quick, 40 if args.quick else 60)
+                row = run_one(work, size, seed, args.extra, args.quick, 40 if args.quick else 60,
+                              args.generate.split())
                 print(json.dumps(row), flush=True)
                 with open(results, "a") as fh:
                     fh.write(json.dumps(row) + "\n")
     rows = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
     figures = []
-    for row in sorted(rows, key=lambda r: (r["extra"], r["size"], r["seed"])):
-        options = " ".join(row["extra"]) or "defaults"
+    for row in sorted(rows, key=lambda r: (r.get("generate", []), r["extra"], r["size"], r["seed"])):
+        options = " ".join([*(f"generate {a}" for a in [" ".join(row.get("generate", []))] if a), *row["extra"]])
+        options = options or "defaults"
         fig = figure(f"AD return / optimal at episodes 36-40, held-out goals, DarkRoom {row['size']}x{row['size']} "
                      f"seed {row['seed']} ({options}; episodes 1-5 {row['ep1_5']:.2f}, 51-60 "
                      f"{row['ep51_60'] if row['ep51_60'] is None else round(row['ep51_60'], 2)}; "
