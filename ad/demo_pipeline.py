@@ -37,6 +37,10 @@ class ADDemoConfig:
     ad_steps: int = option(5000, "optimiser steps for AD")
     ed_steps: int = option(2000, "optimiser steps for the expert-distillation baseline")
     model_preset: str = option("demo", "model/training preset of `ad train rl`")
+    dropout: float = option(-1.0, "dropout of AD and ED on attention weights and on each block's output (`ad train rl "
+                                  "--attn-dropout / --resid-dropout`, replacing the preset's); -1 = the value measured "
+                                  "best for the task family (BENCHMARKS.md, #17; DarkRoom: 0.1 up to 7x7, where few "
+                                  "training goals let AD memorise them, 0 above; Key-to-Door: 0)")
     episodes: int = option(100, "episodes in context at evaluation")
     seeds: int = option(3, "evaluation seeds per held-out task")
     threads: int = option(1, "torch CPU threads (1 is fastest for these small models on 2 shared cores)")
@@ -49,14 +53,22 @@ class ADDemoConfig:
                 raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
         if self.threads < 0:
             raise UserError(f"--threads must be >= 0, got {self.threads}")
+        if not (0.0 <= self.dropout < 1.0 or self.dropout == -1.0):  # also refuses NaN
+            raise UserError(f"--dropout must be in [0, 1), or -1 for the task family's default, got {self.dropout}")
 
     def generate_options(self) -> dict[str, Any]:
         """Options of ``ad generate <FAMILY>`` for this demo (``out`` is set by the pipeline)."""
         raise NotImplementedError(f"{type(self).__name__} must define generate_options()")
 
+    def family_dropout(self) -> float:
+        """The dropout ``--dropout -1`` stands for (a family overrides it with its measured choice)."""
+        return 0.0
+
     def train_options(self) -> dict[str, Any]:
         """``ad train rl`` options both runs share (``data`` and ``out`` are set by the pipeline)."""
-        return {"preset": self.model_preset, "context": self.context, "seed": self.seed, "threads": self.threads}
+        dropout = self.family_dropout() if self.dropout == -1.0 else self.dropout
+        return {"preset": self.model_preset, "context": self.context, "seed": self.seed, "threads": self.threads,
+                "attn_dropout": dropout, "resid_dropout": dropout}
 
     def runs(self) -> list[tuple[str, dict[str, Any]]]:
         """(label, extra ``ad train rl`` options) of each trained policy: AD (on every ``subsample``-th episode) and

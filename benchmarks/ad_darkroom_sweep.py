@@ -9,8 +9,8 @@ held-out goals; prints and records AD's return / optimal at episodes 1-5, 36-40 
 
 Each (size, seed) is one `ad generate darkroom` + one `ad train rl` + one `ad eval` in fresh processes (`python -m
 ad`, one thread each); finished steps are skipped on re-runs, and every finished run appends one line to
-``<work>/results.jsonl``. Results: benchmarks/results/ad_darkroom_sweep.json. ``benchmarks/ad_darkroom.py`` runs the
-whole ``ad demo`` (with ED) instead.
+``<work>/results.jsonl``. Results: benchmarks/results/ad_darkroom_sweep.json (+ .png: one panel per option set).
+``benchmarks/ad_darkroom.py`` runs the whole ``ad demo`` (with ED) instead.
 """
 from __future__ import annotations
 
@@ -18,20 +18,40 @@ import argparse
 import json
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import figure, report  # noqa: E402
+from benchmarks.common import RESULTS, figure, report  # noqa: E402
 
-#: `ad demo`'s generate and AD-training options (tasks/darkroom/demo.py, ad/demo_pipeline.py defaults)
-GENERATE = ["--steps-per-goal", "240000", "--no-terminate-on-goal", "--preset", "fast"]
-TRAIN = ["--subsample", "40", "--context", "80", "--max-steps", "5000"]
+from ad.config import make_config  # noqa: E402
+from tasks.darkroom.demo import DarkRoomDemoConfig  # noqa: E402
+
 QUICK_GENERATE = ["--steps-per-goal", "20000", "--no-terminate-on-goal", "--preset", "fast"]
 QUICK_TRAIN = ["--subsample", "4", "--context", "80", "--max-steps", "100"]
 AD = [sys.executable, "-m", "ad"]
+
+
+def flags(options: dict) -> list[str]:
+    """``{"steps_per_goal": 5, "plots": False}`` -> ``["--steps-per-goal", "5", "--no-plots"]``."""
+    out: list[str] = []
+    for key, value in options.items():
+        name = key.replace("_", "-")
+        out += ([f"--{name}"] if value else [f"--no-{name}"]) if isinstance(value, bool) else [f"--{name}", str(value)]
+    return out
+
+
+def demo_options(size: int) -> tuple[list[str], list[str]]:
+    """`ad demo`'s own ``ad generate darkroom`` and AD ``ad train rl`` options for this room size (its defaults,
+    taken from :class:`DarkRoomDemoConfig`, so the sweep measures exactly what the demo runs)."""
+    demo = make_config(DarkRoomDemoConfig, {"size": size})
+    generate = {k: v for k, v in demo.generate_options().items() if k not in ("size", "seed", "threads")}
+    train = {k: v for k, v in demo.train_options().items() if k not in ("seed", "threads", "preset")}
+    train.update(dict(demo.runs())["AD"])
+    return flags(generate), flags(train)
 
 
 def run_one(work: Path, size: int, seed: int, extra: list[str], quick: bool, episodes: int,
@@ -43,14 +63,15 @@ def run_one(work: Path, size: int, seed: int, extra: list[str], quick: bool, epi
     data = work / f"data_s{size}_r{seed}{source}"
     run = work / f"ad_s{size}_r{seed}{source}{'_' + '_'.join(extra) if extra else ''}"
     quiet = ["--progress", "false"]
+    demo_generate, demo_train = demo_options(size)
     started = time.perf_counter()
     subprocess.run(AD + ["generate", "darkroom", "--out", str(data), "--size", str(size), "--seed", str(seed),
                          "--threads", "1", "--plots", "false", "--tensorboard", "false", *quiet,
-                         *(QUICK_GENERATE if quick else GENERATE), *generate], check=True, stdout=subprocess.DEVNULL)
+                         *(QUICK_GENERATE if quick else demo_generate), *generate], check=True, stdout=subprocess.DEVNULL)
     generated = time.perf_counter()
     if not (run / "model" / "config.json").is_file():
         subprocess.run(AD + ["train", "rl", "--data", str(data), "--out", str(run), "--threads", "1", "--seed",
-                             str(seed), *quiet, *(QUICK_TRAIN if quick else TRAIN), *extra],
+                             str(seed), *quiet, *(QUICK_TRAIN if quick else demo_train), *extra],
                        check=True, stdout=subprocess.DEVNULL)
     trained = time.perf_counter()
     subprocess.run(AD + ["eval", "--ckpt", str(run), "--data", str(data), "--episodes", str(episodes), "--seeds", "3",
@@ -68,6 +89,47 @@ def run_one(work: Path, size: int, seed: int, extra: list[str], quick: bool, epi
             "collapsed_runs": int((late < 0.1 * optimal).sum()), "runs": int(late.size),
             "generate_s": generated - started, "train_s": trained - generated,
             "eval_s": time.perf_counter() - trained}
+
+
+def options_label(row: dict) -> str:
+    """The options a row was run with beyond the sweep's defaults, or "defaults"."""
+    options = " ".join([*(f"generate {a}" for a in [" ".join(row.get("generate", []))] if a), *row["extra"]])
+    return options or "defaults"
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    """AD's return / optimal at episodes 36-40 per room size, one panel per option set: each seed a dot, the mean
+    over seeds a line, the 0.9 goal dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = sorted({options_label(r) for r in rows}, key=lambda label: (label != "defaults", label))
+    ncols = min(3, len(labels))
+    nrows = -(-len(labels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.8 * ncols, 3.2 * nrows), sharey=True, squeeze=False)
+    for ax in axes.flat[len(labels):]:
+        ax.set_visible(False)
+    for ax, label in zip(axes.flat, labels):
+        mine = [r for r in rows if options_label(r) == label and r["ep36_40"] is not None]
+        sizes = sorted({r["size"] for r in mine})
+        for r in mine:
+            ax.scatter(r["size"], r["ep36_40"], color=f"C{r['seed'] % 10}", s=18, zorder=3, label=f"seed {r['seed']}")
+        ax.plot(sizes, [np.mean([r["ep36_40"] for r in mine if r["size"] == n]) for n in sizes], color="k", lw=1)
+        ax.axhline(0.9, color="grey", ls="--", lw=0.8)
+        ax.set_title(textwrap.fill(label, 48), fontsize=8)
+        ax.set_xlabel("room side")
+        ax.set_xticks(sizes)
+        handles = {h.get_label(): h for h in ax.collections}
+        ax.legend([handles[k] for k in sorted(handles)], sorted(handles), fontsize=7, loc="lower left")
+    for row in axes:
+        row[0].set_ylabel("AD return / optimal, ep. 36-40")
+    axes[0][0].set_ylim(0, 1.05)
+    fig.suptitle("DarkRoom, held-out goals (dots: seeds; line: mean)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def main() -> None:
@@ -96,8 +158,7 @@ def main() -> None:
     rows = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
     figures = []
     for row in sorted(rows, key=lambda r: (r.get("generate", []), r["extra"], r["size"], r["seed"])):
-        options = " ".join([*(f"generate {a}" for a in [" ".join(row.get("generate", []))] if a), *row["extra"]])
-        options = options or "defaults"
+        options = options_label(row)
         fig = figure(f"AD return / optimal at episodes 36-40, held-out goals, DarkRoom {row['size']}x{row['size']} "
                      f"seed {row['seed']} ({options}; episodes 1-5 {row['ep1_5']:.2f}, 51-60 "
                      f"{row['ep51_60'] if row['ep51_60'] is None else round(row['ep51_60'], 2)}; "
@@ -105,6 +166,8 @@ def main() -> None:
                      "return / optimal", row["ep36_40"], None, ">= 0.9")
         figures.append({**fig, **{k: v for k, v in row.items() if k not in fig}})
     report("ad_darkroom_sweep", figures, args.quick)
+    if not args.quick:
+        plot(rows, RESULTS / "ad_darkroom_sweep.png")
 
 
 if __name__ == "__main__":

@@ -105,7 +105,7 @@ def test_a_writer_error_surfaces_and_drops_the_batch(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("values", [
     {"goals": ["9,0"]}, {"goals": ["0,0", "all"]}, {"size": 1}, {"preset": "nope"}, {"steps_per_goal": 0},
-    {"steps_per_goal": -5}, {"heldout_fraction": 1.0}])
+    {"steps_per_goal": -5}, {"heldout_fraction": 1.0}, {"ent_coef": -0.1}, {"vf_coef": -1.0}, {"ent_coef": float("nan")}])
 def test_bad_options_are_user_errors(tmp_path, values):
     with pytest.raises(UserError):
         make_config(GenerateConfig, {"out": str(tmp_path / "x"), **values})

@@ -77,3 +77,37 @@ def test_eval_refuses_a_checkpoint_of_another_family_or_size(tmp_path):
     reader.metadata["task_spec"] = {**(reader.metadata.get("task_spec") or {}), "size": 9}
     with pytest.raises(UserError, match="with size 7 but dataset .* has size 9"):
         check_compatible(SimpleNamespace(family=reader.family, task_spec={"size": 7}), reader, "ckpt")
+
+
+def test_darkroom_demo_source_options_reach_the_generator(tmp_path):
+    from ad.config import make_config
+    from tasks.darkroom.demo import DarkRoomDemoConfig
+
+    demo = make_config(DarkRoomDemoConfig, {"ent_coef": 0.2, "size": 7, "steps_per_goal": 1000})
+    generate = make_config(registry.get("generate", "darkroom").config_cls,
+                           {**demo.generate_options(), "out": str(tmp_path / "d")})
+    assert (generate.ent_coef, generate.size, generate.steps_per_goal, generate.terminate_on_goal) == (0.2, 7, 1000,
+                                                                                                     False)
+    with pytest.raises(UserError, match="ent-coef"):
+        make_config(registry.get("generate", "darkroom").config_cls,
+                    {**make_config(DarkRoomDemoConfig, {"ent_coef": -1.0}).generate_options(), "out": "x"})
+
+
+@pytest.mark.parametrize("values, dropout", [({"size": 5}, 0.1), ({"size": 7}, 0.1), ({"size": 9}, 0.0),
+                                             ({"size": 11}, 0.0), ({"size": 11, "dropout": 0.3}, 0.3),
+                                             ({"size": 5, "dropout": 0.0}, 0.0)])
+def test_darkroom_demo_dropout_follows_the_room_size_unless_given(values, dropout):
+    from ad.config import make_config
+    from tasks.darkroom.demo import DarkRoomDemoConfig
+
+    options = make_config(DarkRoomDemoConfig, values).train_options()
+    assert options["attn_dropout"] == options["resid_dropout"] == dropout
+
+
+@pytest.mark.parametrize("bad", [1.0, -0.5, float("nan"), float("inf")])
+def test_demo_dropout_out_of_range_is_a_user_error(bad):
+    from ad.config import make_config
+    from tasks.darkroom.demo import DarkRoomDemoConfig
+
+    with pytest.raises(UserError, match="dropout"):
+        make_config(DarkRoomDemoConfig, {"dropout": bad})

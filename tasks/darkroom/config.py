@@ -115,6 +115,8 @@ class GenerateConfig:
             raise UserError(f"--heldout-fraction must be in [0, 1), got {self.heldout_fraction}")
         if self.lr <= 0 or self.adam_eps <= 0 or self.max_grad_norm <= 0:
             raise UserError("--lr, --adam-eps and --max-grad-norm must be positive")
+        if self.ent_coef < 0 or self.vf_coef < 0:
+            raise UserError(f"--ent-coef and --vf-coef must be >= 0, got {self.ent_coef} and {self.vf_coef}")
         if len(self.adam_betas) != 2 or not all(0.0 <= b < 1.0 for b in self.adam_betas):
             raise UserError(f"--adam-betas needs two values in [0, 1), got {self.adam_betas}")
         if not (0.0 <= self.gamma <= 1.0 and 0.0 <= self.gae_lambda <= 1.0):

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 from ad.config import option, override
 from ad.demo_pipeline import ADDemoConfig
 from ad.errors import UserError
+from tasks.darkroom.demo import DarkRoomDemoConfig
 
 
 @dataclass
@@ -22,6 +23,7 @@ class KeyDoorDemoConfig(ADDemoConfig):
     steps_per_task: int = option(120_000, "A2C env steps per task (measured: the mean return reaches 1.9 of 2 by "
                                           "episode ~150 of each of its 10 streams, ~7k steps; 12k steps per stream "
                                           "leave a converged tail for ED)")
+    ent_coef: float = override(DarkRoomDemoConfig, "ent_coef", 0.01)
     heldout_fraction: float = option(0.1, "fraction of the pairs held out for the in-context evaluation")
     subsample: int = override(ADDemoConfig, "subsample", 40)
     context: int = override(ADDemoConfig, "context", 200)
@@ -42,7 +44,7 @@ class KeyDoorDemoConfig(ADDemoConfig):
     def generate_options(self) -> dict[str, Any]:
         """Options of ``ad generate keydoor``."""
         return {"tasks": self.tasks, "steps_per_task": self.steps_per_task, "seed": self.seed,
-                "heldout_fraction": self.heldout_fraction, "threads": self.threads}
+                "ent_coef": self.ent_coef, "heldout_fraction": self.heldout_fraction, "threads": self.threads}
 
     def train_options(self) -> dict[str, Any]:
         """The pipeline's ``ad train rl`` options plus the batch size."""
