@@ -92,7 +92,9 @@ def run_one(work: Path, size: int, seed: int, extra: list[str], quick: bool, epi
 
 
 def options_label(row: dict) -> str:
-    """The options a row was run with beyond the sweep's defaults, or "defaults"."""
+    """The options a row was run with beyond the sweep's defaults, or "defaults" (or the row's own "label")."""
+    if row.get("label"):
+        return row["label"]
     options = " ".join([*(f"generate {a}" for a in [" ".join(row.get("generate", []))] if a), *row["extra"]])
     return options or "defaults"
 

@@ -29,7 +29,7 @@ class KeyDoorDemoConfig(ADDemoConfig):
     context: int = override(ADDemoConfig, "context", 200)
     batch_size: int = option(16, "windows per optimiser step of AD and ED (context 200 costs 2.5x the tokens of "
                                  "DarkRoom's 80 per window)")
-    ad_steps: int = override(ADDemoConfig, "ad_steps", 3000)
+    ad_steps: int = override(ADDemoConfig, "ad_steps", 6000)
     ed_steps: int = override(ADDemoConfig, "ed_steps", 600)
     episodes: int = override(ADDemoConfig, "episodes", 50)
 
