@@ -35,23 +35,18 @@ QUICK_TRAIN = ["--subsample", "4", "--context", "80", "--max-steps", "100"]
 AD = [sys.executable, "-m", "ad"]
 
 
-def flags(options: dict) -> list[str]:
-    """``{"steps_per_goal": 5, "plots": False}`` -> ``["--steps-per-goal", "5", "--no-plots"]``."""
-    out: list[str] = []
-    for key, value in options.items():
-        name = key.replace("_", "-")
-        out += ([f"--{name}"] if value else [f"--no-{name}"]) if isinstance(value, bool) else [f"--{name}", str(value)]
-    return out
-
-
-def demo_options(size: int) -> tuple[list[str], list[str]]:
+def demo_option_files(work: Path, size: int) -> tuple[list[str], list[str]]:
     """`ad demo`'s own ``ad generate darkroom`` and AD ``ad train rl`` options for this room size (its defaults,
-    taken from :class:`DarkRoomDemoConfig`, so the sweep measures exactly what the demo runs)."""
+    taken from :class:`DarkRoomDemoConfig`, so the sweep measures exactly what the demo runs), written as the
+    commands' ``--config`` files; returns the two ``["--config", path]`` arguments (flags after them override)."""
     demo = make_config(DarkRoomDemoConfig, {"size": size})
     generate = {k: v for k, v in demo.generate_options().items() if k not in ("size", "seed", "threads")}
     train = {k: v for k, v in demo.train_options().items() if k not in ("seed", "threads", "preset")}
     train.update(dict(demo.runs())["AD"])
-    return flags(generate), flags(train)
+    paths = work / f"demo_generate_{size}.json", work / f"demo_train_{size}.json"
+    for path, options in zip(paths, (generate, train)):
+        path.write_text(json.dumps(options, indent=1) + "\n")
+    return ["--config", str(paths[0])], ["--config", str(paths[1])]
 
 
 def run_one(work: Path, size: int, seed: int, extra: list[str], quick: bool, episodes: int,
@@ -63,7 +58,7 @@ def run_one(work: Path, size: int, seed: int, extra: list[str], quick: bool, epi
     data = work / f"data_s{size}_r{seed}{source}"
     run = work / f"ad_s{size}_r{seed}{source}{'_' + '_'.join(extra) if extra else ''}"
     quiet = ["--progress", "false"]
-    demo_generate, demo_train = demo_options(size)
+    demo_generate, demo_train = demo_option_files(work, size)
     started = time.perf_counter()
     subprocess.run(AD + ["generate", "darkroom", "--out", str(data), "--size", str(size), "--seed", str(seed),
                          "--threads", "1", "--plots", "false", "--tensorboard", "false", *quiet,
