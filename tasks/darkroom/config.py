@@ -1,9 +1,10 @@
 """Options of ``ad generate darkroom`` (importing this module does not import torch)."""
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from ad.config import option
 from ad.distributed import check_backend_options
@@ -26,6 +27,19 @@ def batch_memory_bytes(size: int, hidden: int, num_envs: int, goals: int) -> int
     cells, actions = size * size, 5
     per_goal = 5 * (hidden * cells + (actions + 1) * (hidden + 1)) + 3 * actions * cells + 64 * num_envs
     return 4 * goals * per_goal
+
+
+def check_a2c_options(config: Any) -> None:
+    """UserError for A2C hyperparameters out of range (shared by every generator built on :mod:`tasks.darkroom.a2c`:
+    DarkRoom, Key-to-Door); non-finite values are refused too."""
+    if not (0 < config.lr < math.inf and 0 < config.adam_eps < math.inf and 0 < config.max_grad_norm < math.inf):
+        raise UserError("--lr, --adam-eps and --max-grad-norm must be positive and finite")
+    if not (0 <= config.ent_coef < math.inf and 0 <= config.vf_coef < math.inf):
+        raise UserError(f"--ent-coef and --vf-coef must be finite and >= 0, got {config.ent_coef} and {config.vf_coef}")
+    if len(config.adam_betas) != 2 or not all(0.0 <= b < 1.0 for b in config.adam_betas):
+        raise UserError(f"--adam-betas needs two values in [0, 1), got {config.adam_betas}")
+    if not (0.0 <= config.gamma <= 1.0 and 0.0 <= config.gae_lambda <= 1.0):
+        raise UserError("--gamma and --gae-lambda must be in [0, 1]")
 
 
 def physical_memory_bytes() -> int:
@@ -113,14 +127,7 @@ class GenerateConfig:
             raise UserError("--goals-per-batch, --threads and --gif-goals must be >= 0")
         if not 0.0 <= self.heldout_fraction < 1.0:
             raise UserError(f"--heldout-fraction must be in [0, 1), got {self.heldout_fraction}")
-        if self.lr <= 0 or self.adam_eps <= 0 or self.max_grad_norm <= 0:
-            raise UserError("--lr, --adam-eps and --max-grad-norm must be positive")
-        if self.ent_coef < 0 or self.vf_coef < 0:
-            raise UserError(f"--ent-coef and --vf-coef must be >= 0, got {self.ent_coef} and {self.vf_coef}")
-        if len(self.adam_betas) != 2 or not all(0.0 <= b < 1.0 for b in self.adam_betas):
-            raise UserError(f"--adam-betas needs two values in [0, 1), got {self.adam_betas}")
-        if not (0.0 <= self.gamma <= 1.0 and 0.0 <= self.gae_lambda <= 1.0):
-            raise UserError("--gamma and --gae-lambda must be in [0, 1]")
+        check_a2c_options(self)
         if isinstance(self.goals, str):
             self.goals = [self.goals]
         goals = resolve_goals(self.goals, self.size)  # raises UserError for a goal off the grid

@@ -11,7 +11,7 @@ from ad.config import option, override
 from ad.distributed import check_backend_options
 from ad.errors import UserError
 from tasks.darkroom.config import GenerateConfig as DarkRoomConfig
-from tasks.darkroom.config import batch_memory_bytes, physical_memory_bytes
+from tasks.darkroom.config import batch_memory_bytes, check_a2c_options, physical_memory_bytes
 from tasks.darkroom.goals import check_size
 from tasks.keydoor.pairs import draw_pairs
 
@@ -76,14 +76,7 @@ class GenerateConfig:
         if not 0.0 <= self.heldout_fraction < 1.0:
             raise UserError(f"--heldout-fraction must be in [0, 1) (at least one task must train), got "
                             f"{self.heldout_fraction}")
-        if not (self.lr > 0 and self.adam_eps > 0 and self.max_grad_norm > 0):
-            raise UserError("--lr, --adam-eps and --max-grad-norm must be positive (and finite)")
-        if not (self.ent_coef >= 0 and self.vf_coef >= 0) or max(self.ent_coef, self.vf_coef) == float("inf"):
-            raise UserError("--ent-coef and --vf-coef must be finite and >= 0")
-        if len(self.adam_betas) != 2 or not all(0.0 <= b < 1.0 for b in self.adam_betas):
-            raise UserError(f"--adam-betas needs two values in [0, 1), got {self.adam_betas}")
-        if not (0.0 <= self.gamma <= 1.0 and 0.0 <= self.gae_lambda <= 1.0):
-            raise UserError("--gamma and --gae-lambda must be in [0, 1]")
+        check_a2c_options(self)
         if isinstance(self.pairs, str):
             self.pairs = [self.pairs]
         pairs = self.task_pairs()  # raises UserError for a bad pair
