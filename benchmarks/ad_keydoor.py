@@ -175,7 +175,7 @@ def plot(runs, path: Path, setting: str) -> None:
     ax.set_xlabel("episode (in context, held-out key/door pairs)")
     ax.set_ylabel("return / optimal return")
     ax.set_ylim(0, 1.05)
-    ax.set_title(f"Dark Key-to-Door: AD vs ED and its source A2C\n{setting}; seeds "
+    ax.set_title(f"Dark Key-to-Door: AD vs ED and its source A2C\n{setting}\nseeds "
                  f"{', '.join(str(s) for s, *_ in runs)}; band: spread over seeds", fontsize=9)
     ax.legend(fontsize=9)
     ax.grid(alpha=0.3)
