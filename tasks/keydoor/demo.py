@@ -21,7 +21,7 @@ class KeyDoorDemoConfig(ADDemoConfig):
     tasks: int = option(960, "key/door pairs the A2C source trains on, drawn by --seed from the 6480 of a 9x9 room "
                              "(a held-out fraction is never distilled); AD generalises to held-out pairs with the "
                              "number of training pairs (measured, BENCHMARKS.md #17: 240 -> 0.74-0.79, 480 -> "
-                             "0.85-0.87, 960 -> 0.89 at episodes 46-50)")
+                             "0.85-0.87, 960 -> 0.86-0.89 at episodes 46-50; 960 pairs write ~0.9 GB of histories)")
     steps_per_task: int = option(120_000, "A2C env steps per task (measured: the mean return reaches 1.9 of 2 by "
                                           "episode ~150 of each of its 10 streams, ~7k steps; 12k steps per stream "
                                           "leave a converged tail for ED)")
