@@ -53,3 +53,18 @@ def test_report_has_every_model_of_both_formats(tmp_path):
     assert "| ED (RL format) | 0.239 | 0.477 | 0.869 |" in text
     assert "(eval-lm/in_context.png)" in text and (tmp_path / "eval-lm" / "in_context.png").is_file()
     json.dumps(summary)  # plain data
+
+
+def test_scratch_runs_take_the_preset_depth_unless_overridden(tmp_path):
+    from models.lm.config import TrainLMConfig
+    from models.lm.demo import lm_options
+
+    def trained_depth(**demo_options):
+        config = make_config(LMDemoConfig, {"out": str(tmp_path), **demo_options})
+        return make_config(TrainLMConfig, {**lm_options(config, tmp_path / "darkroom"), "out": str(tmp_path / "lm")})
+
+    default = trained_depth()
+    assert (default.model, default.n_layer, default.n_embd, default.template) == ("scratch", 4, 128, "auto")
+    assert trained_depth(train_overrides={"n_layer": 2, "n_embd": 32}).n_layer == 2
+    with pytest.raises(UserError):  # a misspelt override is refused, not ignored
+        trained_depth(train_overrides={"n_layers": 2})

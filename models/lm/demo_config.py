@@ -19,9 +19,10 @@ class LMDemoConfig:
     out: str = option("data/demo", "folder of the RL-format demo (reused when present: darkroom/, ad/, ed/, "
                                    "eval/) and of the LM runs lm-<name>/, lm-<name>-ed/, eval-lm/, report-lm.md")
     lm: Literal["scratch", "smollm2-135m"] = option(
-        "scratch", "the causal LM: scratch = a Llama-style LM built from a transformers config (2 blocks, width "
-                   "64, as the RL-format model) on a word tokenizer, all weights trained; smollm2-135m = the "
-                   "pretrained SmolLM2-135M-Instruct + LoRA on the compact template")
+        "scratch", "the causal LM: scratch = a Llama-style LM built from a transformers config (`ad train lm "
+                   "--preset scratch`: 4 blocks of width 128; the RL-format model has 2 of 64) on a word tokenizer, all "
+                   "weights trained; smollm2-135m = the pretrained SmolLM2-135M-Instruct + LoRA on the compact "
+                   "template")
     steps: int = option(2000, "optimiser steps of the LM trained on every --subsample-th episode (AD)")
     ed_steps: int = option(1000, "optimiser steps of the LM trained on expert episodes only (this format's ED)")
     batch_size: int = option(16, "windows per optimiser step")
@@ -33,6 +34,8 @@ class LMDemoConfig:
     seeds: int = option(3, "evaluation seeds per held-out goal (the RL demo's)")
     seed: int = option(0, "seed of every stage (also of the RL-format demo and its held-out split)")
     threads: int = option(1, "torch CPU threads")
+    train_overrides: dict = option({}, "extra `ad train lm` options for both LM runs, e.g. {n_layer: 2} "
+                                       "(YAML/JSON config only)")
     skip_rl: bool = option(False, "do not run the RL-format demo (the LM still needs <out>/darkroom; the report "
                                   "then has no RL-format rows unless <out>/eval/eval.json exists)")
 
