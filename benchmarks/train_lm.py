@@ -2,7 +2,9 @@
 `ad train rl --layout separate` (state, action, reward tokens: the RL format's 3 tokens per transition), on the
 same dataset, the same episode subsampling, batch size and (nearly) the same tokens per window (the LM's window of
 ``--context`` transitions in its preset's template, grid<N> on DarkRoom: 4 tokens a transition, 5 at an episode
-start; the RL window gets the transitions that make the same count, 3 tokens each).
+start; the RL window gets the transitions that make the same count, 3 tokens each). The LM is built at the
+RL-format model's size (2 blocks, width 64, feed-forward 256; the preset's own LM is 4 blocks of width 128) so that
+the figure compares the two trainers on equal models.
 
 Each trainer runs twice, interleaved (LM short, RL short, LM long, RL long), through its real `train()` (Lightning,
 data loading, checkpoints); tokens/s = (extra steps x batch x tokens per window) / (extra seconds), so set-up
@@ -71,8 +73,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for steps in args.steps:
             for name, cls, fn, extra in (
+                    # the RL-format model's size (the scratch preset's LM is larger), so that the trainers are
+                    # compared, not the models
                     ("lm", TrainLMConfig, train_lm, {"preset": "scratch", "context": args.context,
-                                                     "max_tokens": 5 * args.context, "watch_every": 0}),
+                                                     "max_tokens": 5 * args.context, "watch_every": 0,
+                                                     "n_layer": 2, "n_embd": 64, "n_ff": 256}),
                     ("rl", TrainRLConfig, train_rl, {"layout": "separate", "context": rl_context})):
                 config = make_config(cls, {**common, **extra, "max_steps": steps, "out": f"{tmp}/{name}{steps}"})
                 seconds[(name, steps)], _ = timed(lambda: fn(config))
