@@ -68,3 +68,12 @@ def test_scratch_runs_take_the_preset_depth_unless_overridden(tmp_path):
     assert trained_depth(train_overrides={"n_layer": 2, "n_embd": 32}).n_layer == 2
     with pytest.raises(UserError):  # a misspelt override is refused, not ignored
         trained_depth(train_overrides={"n_layers": 2})
+
+
+def test_a_misspelt_override_stops_the_demo_before_any_work(tmp_path):
+    out = tmp_path / "demo"
+    result = subprocess.run([sys.executable, "-m", "ad", "demo", "--model", "lm", "--out", str(out),
+                             "--train-overrides", '{"n_layers": 2}'], capture_output=True, text=True)
+    assert result.returncode == 2, result.stderr
+    assert "n_layers" in result.stderr and "Traceback" not in result.stderr
+    assert not out.exists()  # not even the RL-format demo ran

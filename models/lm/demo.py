@@ -40,23 +40,32 @@ def lm_options(config: LMDemoConfig, data: Path) -> dict[str, Any]:
             "warmup_steps": 50, "log_every": 25, **config.train_overrides}
 
 
-def train_lms(config: LMDemoConfig, data: Path, out: Path, timings: dict[str, float]) -> dict[str, Path]:
-    """Train the LM (AD) and its expert-only baseline (ED); returns run name -> folder."""
+def lm_run_configs(config: LMDemoConfig, data: Path, out: Path) -> dict[str, Any]:
+    """The `ad train lm` configs of the LM (AD) and of its expert-only baseline (ED), run name -> config. Built
+    before anything runs, so that a bad option (a misspelt ``--train-overrides`` key) stops the demo at once."""
     from ad import registry
 
     train = registry.get("train", "lm")
     runs = {f"lm-{config.lm}": {"max_steps": config.steps, "subsample": config.subsample},
             f"lm-{config.lm}-ed": {"max_steps": config.ed_steps, "expert_only": True, "subsample": 1}}
+    return {name: make_config(train.config_cls, {**lm_options(config, data), **extra, "out": str(out / name),
+                                                 "resume": (out / name / "checkpoints" / "last.ckpt").is_file()},
+                              source=f"demo train {name} options")
+            for name, extra in runs.items()}
+
+
+def train_lms(configs: dict[str, Any], timings: dict[str, float]) -> dict[str, Path]:
+    """Train the runs of :func:`lm_run_configs` (finished ones are skipped); returns run name -> folder."""
+    from ad import registry
+
+    train = registry.get("train", "lm")
     folders = {}
-    for name, extra in runs.items():
-        run_dir = folders[name] = out / name
+    for name, cfg in configs.items():
+        run_dir = folders[name] = Path(cfg.out)
         if (run_dir / "model" / "lm.json").is_file():
             print(f"{name}: {run_dir / 'model'} exists, skipping training (delete it to retrain)")
             timings[f"train {name}"] = 0.0
             continue
-        cfg = make_config(train.config_cls, {**lm_options(config, data), **extra, "out": str(run_dir),
-                                             "resume": (run_dir / "checkpoints" / "last.ckpt").is_file()},
-                          source=f"demo train {name} options")
         stage(f"train {name}", timings, train.run, cfg)
     return folders
 
@@ -137,6 +146,7 @@ def demo(config: LMDemoConfig) -> Path:
     data = out / "darkroom"
     timings: dict[str, float] = {}
     rl_eval = out / "eval" / "eval.json"
+    lm_configs = lm_run_configs(config, data, out)
     if not config.skip_rl and not rl_eval.is_file():
         rl = registry.get_demo("darkroom", "rl")
         rl_config = make_config(rl.config_cls, {"out": str(out), "seed": config.seed, "threads": config.threads,
@@ -144,7 +154,7 @@ def demo(config: LMDemoConfig) -> Path:
                                                 "episodes": config.episodes, "seeds": config.seeds},
                                 source="demo RL-format options")
         stage("RL-format demo (ad demo --task darkroom --model rl)", timings, rl.run, rl_config)
-    train_lms(config, data, out, timings)
+    train_lms(lm_configs, timings)
     lms = evaluate_lms(config, data, out, timings)
     timings["total"] = sum(timings.values())
     rl_summary = json.loads(rl_eval.read_text()) if rl_eval.is_file() else None
