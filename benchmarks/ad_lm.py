@@ -96,8 +96,7 @@ def plot(per_seed: dict[int, dict[str, np.ndarray]], seeds: list[int], names: li
         stacked = np.stack([per_seed[s][name] for s in seeds if name in per_seed[s]])  # (seeds with it, episodes)
         curves[name] = (stacked.mean(0), stacked.std(0))
     return plot_curves(curves, 1.0, path,
-                       title=f"Held-out DarkRoom goals, return / optimal, mean over seeds {seeds}: RL "
-                             "format vs Language format")
+                       title=f"Held-out DarkRoom goals, mean over seeds {seeds}: RL vs Language format")
 
 
 if __name__ == "__main__":
