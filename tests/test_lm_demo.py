@@ -59,15 +59,15 @@ def test_scratch_runs_take_the_preset_depth_unless_overridden(tmp_path):
     from models.lm.config import TrainLMConfig
     from models.lm.demo import lm_options
 
-    def trained_depth(**demo_options):
+    def train_config(**demo_options):
         config = make_config(LMDemoConfig, {"out": str(tmp_path), **demo_options})
         return make_config(TrainLMConfig, {**lm_options(config, tmp_path / "darkroom"), "out": str(tmp_path / "lm")})
 
-    default = trained_depth()
+    default = train_config()
     assert (default.model, default.n_layer, default.n_embd, default.template) == ("scratch", 4, 128, "auto")
-    assert trained_depth(train_overrides={"n_layer": 2, "n_embd": 32}).n_layer == 2
+    assert train_config(train_overrides={"n_layer": 2, "n_embd": 32}).n_layer == 2
     with pytest.raises(UserError):  # a misspelt override is refused, not ignored
-        trained_depth(train_overrides={"n_layers": 2})
+        train_config(train_overrides={"n_layers": 2})
 
 
 def test_a_misspelt_override_stops_the_demo_before_any_work(tmp_path):

@@ -40,9 +40,9 @@ class TrainLMConfig(LoRAOptions, TrainingOptions, DistributedOptions):
         # --model lm`, 2000 steps x 16), held-out return / optimal at episodes 36-40: 2 blocks of 64 0.34 / 0.28,
         # 4 of 64 0.36 / 0.59, 4 of 128 0.52 / 0.66.
         "scratch": dict(model=SCRATCH, template="auto", n_layer=4, n_embd=128, n_ff=512, context=80,
-                        max_tokens=400, stride=1,
-                        subsample=40, loss_on="all", batch_size=32, lr=1e-3, warmup_steps=100, weight_decay=0.01,
-                        max_steps=5000, val_every=500, checkpoint_every=500, log_every=25, watch_every=1000),
+                        max_tokens=400, stride=1, subsample=40, loss_on="all", batch_size=32, lr=1e-3,
+                        warmup_steps=100, weight_decay=0.01, max_steps=5000, val_every=500, checkpoint_every=500,
+                        log_every=25, watch_every=1000),
     }
 
     data: str = option("data/darkroom", "learning-history dataset folder (written by `ad generate ...`)")
@@ -54,7 +54,8 @@ class TrainLMConfig(LoRAOptions, TrainingOptions, DistributedOptions):
                                         "weights trained")
     preset: Literal["default", "quick", "scratch"] = option(
         "default", "named set of option values applied first: default (the field defaults), quick (a few-minute "
-                   "smoke run) or scratch (a 4-block, width-128 Llama from scratch on every 40th DarkRoom episode, 5000 steps)")
+                   "smoke run) or scratch (a 4-block, width-128 Llama from scratch on every 40th DarkRoom episode, "
+                   "5000 steps)")
     template: str = option("auto", "Language-format template that serialises transitions (see "
                                    "ad.formats.TEMPLATES); auto = 'words' for --model scratch, else the dataset's "
                                    "task_spec.template (e.g. rollout for `ad generate rlhf` data), else compact")

@@ -34,10 +34,11 @@ def lm_options(config: LMDemoConfig, data: Path) -> dict[str, Any]:
               "seed": config.seed, "threads": config.threads, "watch_every": config.watch_every,
               "watch_seeds": 1, "val_every": 500, "checkpoint_every": 500}
     if config.lm == "scratch":
-        return {**common, "preset": "scratch", **config.train_overrides}
-    # the pretrained LM reads the compact template through its own BPE tokenizer (~8 tokens per transition)
-    return {**common, "model": config.lm, "template": "compact", "max_tokens": 10 * config.context, "stride": 1,
-            "warmup_steps": 50, "log_every": 25, **config.train_overrides}
+        model = {"preset": "scratch"}
+    else:  # the pretrained LM reads the compact template through its own BPE tokenizer (~8 tokens per transition)
+        model = {"model": config.lm, "template": "compact", "max_tokens": 10 * config.context, "stride": 1,
+                 "warmup_steps": 50, "log_every": 25}
+    return {**common, **model, **config.train_overrides}
 
 
 def lm_run_configs(config: LMDemoConfig, data: Path, out: Path) -> dict[str, Any]:

@@ -20,8 +20,8 @@ class LMDemoConfig:
                                    "eval/) and of the LM runs lm-<name>/, lm-<name>-ed/, eval-lm/, report-lm.md")
     lm: Literal["scratch", "smollm2-135m"] = option(
         "scratch", "the causal LM: scratch = a Llama-style LM built from a transformers config (`ad train lm "
-                   "--preset scratch`: 4 blocks of width 128; the RL-format model has 2 of 64) on a word tokenizer, all "
-                   "weights trained; smollm2-135m = the pretrained SmolLM2-135M-Instruct + LoRA on the compact "
+                   "--preset scratch`: 4 blocks of width 128; the RL-format model has 2 of 64) on a word tokenizer, "
+                   "all weights trained; smollm2-135m = the pretrained SmolLM2-135M-Instruct + LoRA on the compact "
                    "template")
     steps: int = option(2000, "optimiser steps of the LM trained on every --subsample-th episode (AD)")
     ed_steps: int = option(1000, "optimiser steps of the LM trained on expert episodes only (this format's ED)")
