@@ -3,6 +3,7 @@ and Language-format evaluations of the same held-out goals into one table and on
 import json
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -77,3 +78,28 @@ def test_a_misspelt_override_stops_the_demo_before_any_work(tmp_path):
     assert result.returncode == 2, result.stderr
     assert "n_layers" in result.stderr and "Traceback" not in result.stderr
     assert not out.exists()  # not even the RL-format demo ran
+
+
+@pytest.mark.parametrize("threads", [0, 1])
+def test_lm_stages_use_every_core_unless_threads_is_set(tmp_path, monkeypatch, threads):
+    """--threads 0 (the default): the LM stages take torch's default thread count (every core) and the RL-format demo
+    keeps its own default; --threads N: every stage gets N."""
+    import torch
+
+    from ad import registry
+    from models.lm import demo as lm_demo
+
+    seen = {}
+    rl = registry.get_demo("darkroom", "rl")
+    fake_rl = SimpleNamespace(config_cls=rl.config_cls, run=lambda cfg: seen.setdefault("rl", cfg.threads))
+    monkeypatch.setattr(registry, "get_demo", lambda family, model: fake_rl)
+    monkeypatch.setattr(lm_demo, "train_lms", lambda cfgs, timings: seen.setdefault("train", {
+        name: cfg.threads for name, cfg in cfgs.items()}))
+    monkeypatch.setattr(lm_demo, "evaluate_lms", lambda cfg, data, out, timings: seen.setdefault("eval", cfg.threads))
+    monkeypatch.setattr(lm_demo, "combined_summary", lambda rl_summary, lms: {})
+    monkeypatch.setattr(lm_demo, "write_lm_report", lambda out, summary, timings, cfg: out / "report-lm.md")
+    lm_demo.demo(make_config(LMDemoConfig, {"out": str(tmp_path), "threads": threads}))
+    lm_threads = threads or torch.get_num_threads()
+    assert seen["rl"] == (threads or make_config(rl.config_cls, {}).threads)
+    assert seen["train"] == {"lm-scratch": lm_threads, "lm-scratch-ed": lm_threads}
+    assert seen["eval"] == lm_threads

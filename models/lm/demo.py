@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,7 @@ def evaluate_lms(config: LMDemoConfig, data: Path, out: Path, timings: dict[str,
             continue
         eval_cfg = EvalConfig(ckpt=str(run_dir), data=str(data), name=LABELS.get(run_dir.name, run_dir.name),
                               episodes=config.episodes, seeds=config.seeds, seed=config.seed, out=str(target),
-                              progress=True)
+                              threads=config.threads, progress=True)
         summaries[run_dir.name] = stage(f"evaluate {run_dir.name} in context", timings, evaluate, eval_cfg)
     return summaries
 
@@ -137,12 +137,12 @@ def write_lm_report(out: Path, summary: dict[str, Any], timings: dict[str, float
 
 def demo(config: LMDemoConfig) -> Path:
     """The whole pipeline (module docstring); returns the path of ``report-lm.md``."""
+    import torch
+
     from ad import registry
 
-    if config.threads:  # also for the evaluation when every run is already trained (2 threads on 2 busy cores
-        import torch    # are many times slower than 1 for these small models)
-
-        torch.set_num_threads(config.threads)
+    rl_threads = config.threads  # 0: the RL-format demo's own default
+    config = replace(config, threads=config.threads or torch.get_num_threads())  # every LM stage's
     out = Path(config.out)
     data = out / "darkroom"
     timings: dict[str, float] = {}
@@ -150,10 +150,11 @@ def demo(config: LMDemoConfig) -> Path:
     lm_configs = lm_run_configs(config, data, out)
     if not config.skip_rl and not rl_eval.is_file():
         rl = registry.get_demo("darkroom", "rl")
-        rl_config = make_config(rl.config_cls, {"out": str(out), "seed": config.seed, "threads": config.threads,
-                                                "context": config.context, "subsample": config.subsample,
-                                                "episodes": config.episodes, "seeds": config.seeds},
-                                source="demo RL-format options")
+        rl_options = {"out": str(out), "seed": config.seed, "context": config.context, "subsample": config.subsample,
+                      "episodes": config.episodes, "seeds": config.seeds}
+        if rl_threads:
+            rl_options["threads"] = rl_threads
+        rl_config = make_config(rl.config_cls, rl_options, source="demo RL-format options")
         stage("RL-format demo (ad demo --task darkroom --model rl)", timings, rl.run, rl_config)
     train_lms(lm_configs, timings)
     lms = evaluate_lms(config, data, out, timings)
