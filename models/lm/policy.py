@@ -237,7 +237,7 @@ class LMPolicy(_LMActor):
         mask = torch.cat([self.mask, chunk_mask], 1)  # (B, L + D)
         positions = self.next_pos[:, None] + (chunk_mask.cumsum(1) - 1).clamp(min=0)  # (B, D) pads skipped
         inputs = dict(input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=positions.to(device),
-                      past_key_values=self.cache, use_cache=True)
+                      cache=self.cache, use_cache=True)
         if self.last_logits_only:  # the LM head only where it is read: saves a (B, D, vocab) matmul
             out = self.model(**inputs, logits_to_keep=1)
         else:
@@ -261,7 +261,7 @@ class LMPolicy(_LMActor):
         mask = torch.cat([self.mask.repeat_interleave(A, 0), cand_mask.repeat(B, 1)], 1)  # (B*A, L + M)
         positions = self.next_pos.repeat_interleave(A)[:, None] + torch.arange(M)  # (B*A, M)
         logits = self.model(input_ids=ids.to(device), attention_mask=mask.to(device),
-                            position_ids=positions.to(device), past_key_values=self.cache,
+                            position_ids=positions.to(device), cache=self.cache,
                             use_cache=True).logits  # (B*A, M, V)
         self.cache.crop(-M)  # drop the candidates' tokens (a negative count: every transformers version)
         self.cache.batch_select_indices(torch.arange(0, B * A, A, device=device))

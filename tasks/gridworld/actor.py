@@ -100,7 +100,7 @@ class LMActor:
 
     def _forward(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any) -> torch.Tensor:
         out = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                         position_ids=positions.to(self.device), past_key_values=cache, use_cache=True,
+                         position_ids=positions.to(self.device), cache=cache, use_cache=True,
                          logits_to_keep=1)  # the LM head only on the last position: saves a (B, L, V) matmul
         return out.logits[:, -1].float().cpu()  # (B, V) next-token logits
 

@@ -46,7 +46,7 @@ def sequence_logps(model: Any, prompt_ids: Sequence[Sequence[int]], completions:
     cache = DynamicCache()
     if shared:
         prefix = torch.as_tensor(list(prompt_ids[0][:shared]), dtype=torch.long, device=device)[None]  # (1, P)
-        body(input_ids=prefix, past_key_values=cache, use_cache=True)
+        body(input_ids=prefix, cache=cache, use_cache=True)
         cache.batch_repeat_interleave(N)  # (1, ...) -> (N, ...) keys/values of the shared opening, gradients kept
     rows = [list(p[shared:]) + list(c) for p, c in zip(prompt_ids, completions)]
     T = max(len(r) for r in rows)
@@ -58,7 +58,7 @@ def sequence_logps(model: Any, prompt_ids: Sequence[Sequence[int]], completions:
     attention = torch.cat([torch.ones((N, shared), dtype=torch.long), mask], 1)  # (N, P + T)
     positions = (shared + torch.arange(T))[None].expand(N, T)  # (N, T)
     hidden = body(input_ids=ids.to(device), attention_mask=attention.to(device), position_ids=positions.to(device),
-                  past_key_values=cache, use_cache=True).last_hidden_state  # (N, T, H)
+                  cache=cache, use_cache=True).last_hidden_state  # (N, T, H)
     # completion token j of row i sits at column t_i + j and is predicted by the hidden state one column earlier
     row_index, col_index, targets = [], [], []
     for i, (p, c) in enumerate(zip(prompt_ids, completions)):

@@ -75,7 +75,7 @@ def score_candidates(model: Any, tokenizer: Any, prompts: Sequence[str], candida
 
     cache = DynamicCache()
     out = decoder(input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=positions.to(device),
-                  past_key_values=cache, use_cache=True)
+                  cache=cache, use_cache=True)
     hidden = out.last_hidden_state[:, -1]  # (B, H)
     first_logp = torch.log_softmax(head(hidden).float(), -1)  # (B, V)
 
@@ -97,7 +97,7 @@ def score_candidates(model: Any, tokenizer: Any, prompts: Sequence[str], candida
     allowed[:, :, L:] |= torch.eye(M, dtype=torch.bool)  # pads attend to themselves (no empty rows)
     cand_pos = mask.sum(1, keepdim=True) + offset  # (B, M) every candidate restarts at the prompt's end
     out = decoder(input_ids=cand_ids.to(device), attention_mask=_additive(allowed[:, None], dtype).to(device),
-                  position_ids=cand_pos.to(device), past_key_values=cache, use_cache=True)
+                  position_ids=cand_pos.to(device), cache=cache, use_cache=True)
     logp = torch.log_softmax(head(out.last_hidden_state).float(), -1)  # (B, M, V): next token after each
 
     scores, token_logprobs = [], []
