@@ -62,10 +62,12 @@ def load(path: Any, greedy: bool = False, seed: int = 0, threads: int | None = N
     """
     import torch
 
+    from ad.hf_progress import library_bars_off_in_logs
     from models.lm.policy import GeneratePolicy, LMPolicy
 
     if threads:
         torch.set_num_threads(threads)
+    library_bars_off_in_logs()
     model, tokenizer, info = load_model(path)
     window = {"greedy": greedy, "generator": torch.Generator().manual_seed(seed), "context": info["context"],
               "max_tokens": info["max_tokens"]}

@@ -133,6 +133,7 @@ def train(config: TrainLMConfig) -> Path:
     import lightning as L
     import torch
 
+    from ad.hf_progress import library_bars_off_in_logs
     from ad.history import HistoryReader
     from ad.pretrained import position_limit
     from ad.registry import env_factory
@@ -144,6 +145,7 @@ def train(config: TrainLMConfig) -> Path:
 
     if config.threads:
         torch.set_num_threads(config.threads)
+    library_bars_off_in_logs()  # transformers' "Writing model shards" bars are carriage-return noise in a log
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
     out = Path(config.out)
     reader = HistoryReader(config.data)
