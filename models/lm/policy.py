@@ -197,13 +197,13 @@ class LMPolicy(_LMActor):
     @torch.no_grad()
     def scores(self, obs, prev_action, prev_reward, timestep, first, valid=None) -> torch.Tensor:
         """Log-likelihood (B, A) of each valid action's tokens after each env's context (-inf if not valid)."""
-        from transformers import DynamicCache
+        from models.lm.kv_cache import growing_cache
 
         if self.num_envs is None:
             raise RuntimeError("call reset(num_envs) before acting")
         if self.book.push(obs, prev_action, prev_reward, timestep, first) or self.cache is None:
             ids, chunk_mask = _left_pad([self.book.context_ids(b) for b in range(self.num_envs)], self.pad_id)
-            self.cache = DynamicCache()
+            self.cache = growing_cache()
             self.mask = chunk_mask[:, :0]
             self.next_pos = torch.zeros(self.num_envs, dtype=torch.long)
         else:
