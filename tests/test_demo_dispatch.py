@@ -83,20 +83,42 @@ def test_darkroom_demo_source_options_reach_the_generator(tmp_path):
     from ad.config import make_config
     from tasks.darkroom.demo import DarkRoomDemoConfig
 
-    demo = make_config(DarkRoomDemoConfig, {"ent_coef": 0.2, "size": 7, "steps_per_goal": 1000})
+    demo = make_config(DarkRoomDemoConfig, {"source": "a2c", "ent_coef": 0.2, "size": 7, "steps_per_goal": 1000})
     generate = make_config(registry.get("generate", "darkroom").config_cls,
                            {**demo.generate_options(), "out": str(tmp_path / "d")})
-    assert (generate.ent_coef, generate.size, generate.steps_per_goal, generate.terminate_on_goal) == (0.2, 7, 1000,
-                                                                                                     False)
+    assert (generate.source, generate.ent_coef, generate.size, generate.steps_per_goal,
+            generate.terminate_on_goal) == ("a2c", 0.2, 7, 1000, False)
     with pytest.raises(UserError, match="ent-coef"):
         make_config(registry.get("generate", "darkroom").config_cls,
-                    {**make_config(DarkRoomDemoConfig, {"ent_coef": -1.0}).generate_options(), "out": "x"})
+                    {**make_config(DarkRoomDemoConfig, {"source": "a2c", "ent_coef": -1.0}).generate_options(),
+                     "out": "x"})
+    explorer = make_config(registry.get("generate", "darkroom").config_cls,
+                           {**make_config(DarkRoomDemoConfig, {"size": 7}).generate_options(), "out": "x"})
+    assert (explorer.source, explorer.size, explorer.steps_per_goal) == ("explorer", 7, 12_000)
 
 
-@pytest.mark.parametrize("values, dropout", [({"size": 5}, 0.1), ({"size": 7}, 0.1), ({"size": 9}, 0.0),
-                                             ({"size": 11}, 0.0), ({"size": 11, "dropout": 0.3}, 0.3),
-                                             ({"size": 5, "dropout": 0.0}, 0.0)])
-def test_darkroom_demo_dropout_follows_the_room_size_unless_given(values, dropout):
+@pytest.mark.parametrize("values, expected, ed_context", [
+    ({}, (1, 200, 4000, 12_000), 120), ({"source": "a2c"}, (40, 80, 5000, 240_000), 80),
+    ({"subsample": 2, "context": 100, "ad_steps": 10, "steps_per_goal": 400}, (2, 100, 10, 400), 20),
+    ({"source": "a2c", "context": 60}, (40, 60, 5000, 240_000), 60), ({"context": 100}, (1, 100, 4000, 12_000), 100)])
+def test_darkroom_demo_options_left_at_zero_take_the_source_default(values, expected, ed_context):
+    from ad.config import make_config
+    from tasks.darkroom.demo import DarkRoomDemoConfig
+
+    demo = make_config(DarkRoomDemoConfig, values)
+    assert (demo.subsample, demo.context, demo.ad_steps, demo.steps_per_goal) == expected
+    runs = dict(demo.runs())
+    assert runs["AD"] == {"max_steps": expected[2], "subsample": expected[0]}
+    # ED reads the last 10% of each stream's episodes (the explorer's 60 leave 6, 120 transitions): its context is
+    # cut to that where the demo's is longer
+    assert runs["ED"].get("context", demo.context) == ed_context
+
+
+@pytest.mark.parametrize("values, dropout", [({"size": 5, "source": "a2c"}, 0.1), ({"size": 7, "source": "a2c"}, 0.1),
+                                             ({"size": 9, "source": "a2c"}, 0.0), ({"size": 11, "source": "a2c"}, 0.0),
+                                             ({"size": 5}, 0.0), ({"size": 11, "dropout": 0.3}, 0.3),
+                                             ({"size": 5, "source": "a2c", "dropout": 0.0}, 0.0)])
+def test_darkroom_demo_dropout_follows_the_source_and_room_size_unless_given(values, dropout):
     from ad.config import make_config
     from tasks.darkroom.demo import DarkRoomDemoConfig
 

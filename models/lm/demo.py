@@ -150,8 +150,9 @@ def demo(config: LMDemoConfig) -> Path:
     lm_configs = lm_run_configs(config, data, out)
     if not config.skip_rl and not rl_eval.is_file():
         rl = registry.get_demo("darkroom", "rl")
-        rl_options = {"out": str(out), "seed": config.seed, "context": config.context, "subsample": config.subsample,
-                      "episodes": config.episodes, "seeds": config.seeds}
+        rl_options = {"out": str(out), "seed": config.seed, "source": "a2c",  # the histories the LM settings fit
+                      "context": config.context, "subsample": config.subsample, "episodes": config.episodes,
+                      "seeds": config.seeds}
         if rl_threads:
             rl_options["threads"] = rl_threads
         rl_config = make_config(rl.config_cls, rl_options, source="demo RL-format options")

@@ -52,7 +52,8 @@ def physical_memory_bytes() -> int:
 
 @dataclass
 class GenerateConfig:
-    """Train one A2C agent per DarkRoom goal (all goals batched) and record their learning histories."""
+    """Train one A2C agent per DarkRoom goal (all goals batched), or run the explorer on every goal, and record their
+    learning histories."""
 
     PRESETS = {
         "standard": dict(_STANDARD),
@@ -71,6 +72,12 @@ class GenerateConfig:
     episode_length: int = option(20, "steps per episode (truncation)")
     random_start: bool = option(False, "start each episode in a random cell instead of the centre")
     terminate_on_goal: bool = option(True, "end the episode when the goal is reached (the AD paper's choice)")
+    source: Literal["a2c", "explorer"] = option(
+        "a2c", "source algorithm: a2c (one A2C agent per goal, the AD paper's source; the options below) or explorer "
+               "(the nearest-unvisited explorer: walks to the nearest cell it never visited until it finds the goal, "
+               "then to the goal; --num-envs streams of steps-per-goal / (num-envs * episode-length) episodes)")
+    epsilon: float = option(0.1, "explorer: probability of a uniformly random action before the goal is found")
+    epsilon_after_goal: float = option(0.02, "explorer: the same after the goal is found")
     # A2C (defaults = the standard preset)
     hidden: int = option(128, "width of the shared embedding layer")
     num_envs: int = option(10, "parallel envs per goal (one history stream each)")
@@ -128,6 +135,9 @@ class GenerateConfig:
         if not 0.0 <= self.heldout_fraction < 1.0:
             raise UserError(f"--heldout-fraction must be in [0, 1), got {self.heldout_fraction}")
         check_a2c_options(self)
+        if not (0.0 <= self.epsilon <= 1.0 and 0.0 <= self.epsilon_after_goal <= 1.0):  # also refuses NaN
+            raise UserError(f"--epsilon and --epsilon-after-goal must be in [0, 1], got {self.epsilon} and "
+                            f"{self.epsilon_after_goal}")
         if isinstance(self.goals, str):
             self.goals = [self.goals]
         goals = resolve_goals(self.goals, self.size)  # raises UserError for a goal off the grid

@@ -1,16 +1,30 @@
 """``ad demo`` (``--task darkroom``, the default): Algorithm Distillation on DarkRoom end to end.
 
-A2C learning histories on every goal -> AD on subsampled histories of the training goals and the ED baseline ->
+Source learning histories on every goal -> AD on (subsampled) histories of the training goals and the ED baseline ->
 both in context on the held-out goals -> report.md (the pipeline: :mod:`ad.demo_pipeline`).
+
+Two sources: the nearest-unvisited explorer (the default; :mod:`tasks.darkroom.explorer`), whose histories search the
+room systematically, and the AD paper's A2C. Options left at 0 (``--steps-per-goal``, ``--subsample``, ``--context``,
+``--ad-steps``) take the source's measured default (:data:`SOURCE_DEFAULTS`, BENCHMARKS.md #17).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ad.config import option
 from ad.demo_pipeline import ADDemoConfig
 from tasks.darkroom.goals import check_size
+
+#: Per source: steps per goal, subsample, context (transitions), AD steps. The explorer's histories find the goal in
+#: ~5 episodes and are near-optimal after ~10 (60 episodes per stream), so AD reads them whole (no subsampling) with
+#: 10 episodes in context; the A2C's take ~1000 episodes, so AD reads every 40th with 4 in context.
+SOURCE_DEFAULTS = {"explorer": {"steps_per_goal": 12_000, "subsample": 1, "context": 200, "ad_steps": 4000},
+                   "a2c": {"steps_per_goal": 240_000, "subsample": 40, "context": 80, "ad_steps": 5000}}
+#: Episode length and streams per goal of the demo's histories (`ad generate darkroom` defaults).
+EPISODE_LENGTH, STREAMS = 20, 10
+#: Fraction of each stream's episodes that ``ad train rl --expert-only`` keeps (the ED baseline's data).
+EXPERT_FRACTION = 0.1
 
 
 @dataclass
@@ -20,10 +34,20 @@ class DarkRoomDemoConfig(ADDemoConfig):
     FAMILY = "darkroom"
     TITLE = "DarkRoom"
 
+    subsample: int = option(0, "AD trains on every k-th episode of each history (the AD paper's subsampling); 0 = the "
+                               "source's default (explorer 1, a2c 40)")
+    context: int = option(0, "transformer context in transitions; 0 = the source's default (explorer 200 = 10 "
+                             "episodes, a2c 80)")
+    ad_steps: int = option(0, "optimiser steps for AD; 0 = the source's default (explorer 4000, a2c 5000)")
     size: int = option(9, "DarkRoom side length")
-    steps_per_goal: int = option(240_000, "A2C env steps per goal (the fast preset learns every goal in ~50k; "
-                                          "longer histories give AD more learning-to-converged windows)")
-    generate_preset: str = option("fast", "A2C preset of `ad generate darkroom`")
+    source: Literal["explorer", "a2c"] = option(
+        "explorer", "source algorithm whose histories AD distils: explorer (walks to the nearest cell it has never "
+                    "visited until it finds the goal, then to the goal: >= 0.9 of optimal on held-out goals at "
+                    "episodes 36-40 on every size 5-11 measured) or a2c (the AD paper's source; 0.60-0.93)")
+    steps_per_goal: int = option(0, "env steps per goal; 0 = the source's default (explorer 12,000 = 10 streams x 60 "
+                                    "episodes; a2c 240,000: the fast preset learns every goal in ~50k, longer "
+                                    "histories give AD more learning-to-converged windows)")
+    generate_preset: str = option("fast", "A2C preset of `ad generate darkroom` (--source a2c)")
     ent_coef: float = option(0.05, "entropy bonus of the source A2C (`ad generate ... --ent-coef`, whose own default "
                                    "is 0.01); each demo's default is the value measured best for its task family "
                                    "(BENCHMARKS.md, #17)")
@@ -31,15 +55,32 @@ class DarkRoomDemoConfig(ADDemoConfig):
                                             "of rewarding every step spent there (the AD paper's Dark Room)")
 
     def __post_init__(self) -> None:
+        defaults = SOURCE_DEFAULTS.get(self.source, SOURCE_DEFAULTS["a2c"])
+        for name, value in defaults.items():
+            if getattr(self, name) == 0:
+                setattr(self, name, value)
         super().__post_init__()
         check_size(self.size)
 
     def family_dropout(self) -> float:
-        """0.1 up to 7x7 (18 / 36 training goals: without it AD heads for the training goals on held-out ones), 0
-        above (it cost 0.17 at 11x11); measured in BENCHMARKS.md (#17)."""
-        return 0.1 if self.size <= 7 else 0.0
+        """A2C: 0.1 up to 7x7 (18 / 36 training goals: without it AD heads for the training goals on held-out ones), 0
+        above (it cost 0.17 at 11x11); explorer: 0. Measured in BENCHMARKS.md (#17)."""
+        return 0.1 if self.source == "a2c" and self.size <= 7 else 0.0
+
+    def runs(self) -> list[tuple[str, dict[str, Any]]]:
+        """AD and ED; ED's context is cut to the expert part of a stream where that is shorter (the explorer's 60
+        episodes leave 6 expert ones, 120 transitions)."""
+        episodes = max(1, self.steps_per_goal // (STREAMS * EPISODE_LENGTH))
+        expert = max(1, round(episodes * EXPERT_FRACTION)) * EPISODE_LENGTH
+        runs = super().runs()
+        if expert < self.context:
+            runs = [(label, {**extra, "context": expert} if extra.get("expert_only") else extra)
+                    for label, extra in runs]
+        return runs
 
     def generate_options(self) -> dict[str, Any]:
-        return {"size": self.size, "seed": self.seed, "steps_per_goal": self.steps_per_goal,
-                "terminate_on_goal": self.terminate_on_goal, "preset": self.generate_preset,
-                "ent_coef": self.ent_coef, "threads": self.threads}
+        options = {"size": self.size, "seed": self.seed, "steps_per_goal": self.steps_per_goal, "source": self.source,
+                   "terminate_on_goal": self.terminate_on_goal, "threads": self.threads}
+        if self.source == "a2c":
+            options.update(preset=self.generate_preset, ent_coef=self.ent_coef)
+        return options

@@ -47,6 +47,8 @@ FAMILY = "darkroom"
 #: Options that change how a run executes but not the histories it writes (left out of the metadata).
 _RUNTIME_OPTIONS = ("out", "goals_per_batch", "threads", "background_writing", "tensorboard", "log_every", "plots",
                     "gif_goals", "progress", "backend", "address", "workers", "run_dir")
+#: Options of the explorer source only (left out of an A2C dataset's metadata, which stays what it was before them).
+_EXPLORER_ONLY = ("source", "epsilon", "epsilon_after_goal")
 #: Goals per work unit with --backend ray when --goals-per-batch is 0.
 RAY_GOALS_PER_UNIT = 8
 #: Rows per shard (one Parquet file per goal for the default 400k steps).
@@ -77,7 +79,7 @@ def dataset_metadata(cfg: GenerateConfig, goals: list[tuple[int, int]]) -> dict[
             "goal": list(goal), "split": "heldout" if goal in heldout else "train",
             "optimal_return": optimal_return(cfg.size, goal, cfg.episode_length, cfg.terminate_on_goal,
                                              cfg.random_start)}
-    source = {k: v for k, v in config_to_dict(cfg).items() if k not in _RUNTIME_OPTIONS}
+    source = {k: v for k, v in config_to_dict(cfg).items() if k not in _RUNTIME_OPTIONS + _EXPLORER_ONLY}
     return {
         "task_spec": {"env": "darkroom", "env_class": "tasks.darkroom.env:DarkRoomEnv",
                       "vector_env_class": "tasks.darkroom.vector_env:DarkRoomVectorEnv", "size": cfg.size,
@@ -113,11 +115,16 @@ class GridSource:
 
 
 def generate(cfg: GenerateConfig, source: GridSource | None = None) -> Path | str:
-    """Run A2C on every goal of ``cfg``, write the learning histories to ``cfg.out``; returns the dataset path.
+    """Run A2C (or, with ``cfg.source == "explorer"``, the explorer) on every goal of ``cfg``, write the learning
+    histories to ``cfg.out``; returns the dataset path.
 
     The path is a ``Path`` for a local dataset, else the ``--out`` URL. ``source`` is the task family (DarkRoom's
     by default).
     """
+    if source is None and cfg.source == "explorer":
+        from tasks.darkroom.explorer_generate import generate_explorer
+
+        return generate_explorer(cfg)
     threads = torch.get_num_threads()
     if cfg.threads:
         torch.set_num_threads(cfg.threads)

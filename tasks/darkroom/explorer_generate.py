@@ -1,0 +1,116 @@
+"""``ad generate darkroom --source explorer``: nearest-unvisited explorer histories for every DarkRoom goal.
+
+The same dataset layout, task names, split and metadata as the A2C source (:mod:`tasks.darkroom.generate`): one unit
+``(task, run=seed)`` per goal with ``--num-envs`` streams of ``steps_per_goal / (num_envs * episode_length)``
+episodes each, and the explorer (:mod:`tasks.darkroom.explorer`) in ``source``. Re-running the command skips committed
+goals; a goal's histories depend only on the seed and the goal. ``<out>/_run/summary.json`` (or ``--run-dir``) holds
+the same learning figure as the A2C source's.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ad.errors import UserError
+from ad.history import ColumnSpec, HistoryReader, HistorySpec, HistoryWriter, Location
+from ad.runs import run_folder
+from tasks.darkroom.config import GenerateConfig
+from tasks.darkroom.explorer import explore_goal
+from tasks.darkroom.generate import FAMILY, FINAL_FRACTION, LEARNED_RATIO, dataset_metadata
+from tasks.darkroom.goals import NUM_ACTIONS, resolve_goals, task_name
+
+#: The explorer's options recorded as its config in the dataset metadata.
+EXPLORER_OPTIONS = ("size", "goals", "steps_per_goal", "seed", "heldout_fraction", "episode_length", "random_start",
+                    "terminate_on_goal", "num_envs", "epsilon", "epsilon_after_goal")
+
+
+def episodes_per_stream(cfg: GenerateConfig) -> int:
+    """Episodes of each explorer stream: ``steps_per_goal`` spread over ``num_envs`` streams of whole episodes."""
+    return max(1, cfg.steps_per_goal // (cfg.num_envs * cfg.episode_length))
+
+
+def explorer_metadata(cfg: GenerateConfig, goals: list[tuple[int, int]]) -> dict[str, Any]:
+    """The A2C source's metadata (task spec, split, tasks) with the explorer as ``source``."""
+    metadata = dataset_metadata(cfg, goals)
+    config = {name: getattr(cfg, name) for name in EXPLORER_OPTIONS}
+    config["episodes_per_stream"] = episodes_per_stream(cfg)
+    metadata["source"] = {"algorithm": "explorer", "implementation": "tasks.darkroom.explorer.explore_goal",
+                          "config": config}
+    return metadata
+
+
+def history_spec(size: int) -> HistorySpec:
+    """Cells, moves and the explorer's exact scalar logprobs (no value column: the explorer has no critic)."""
+    return HistorySpec(state=ColumnSpec.discrete(size * size), action=ColumnSpec.discrete(NUM_ACTIONS),
+                       logprob="scalar")
+
+
+def generate_explorer(cfg: GenerateConfig) -> Path | str:
+    """Run the explorer on every goal of ``cfg`` and write its histories to ``cfg.out``; returns the dataset path."""
+    from ad.progress import progress_bar
+
+    if cfg.backend != "local":
+        raise UserError("--source explorer runs in this process only (seconds for every goal); drop --backend")
+    goals = resolve_goals(cfg.goals, cfg.size)
+    metadata = explorer_metadata(cfg, goals)
+    location = Location.of(cfg.out)
+    writer = HistoryWriter(location, spec=history_spec(cfg.size), family=FAMILY,
+                           metadata=metadata)  # raises UserError before anything is overwritten
+    local = location.local_path()
+    out: Path | str = Path(local) if local is not None else cfg.out
+    todo = [g for g in goals if not writer.is_complete(task_name(cfg.size, g), cfg.seed)]
+    if len(todo) < len(goals):
+        print(f"resuming: {len(goals) - len(todo)} of {len(goals)} goals already in {out}")
+    episodes = episodes_per_stream(cfg)
+    started = time.time()
+    bar = progress_bar(len(todo), desc="explorer on DarkRoom goals", unit="goal") if cfg.progress and todo else None
+    try:
+        for goal in todo:
+            name = task_name(cfg.size, goal)
+            columns, returns = explore_goal(cfg.size, goal, cfg.num_envs, episodes, cfg.episode_length, cfg.epsilon,
+                                            cfg.epsilon_after_goal, cfg.seed, cfg.random_start, cfg.terminate_on_goal)
+            optimum = metadata["tasks"][name]["optimal_return"]
+            last = max(1, int(round(episodes * FINAL_FRACTION)))
+            unit = writer.open_unit(name, cfg.seed)
+            try:
+                unit.append(columns)
+                unit.commit(info={"final_ratio": float(returns[:, -last:].mean() / optimum),
+                                  "first_ratio": float(returns[:, 0].mean() / optimum), "optimal_return": optimum})
+            except BaseException:
+                unit.abort()
+                raise
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+        writer.close()  # records every committed unit in dataset.json, also when interrupted
+    summary = summarize(cfg, location, metadata, time.time() - started)
+    run_dir = run_folder(cfg.out, location, cfg.run_dir)
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    print(f"{summary['learned_goals']}/{summary['goals']} goals reach {LEARNED_RATIO:.0%} of the optimal return over "
+          f"the last {FINAL_FRACTION:.0%} of their streams (mean ratio {summary['mean_final_ratio']:.3f}; first "
+          f"episode {summary['mean_first_ratio']:.3f}); {episodes} episodes x {cfg.num_envs} streams per goal in "
+          f"{summary['seconds']:.1f}s -> {out}")
+    return out
+
+
+def summarize(cfg: GenerateConfig, location: Location, metadata: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """The learning figure over this run's units (as the A2C source's summary) and the first episodes' ratio."""
+    units = [u for u in HistoryReader(location).units() if u["run"] == cfg.seed]
+    final = {u["task"]: u.get("info", {}).get("final_ratio") for u in units}
+    values = np.array([v for v in final.values() if v is not None], dtype=np.float64)
+    first = np.array([u.get("info", {}).get("first_ratio", np.nan) for u in units], dtype=np.float64)
+    learned = int((values >= LEARNED_RATIO).sum())
+    return {"source": "explorer", "goals": len(values), "learned_goals": learned,
+            "learned_fraction": learned / max(len(values), 1),
+            "mean_final_ratio": float(values.mean()) if len(values) else float("nan"),
+            "mean_first_ratio": float(np.nanmean(first)) if len(first) else float("nan"),
+            "criterion": f"mean return over the last {FINAL_FRACTION:.0%} of each stream >= "
+                         f"{LEARNED_RATIO:.0%} of the optimum",
+            "final_ratio": final, "seconds": seconds, "episodes_per_stream": episodes_per_stream(cfg),
+            "split": {k: len(v) for k, v in metadata["split"].items()}}
