@@ -138,17 +138,21 @@ def _progress(enabled: bool, total: int, name: str):
 
 
 def source_curve(reader: Any, tasks: list[str], episodes: int) -> EvalResult:
-    """The source algorithm's own learning curve on ``tasks``: episode returns of each stream, from the start."""
+    """The source algorithm's own learning curve on ``tasks``: episode returns of each stream, from the start.
+
+    Where the histories are shorter than ``episodes`` (a source that converges in a few dozen episodes), the curve
+    covers the episodes every task's longest stream has: shorter than the policies' curves, not an error.
+    """
     from ad.history.summary import SUMMARY_COLUMNS, episode_returns
 
+    returns_of = {task: [episode_returns(s.columns)[:episodes]
+                         for s in reader.streams(tasks=[task], columns=SUMMARY_COLUMNS)] for task in tasks}
+    episodes = min([episodes] + [max((len(r) for r in per_stream), default=0) for per_stream in returns_of.values()])
+    if episodes < 1:
+        raise UserError(f"a task has no complete episode in {reader.location.base}")
     rows = []
     for task in tasks:
-        per_stream = [episode_returns(s.columns)[:episodes]
-                      for s in reader.streams(tasks=[task], columns=SUMMARY_COLUMNS)]
-        per_stream = [r for r in per_stream if len(r) == episodes]
-        if not per_stream:
-            raise UserError(f"task {task} has streams shorter than {episodes} episodes in {reader.location.base}; "
-                            "use fewer --episodes")
+        per_stream = [r[:episodes] for r in returns_of[task] if len(r) >= episodes]
         rows.append(np.stack(per_stream))
     streams = min(len(r) for r in rows)
     returns = np.stack([r[:streams] for r in rows])  # (tasks, streams, episodes)

@@ -126,3 +126,13 @@ def test_bad_explorer_options_are_user_errors(tmp_path, values, message):
 def test_explorer_runs_in_process_only(tmp_path):
     with pytest.raises(UserError, match="--source explorer runs in this process"):
         generate(_config(tmp_path / "d", backend="ray"))
+
+
+def test_the_source_curve_of_short_histories_covers_the_episodes_they_have(tmp_path):
+    from ad.evaluate import source_curve
+
+    reader = HistoryReader(generate(_config(tmp_path / "d")))  # 5 episodes per stream
+    tasks = reader.metadata["split"]["heldout"]
+    curve = source_curve(reader, tasks, episodes=100)
+    assert curve.returns.shape == (len(tasks), 10, 5) and curve.normalised_curve().shape == (5,)
+    assert source_curve(reader, tasks, episodes=3).returns.shape == (len(tasks), 10, 3)

@@ -122,6 +122,9 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
                                   config.seed, "random", config.progress))
     try:
         results.append(source_curve(reader, tasks, config.episodes))
+        if results[-1].returns.shape[-1] < config.episodes:
+            print(f"note: the source's histories have {results[-1].returns.shape[-1]} episodes; its row shows those "
+                  f"(its 'last 10 episodes' are its own last 10)")
     except UserError as err:
         print(f"note: no source curve ({err})")
     optimal = float(np.mean(setup.optimal))
