@@ -42,8 +42,9 @@ class DarkRoomDemoConfig(ADDemoConfig):
     size: int = option(9, "DarkRoom side length")
     source: Literal["explorer", "a2c"] = option(
         "explorer", "source algorithm whose histories AD distils: explorer (walks to the nearest cell it has never "
-                    "visited until it finds the goal, then to the goal: >= 0.9 of optimal on held-out goals at "
-                    "episodes 36-40 on every size 5-11 measured) or a2c (the AD paper's source; 0.60-0.93)")
+                    "visited until it finds the goal, then to the goal; AD on held-out goals at episodes 36-40: "
+                    "0.96-0.98 in 9x9 and 11x11 rooms) or a2c (the AD paper's source; 0.60-0.93 over sizes 5-11). "
+                    "BENCHMARKS.md, #17")
     steps_per_goal: int = option(0, "env steps per goal; 0 = the source's default (explorer 12,000 = 10 streams x 60 "
                                     "episodes; a2c 240,000: the fast preset learns every goal in ~50k, longer "
                                     "histories give AD more learning-to-converged windows)")
