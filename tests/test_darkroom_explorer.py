@@ -136,3 +136,30 @@ def test_the_source_curve_of_short_histories_covers_the_episodes_they_have(tmp_p
     curve = source_curve(reader, tasks, episodes=100)
     assert curve.returns.shape == (len(tasks), 10, 5) and curve.normalised_curve().shape == (5,)
     assert source_curve(reader, tasks, episodes=3).returns.shape == (len(tasks), 10, 3)
+
+
+def test_tiny_darkroom_demo_distils_the_explorer_end_to_end(tmp_path):
+    import contextlib
+    import io
+
+    import yaml
+
+    from ad.demo_pipeline import run_ad_demo
+    from tasks.darkroom.demo import DarkRoomDemoConfig
+
+    config = make_config(DarkRoomDemoConfig, {
+        "out": str(tmp_path / "demo"), "size": 5, "seed": 1, "steps_per_goal": 2000, "ad_steps": 3, "ed_steps": 2,
+        "episodes": 12, "seeds": 1, "train_overrides": {"n_embd": 16, "n_head": 2, "n_ff": 32, "warmup_steps": 1,
+                                                        "progress": False, "batch_size": 2}})
+    with contextlib.redirect_stdout(io.StringIO()):
+        run_ad_demo(config)
+    out = tmp_path / "demo"
+    meta = json.loads((out / "darkroom" / "dataset.json").read_text())
+    assert meta["source"]["algorithm"] == "explorer" and meta["source"]["config"]["episodes_per_stream"] == 10
+    summary = json.loads((out / "eval" / "eval.json").read_text())
+    assert summary["tasks"] == meta["split"]["heldout"]
+    assert set(summary["policies"]) == {"AD", "ED", "random", "source"}
+    assert len(summary["policies"]["source"]["normalised"]) == 10  # the source's histories end at 10 episodes
+    ad_cfg = yaml.safe_load((out / "ad" / "config.yaml").read_text())
+    ed_cfg = yaml.safe_load((out / "ed" / "config.yaml").read_text())
+    assert (ad_cfg["context"], ad_cfg["subsample"], ed_cfg["context"]) == (200, 1, 20)  # ED: 1 expert episode
