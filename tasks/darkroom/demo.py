@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from ad.config import option
 from ad.demo_pipeline import ADDemoConfig
+from tasks.darkroom.config import GenerateConfig
 from tasks.darkroom.goals import check_size
 
 #: Per source: steps per goal, subsample, context (transitions), AD steps. The explorer's histories find the goal in
@@ -22,7 +23,7 @@ from tasks.darkroom.goals import check_size
 SOURCE_DEFAULTS = {"explorer": {"steps_per_goal": 12_000, "subsample": 1, "context": 200, "ad_steps": 4000},
                    "a2c": {"steps_per_goal": 240_000, "subsample": 40, "context": 80, "ad_steps": 5000}}
 #: Episode length and streams per goal of the demo's histories (`ad generate darkroom` defaults).
-EPISODE_LENGTH, STREAMS = 20, 10
+EPISODE_LENGTH, STREAMS = GenerateConfig.episode_length, GenerateConfig.num_envs
 #: Fraction of each stream's episodes that ``ad train rl --expert-only`` keeps (the ED baseline's data).
 EXPERT_FRACTION = 0.1
 
