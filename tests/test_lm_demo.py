@@ -20,11 +20,38 @@ def test_registered_as_a_demo_without_importing_torch():
     assert out.split() == ["LMDemoConfig", "False"]
 
 
-@pytest.mark.parametrize("bad", [{"lm": "gpt2"}, {"steps": 0}, {"lr": float("nan")}, {"lr": float("inf")},
-                                 {"subsample": 0}, {"watch_every": -1}, {"seeds": 0}])
+@pytest.mark.parametrize("bad", [{"lm": "gpt2"}, {"steps": -1}, {"lr": float("nan")}, {"lr": float("inf")},
+                                 {"subsample": -1}, {"watch_every": -1}, {"seeds": 0}, {"source": "ppo"}])
 def test_bad_options_are_refused(bad):
     with pytest.raises(UserError):
         make_config(LMDemoConfig, bad)
+
+
+@pytest.mark.parametrize("values, expected", [
+    ({}, ("explorer", 100, 1, 2000, 500)), ({"source": "a2c"}, ("a2c", 80, 40, 2000, 1000)),
+    ({"context": 60, "ed_steps": 7}, ("explorer", 60, 1, 2000, 7))])
+def test_options_left_at_zero_take_the_source_default(values, expected):
+    config = make_config(LMDemoConfig, values)
+    assert (config.source, config.context, config.subsample, config.steps, config.ed_steps) == expected
+
+
+def test_the_rl_format_demo_gets_the_same_source_context_and_subsampling(tmp_path, monkeypatch):
+    from ad import registry
+    from models.lm import demo as lm_demo
+
+    seen = {}
+    rl = registry.get_demo("darkroom", "rl")
+    monkeypatch.setattr(registry, "get_demo", lambda family, model: SimpleNamespace(
+        config_cls=rl.config_cls, run=lambda cfg: seen.setdefault("rl", cfg)))
+    monkeypatch.setattr(lm_demo, "train_lms", lambda cfgs, timings: seen.setdefault("train", cfgs))
+    monkeypatch.setattr(lm_demo, "evaluate_lms", lambda cfg, data, out, timings: {})
+    monkeypatch.setattr(lm_demo, "combined_summary", lambda rl_summary, lms: {})
+    monkeypatch.setattr(lm_demo, "write_lm_report", lambda out, summary, timings, cfg: out / "report-lm.md")
+    lm_demo.demo(make_config(LMDemoConfig, {"out": str(tmp_path), "source": "a2c"}))
+    assert (seen["rl"].source, seen["rl"].context, seen["rl"].subsample) == ("a2c", 80, 40)
+    lm, ed = seen["train"].values()
+    assert (lm.context, lm.subsample, lm.max_steps, lm.expert_only) == (80, 40, 2000, False)
+    assert (ed.subsample, ed.max_steps, ed.expert_only) == (1, 1000, True)
 
 
 def _summary(names, level, episodes=100):

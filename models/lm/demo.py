@@ -1,13 +1,14 @@
 """`ad demo --model lm`: Algorithm Distillation in the Language format on DarkRoom, beside the RL-format AD.
 
 1. the RL-format demo (``ad demo --task darkroom --model rl``, skipped when ``<out>/eval/eval.json`` exists):
-   A2C histories in ``<out>/darkroom``, the AD and ED transformers, their in-context evaluation;
+   the source's histories in ``<out>/darkroom`` (``--source``: the explorer by default, or A2C), the AD and ED
+   transformers, their in-context evaluation;
 2. ``ad train lm`` on the same histories: the LM on every ``--subsample``-th episode (AD, ``<out>/lm-<lm>``) and
    on expert episodes only (this format's ED, ``<out>/lm-<lm>-ed``); finished runs are skipped, interrupted ones
    resume;
 3. ``ad eval`` of each LM on the same held-out goals, seeds and episodes (``<out>/eval-lm/<run>/``);
 4. ``<out>/report-lm.md``: one table (return / optimal at episodes 1-5, 36-40 and 91-100) with every model in
-   ``<out>`` (RL-format AD and ED, each LM run present, random, the source A2C) and one plot
+   ``<out>`` (RL-format AD and ED, each LM run present, random, the source) and one plot
    (``<out>/eval-lm/in_context.png``).
 """
 from __future__ import annotations
@@ -150,7 +151,7 @@ def demo(config: LMDemoConfig) -> Path:
     lm_configs = lm_run_configs(config, data, out)
     if not config.skip_rl and not rl_eval.is_file():
         rl = registry.get_demo("darkroom", "rl")
-        rl_options = {"out": str(out), "seed": config.seed, "source": "a2c",  # the histories the LM settings fit
+        rl_options = {"out": str(out), "seed": config.seed, "source": config.source,
                       "context": config.context, "subsample": config.subsample, "episodes": config.episodes,
                       "seeds": config.seeds}
         if rl_threads:

@@ -9,6 +9,12 @@ from ad.errors import UserError
 
 #: --lm choices: a Llama trained from scratch (word tokenizer), or the pretrained default + LoRA
 LMS = ("scratch", "smollm2-135m")
+#: Per DarkRoom source: the LM's context (transitions), subsampling, AD and ED steps when left at 0. The explorer's
+#: histories are near-optimal after ~10 of their 60 episodes, so the LM reads them whole with 5 episodes in context
+#: (the LM from scratch: 0.97-0.98 at episodes 36-40 on 2 seeds, BENCHMARKS.md #18); the A2C's take ~1000 episodes,
+#: so it reads every 40th with 4 in context (0.52-0.66 there).
+SOURCE_DEFAULTS = {"explorer": {"context": 100, "subsample": 1, "steps": 2000, "ed_steps": 500},
+                   "a2c": {"context": 80, "subsample": 40, "steps": 2000, "ed_steps": 1000}}
 
 
 @dataclass
@@ -23,12 +29,19 @@ class LMDemoConfig:
                    "--preset scratch`: 4 blocks of width 128; the RL-format model has 2 of 64) on a word tokenizer, "
                    "all weights trained; smollm2-135m = the pretrained SmolLM2-135M-Instruct + LoRA on the compact "
                    "template")
-    steps: int = option(2000, "optimiser steps of the LM trained on every --subsample-th episode (AD)")
-    ed_steps: int = option(1000, "optimiser steps of the LM trained on expert episodes only (this format's ED)")
+    source: Literal["explorer", "a2c"] = option(
+        "explorer", "DarkRoom source whose histories both formats distil (`ad demo --source`): explorer (searches "
+                    "the room systematically; the default) or a2c (the AD paper's source)")
+    steps: int = option(0, "optimiser steps of the LM trained on every --subsample-th episode (AD); 0 = the "
+                           "source's default (2000)")
+    ed_steps: int = option(0, "optimiser steps of the LM trained on expert episodes only (this format's ED); 0 = the "
+                              "source's default (explorer 500, a2c 1000)")
     batch_size: int = option(16, "windows per optimiser step")
     lr: float = option(1e-3, "peak learning rate (--lm smollm2-135m: of the LoRA adapters; 2e-4 suits it)")
-    context: int = option(80, "transitions per training window and most kept when acting (RL demo: 80)")
-    subsample: int = option(40, "train on every k-th episode of each history (as the RL-format AD)")
+    context: int = option(0, "transitions per training window and most kept when acting, for both formats; 0 = the "
+                             "source's default (explorer 100 = 5 episodes, a2c 80)")
+    subsample: int = option(0, "train on every k-th episode of each history (both formats); 0 = the source's "
+                               "default (explorer 1, a2c 40)")
     watch_every: int = option(1000, "held-out in-context return during training every this many steps (0: never)")
     episodes: int = option(100, "episodes in context at evaluation")
     seeds: int = option(3, "evaluation seeds per held-out goal (the RL demo's)")
@@ -42,6 +55,11 @@ class LMDemoConfig:
                                   "then has no RL-format rows unless <out>/eval/eval.json exists)")
 
     def __post_init__(self) -> None:
+        if self.source not in SOURCE_DEFAULTS:
+            raise UserError(f"--source must be one of {', '.join(SOURCE_DEFAULTS)}, got {self.source!r}")
+        for name, value in SOURCE_DEFAULTS[self.source].items():
+            if getattr(self, name) == 0:
+                setattr(self, name, value)
         if self.lm not in LMS:
             raise UserError(f"--lm must be one of {', '.join(LMS)}, got {self.lm!r}")
         for name in ("steps", "ed_steps", "batch_size", "context", "subsample", "episodes", "seeds"):
