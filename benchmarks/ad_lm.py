@@ -2,9 +2,10 @@
 
 For each seed, `ad demo --model lm --seed S --out <root>/seed<S>` (skipped where its results exist: the demo
 resumes and reuses finished stages) gives, on the same held-out goals x 3 evaluation seeds: the RL-format AD and
-ED, the LM trained from scratch (AD) and on expert episodes only (ED), random and the source A2C. Figures: return
-/ optimal at episodes 1-5, 36-40 and 91-100 of each model per seed and their mean; the LM's episodes 36-40 figure
-has the RL-format AD's as its reference. Plot: ``benchmarks/results/ad_lm.png`` (mean over seeds).
+ED, the LM trained from scratch (AD) and on expert episodes only (ED), random and the source (the explorer by
+default). Figures: return / optimal at episodes 1-5, 36-40 and 91-100 of each model per seed and their mean; the
+LM's episodes 36-40 figure has the RL-format AD's as its reference. Plot: ``benchmarks/results/ad_lm.png`` (mean
+over seeds).
 
     python -m benchmarks.ad_lm --root data/ad_lm --seeds 0 1          # runs what is missing (~30 min a seed)
     python -m benchmarks.ad_lm --root data/ad_lm --seeds 0 1 --quick  # only reads finished runs (seconds)
@@ -25,7 +26,7 @@ from benchmarks.common import RESULTS, figure, report  # noqa: E402
 #: report label -> short name in the figures
 MODELS = {"AD": "RL-format AD", "ED (RL format)": "RL-format ED", "LM AD (Llama from scratch)": "LM from scratch",
           "LM ED (from scratch)": "LM ED (expert-only, from scratch)",
-          "LM AD (SmolLM2-135M + LoRA)": "SmolLM2-135M + LoRA", "random": "random", "source": "source A2C"}
+          "LM AD (SmolLM2-135M + LoRA)": "SmolLM2-135M + LoRA", "random": "random", "source": "source"}
 WINDOWS = {"episodes 1-5": slice(0, 5), "episodes 36-40": slice(35, 40), "episodes 91-100": slice(90, 100)}
 
 
