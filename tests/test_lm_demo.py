@@ -28,11 +28,27 @@ def test_bad_options_are_refused(bad):
 
 
 @pytest.mark.parametrize("values, expected", [
-    ({}, ("explorer", 100, 1, 2000, 500)), ({"source": "a2c"}, ("a2c", 80, 40, 2000, 1000)),
-    ({"context": 60, "ed_steps": 7}, ("explorer", 60, 1, 2000, 7))])
-def test_options_left_at_zero_take_the_source_default(values, expected):
+    ({}, ("explorer", 100, 100, 1, 2000, 500, 16)), ({"source": "a2c"}, ("a2c", 80, 80, 40, 2000, 1000, 16)),
+    ({"context": 60, "ed_steps": 7}, ("explorer", 60, 60, 1, 2000, 7, 16)),
+    ({"lm": "smollm2-135m"}, ("explorer", 40, 100, 1, 160, 80, 8)),
+    ({"lm": "smollm2-135m", "source": "a2c", "context": 20, "batch_size": 2}, ("a2c", 20, 80, 40, 160, 80, 2)),
+    ({"rl_context": 30, "steps": 9}, ("explorer", 100, 30, 1, 9, 500, 16))])
+def test_options_left_at_zero_take_the_source_and_lm_default(values, expected):
+    """The scratch LM and the RL-format AD read the same windows unless --rl-context says otherwise; the pretrained
+    LM gets a CPU budget of its own while the RL-format AD keeps the source's context."""
     config = make_config(LMDemoConfig, values)
-    assert (config.source, config.context, config.subsample, config.steps, config.ed_steps) == expected
+    assert (config.source, config.context, config.rl_context, config.subsample, config.steps, config.ed_steps,
+            config.batch_size) == expected
+
+
+def test_the_pretrained_lm_reads_the_scratch_lms_text_in_bfloat16(tmp_path):
+    from models.lm.config import TrainLMConfig
+    from models.lm.demo import lm_options
+
+    config = make_config(LMDemoConfig, {"out": str(tmp_path), "lm": "smollm2-135m"})
+    train = make_config(TrainLMConfig, {**lm_options(config, tmp_path / "darkroom"), "out": str(tmp_path / "lm")})
+    assert (train.model, train.template, train.dtype, train.loss_on, train.context, train.max_tokens,
+            train.batch_size, train.warmup_steps) == ("smollm2-135m", "grid9", "bfloat16", "all", 40, 400, 8, 16)
 
 
 def test_the_rl_format_demo_gets_the_same_source_context_and_subsampling(tmp_path, monkeypatch):

@@ -21,6 +21,10 @@ from typing import Any
 from ad.config import make_config
 from ad.demo_pipeline import stage
 from models.lm.demo_config import LMDemoConfig
+from tasks.darkroom.demo import DarkRoomDemoConfig
+
+#: room side of the RL-format demo this one runs (its default size): the pretrained LM's text is grid<size>
+RL_DEMO_SIZE = DarkRoomDemoConfig.size
 
 #: label of each LM run folder in the report (runs of other --lm values found in <out> are reported too)
 LABELS = {"lm-scratch": "LM AD (Llama from scratch)", "lm-scratch-ed": "LM ED (from scratch)",
@@ -36,9 +40,10 @@ def lm_options(config: LMDemoConfig, data: Path) -> dict[str, Any]:
               "watch_seeds": 1, "val_every": 500, "checkpoint_every": 500}
     if config.lm == "scratch":
         model = {"preset": "scratch"}
-    else:  # the pretrained LM reads the compact template through its own BPE tokenizer (~8 tokens per transition)
-        model = {"model": config.lm, "template": "compact", "max_tokens": 10 * config.context, "stride": 1,
-                 "warmup_steps": 50, "log_every": 25}
+    else:  # the scratch LM's text and loss, through the pretrained LM's own BPE tokenizer (~9 tokens per transition)
+        model = {"model": config.lm, "template": f"grid{RL_DEMO_SIZE}", "max_tokens": 10 * config.context,
+                 "stride": 1, "loss_on": "all", "dtype": "bfloat16", "warmup_steps":
+                 max(1, config.steps // 10), "log_every": 10, "checkpoint_every": 40}
     return {**common, **model, **config.train_overrides}
 
 
@@ -152,7 +157,7 @@ def demo(config: LMDemoConfig) -> Path:
     if not config.skip_rl and not rl_eval.is_file():
         rl = registry.get_demo("darkroom", "rl")
         rl_options = {"out": str(out), "seed": config.seed, "source": config.source,
-                      "context": config.context, "subsample": config.subsample, "episodes": config.episodes,
+                      "context": config.rl_context, "subsample": config.subsample, "episodes": config.episodes,
                       "seeds": config.seeds}
         if rl_threads:
             rl_options["threads"] = rl_threads

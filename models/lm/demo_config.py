@@ -15,6 +15,12 @@ LMS = ("scratch", "smollm2-135m")
 #: so it reads every 40th with 4 in context (0.52-0.66 there).
 SOURCE_DEFAULTS = {"explorer": {"context": 100, "subsample": 1, "steps": 2000, "ed_steps": 500},
                    "a2c": {"context": 80, "subsample": 40, "steps": 2000, "ed_steps": 1000}}
+#: The pretrained LM's budget when left at 0, sized for 2 CPU cores (a SmolLM2-135M step costs ~50x the scratch LM's
+#: even in bfloat16): 2 episodes in context, 160 steps x 8 windows (BENCHMARKS.md #18, `benchmarks/lm_pretraining.py`,
+#: which trains the scratch LM at the same budget beside it). A GPU affords the scratch LM's budget.
+PRETRAINED_DEFAULTS = {"context": 40, "steps": 160, "ed_steps": 80, "batch_size": 8}
+#: The scratch LM's batch size when left at 0.
+SCRATCH_BATCH_SIZE = 16
 
 
 @dataclass
@@ -27,19 +33,22 @@ class LMDemoConfig:
     lm: Literal["scratch", "smollm2-135m"] = option(
         "scratch", "the causal LM: scratch = a Llama-style LM built from a transformers config (`ad train lm "
                    "--preset scratch`: 4 blocks of width 128; the RL-format model has 2 of 64) on a word tokenizer, "
-                   "all weights trained; smollm2-135m = the pretrained SmolLM2-135M-Instruct + LoRA on the compact "
-                   "template")
+                   "all weights trained; smollm2-135m = the pretrained SmolLM2-135M-Instruct + LoRA (bfloat16 weights) "
+                   "on the same grid text through its own tokenizer, at a CPU budget unless steps / context / batch "
+                   "size are given")
     source: Literal["explorer", "a2c"] = option(
         "explorer", "DarkRoom source whose histories both formats distil (`ad demo --source`): explorer (searches "
                     "the room systematically; the default) or a2c (the AD paper's source)")
     steps: int = option(0, "optimiser steps of the LM trained on every --subsample-th episode (AD); 0 = the "
-                           "source's default (2000)")
+                           "source's default (2000; smollm2-135m: 160)")
     ed_steps: int = option(0, "optimiser steps of the LM trained on expert episodes only (this format's ED); 0 = the "
-                              "source's default (explorer 500, a2c 1000)")
-    batch_size: int = option(16, "windows per optimiser step")
-    lr: float = option(1e-3, "peak learning rate (--lm smollm2-135m: of the LoRA adapters; 2e-4 suits it)")
-    context: int = option(0, "transitions per training window and most kept when acting, for both formats; 0 = the "
-                             "source's default (explorer 100 = 5 episodes, a2c 80)")
+                              "source's default (explorer 500, a2c 1000; smollm2-135m: 80)")
+    batch_size: int = option(0, "windows per optimiser step; 0 = the LM's default (scratch 16, smollm2-135m 8)")
+    lr: float = option(1e-3, "peak learning rate (--lm smollm2-135m: of the LoRA adapters)")
+    context: int = option(0, "transitions per LM training window and most kept when acting; 0 = the source's "
+                             "default (explorer 100 = 5 episodes, a2c 80; smollm2-135m: 40)")
+    rl_context: int = option(0, "context of the RL-format AD; 0 = --context for the scratch LM (both formats read the "
+                                "same windows), the source's default for smollm2-135m")
     subsample: int = option(0, "train on every k-th episode of each history (both formats); 0 = the source's "
                                "default (explorer 1, a2c 40)")
     watch_every: int = option(1000, "held-out in-context return during training every this many steps (0: never)")
@@ -57,12 +66,18 @@ class LMDemoConfig:
     def __post_init__(self) -> None:
         if self.source not in SOURCE_DEFAULTS:
             raise UserError(f"--source must be one of {', '.join(SOURCE_DEFAULTS)}, got {self.source!r}")
-        for name, value in SOURCE_DEFAULTS[self.source].items():
-            if getattr(self, name) == 0:
-                setattr(self, name, value)
         if self.lm not in LMS:
             raise UserError(f"--lm must be one of {', '.join(LMS)}, got {self.lm!r}")
-        for name in ("steps", "ed_steps", "batch_size", "context", "subsample", "episodes", "seeds"):
+        source_context = SOURCE_DEFAULTS[self.source]["context"]
+        defaults = {**SOURCE_DEFAULTS[self.source], "batch_size": SCRATCH_BATCH_SIZE}
+        if self.lm != "scratch":
+            defaults.update(PRETRAINED_DEFAULTS)
+        for name, value in defaults.items():
+            if getattr(self, name) == 0:
+                setattr(self, name, value)
+        if self.rl_context == 0:
+            self.rl_context = self.context if self.lm == "scratch" else source_context
+        for name in ("steps", "ed_steps", "batch_size", "context", "rl_context", "subsample", "episodes", "seeds"):
             if getattr(self, name) < 1:
                 raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
         if not 0 < self.lr < 1:  # also refuses NaN and infinities
