@@ -65,12 +65,15 @@ def main() -> None:
     names = [n for n in MODELS if any(n in per_seed[s] for s in seeds)]
     table = {}  # (name, window) -> {seed: value} over the seeds that have the model
     for name in names:
-        for window, part in WINDOWS.items():
-            table[(name, window)] = {s: float(per_seed[s][name][part].mean()) for s in seeds if name in per_seed[s]}
+        for window, part in WINDOWS.items():  # a curve shorter than the window (the explorer's 60 episodes) has none
+            table[(name, window)] = {s: float(per_seed[s][name][part].mean()) for s in seeds
+                                     if name in per_seed[s] and len(per_seed[s][name]) >= part.stop}
     lm, rl = "LM AD (Llama from scratch)", "AD"
     for name in names:
         for window in WINDOWS:
             values = table[(name, window)]
+            if not values:
+                continue
             reference = None
             if name == lm and rl in names:
                 reference = float(np.mean(list(table[(rl, window)].values())))
