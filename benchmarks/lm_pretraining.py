@@ -37,7 +37,9 @@ WINDOWS = {"episodes 1-5": slice(0, 5), "episodes 36-40": slice(35, 40)}
 
 def train_command(model: str, data: Path, run: Path, args: argparse.Namespace, seed: int) -> list[str]:
     """The `ad train lm` command line of ``model`` at the shared budget."""
-    size = json.loads((data / "metadata.json").read_text())["task_spec"]["size"]
+    from ad.history import HistoryReader
+
+    size = HistoryReader(data).metadata["task_spec"]["size"]
     return ["ad", "train", "lm", *MODELS[model][1], "--template", f"grid{size}", "--data", str(data),
             "--out", str(run), "--context", str(args.context), "--max-tokens", str(10 * args.context),
             "--batch-size", str(args.batch_size), "--max-steps", str(args.steps), "--lr", str(args.lr),

@@ -1,7 +1,6 @@
 """benchmarks/lm_pretraining.py: the two LMs get the same budget and text, and each command line is one `ad train lm`
 accepts (checked with --print-config, which resolves and validates every option without training)."""
 import argparse
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -13,9 +12,13 @@ from benchmarks.lm_pretraining import MODELS, train_command  # noqa: E402
 
 
 def test_both_models_train_on_the_same_budget_and_text(tmp_path):
-    data = tmp_path / "darkroom"
-    data.mkdir()
-    (data / "metadata.json").write_text(json.dumps({"task_spec": {"size": 7}}))
+    from ad.config import make_config
+    from tasks.darkroom.config import GenerateConfig
+    from tasks.darkroom.generate import generate
+
+    data = generate(make_config(GenerateConfig, {"out": str(tmp_path / "darkroom"), "size": 7, "source": "explorer",
+                                                 "steps_per_goal": 200, "goals": ["0,0", "6,6"],
+                                                 "progress": False}))
     args = argparse.Namespace(context=30, batch_size=4, steps=50, lr=5e-4, threads=1)
     configs = {}
     for model in MODELS:
