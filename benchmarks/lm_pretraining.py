@@ -9,9 +9,10 @@ ones asked about: SmolLM2's pretrained weights (+ LoRA adapters, its BPE tokeniz
 matrix units carry it) against 4 blocks of width 128 trained from scratch on a word tokenizer. Finished runs are
 reused, so the figures can be re-read in seconds.
 
-Figures per model: held-out return / optimal at episodes 1-5 and 36-40 (per seed and mean); the pretrained LM's
-over the scratch LM's at 36-40 (ratio > 1: pretraining helps at this budget); training seconds where this script
-trained the run.
+Figures per model and for random: held-out return / optimal at episodes 1-5 and 36-40 (per seed and mean); the
+pretrained LM's over the scratch LM's at 36-40 (ratio > 1: pretraining helps at this budget; read it beside random's,
+a ratio of two near-random figures means nothing); training seconds where this script trained the run. Plot:
+``benchmarks/results/lm_pretraining.png`` (each model's in-context curve, mean over seeds).
 
     python benchmarks/lm_pretraining.py --demo data/ad_lm --out data/lm_pretraining --seeds 0 1
 """
@@ -27,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import figure, report  # noqa: E402
+from benchmarks.common import RESULTS, figure, report  # noqa: E402
 
 #: model name -> (label, `ad train lm` options of its own)
 MODELS = {"smollm2-135m": ("SmolLM2-135M + LoRA (pretrained)", ["--model", "smollm2-135m", "--dtype", "bfloat16"]),
@@ -86,26 +87,34 @@ def main() -> None:
         data = Path(args.demo) / f"seed{seed}" / "darkroom"
         for model in args.models:
             results[model][seed] = run_model(model, data, Path(args.out) / f"seed{seed}" / model, args, seed)
-    figures, means = [], {}
-    for model in args.models:
-        label = MODELS[model][0]
+    figures, means, curves = [], {}, {}
+    rows = [(model, MODELS[model][0]) for model in args.models] + [(args.models[0], "random")]
+    for model, label in rows:
+        runs = results[model]
+        stacked = np.stack([np.asarray(r["policies"][label]["normalised"]) for r in runs.values()])  # (seeds, episodes)
+        curves[label] = (stacked.mean(0), stacked.std(0))
         for window, part in WINDOWS.items():
-            values = {s: float(np.mean(r["policies"][label]["normalised"][part])) for s, r in results[model].items()}
-            means[(model, window)] = float(np.mean(list(values.values())))
+            values = {s: float(np.mean(r["policies"][label]["normalised"][part])) for s, r in runs.items()}
+            means[(label, window)] = float(np.mean(list(values.values())))
             fig = figure(f"{label}, held-out return / optimal, {window} (seeds "
                          f"{', '.join(f'{s}: {v:.2f}' for s, v in values.items())})", "return / optimal",
-                         means[(model, window)], None, "-")
+                         means[(label, window)], None, "-")
             fig["per_seed"] = {str(s): v for s, v in values.items()}
             figures.append(fig)
-        seconds = [r["train_seconds"] for r in results[model].values() if r["train_seconds"] is not None]
+        seconds = [r["train_seconds"] for r in runs.values() if label != "random" and r["train_seconds"] is not None]
         if seconds:
             figures.append(figure(f"{label}, training seconds ({args.steps} steps x {args.batch_size} windows of "
                                   f"{args.context} transitions, {args.threads} thread(s))", "s",
                                   float(np.mean(seconds)), None, "-", higher_is_better=False))
     if len(args.models) == 2:
-        pretrained, scratch = (means[(m, "episodes 36-40")] for m in MODELS)
+        pretrained, scratch = (means[(label, "episodes 36-40")] for label, _ in MODELS.values())
         figures.append(figure("pretrained over scratch, held-out return / optimal, episodes 36-40 (> 1: "
                               "pretraining helps at this budget)", "return / optimal", pretrained, scratch, "measured"))
+    from models.lm.demo import plot_curves
+
+    plot_curves(curves, 1.0, RESULTS / "lm_pretraining.png",
+                title=f"Held-out DarkRoom goals, seeds {args.seeds}: pretrained vs scratch LM, {args.steps} steps x "
+                      f"{args.batch_size}")
     report("lm_pretraining", figures, quick=False)
 
 
