@@ -84,10 +84,11 @@ def test_report_has_every_model_of_both_formats(tmp_path):
 
     rl = _summary(["AD", "ED", "random", "source"], 0.9)
     lms = {"lm-scratch": _summary(["LM AD (Llama from scratch)", "random", "source"], 0.8),
-           "lm-scratch-ed": _summary(["LM ED (from scratch)", "random", "source"], 0.2)}
+           "lm-scratch-ed": _summary(["LM ED (from scratch)", "random", "source"], 0.2),
+           "lm-smollm2-135m": _summary(["LM AD (SmolLM2-135M + LoRA)", "random", "source"], 0.4)}
     summary = combined_summary(rl, lms)
     assert list(summary["policies"]) == ["AD", "ED (RL format)", "LM AD (Llama from scratch)",
-                                         "LM ED (from scratch)", "random", "source"]
+                                         "LM ED (from scratch)", "LM AD (SmolLM2-135M + LoRA)", "random", "source"]
     (tmp_path / "report.md").write_text("the RL-format demo's report")
     report = write_lm_report(tmp_path, summary, {"total": 1.0}, make_config(LMDemoConfig, {"out": str(tmp_path)}))
     assert report == tmp_path / "report-lm.md"
@@ -95,6 +96,7 @@ def test_report_has_every_model_of_both_formats(tmp_path):
     text = report.read_text()
     assert "| LM AD (Llama from scratch) | 0.212 | 0.424 | 0.773 |" in text  # episodes 1-5, 36-40, 91-100
     assert "| ED (RL format) | 0.239 | 0.477 | 0.869 |" in text
+    assert "| LM AD (SmolLM2-135M + LoRA) |" in text
     assert "(eval-lm/in_context.png)" in text and (tmp_path / "eval-lm" / "in_context.png").is_file()
     json.dumps(summary)  # plain data
 
