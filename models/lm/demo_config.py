@@ -15,7 +15,7 @@ LMS = ("scratch", "smollm2-135m")
 #: so it reads every 40th with 4 in context (0.52-0.66 there).
 SOURCE_DEFAULTS = {"explorer": {"context": 100, "subsample": 1, "steps": 2000, "ed_steps": 500},
                    "a2c": {"context": 80, "subsample": 40, "steps": 2000, "ed_steps": 1000}}
-#: The pretrained LM's budget when left at 0, sized for 2 CPU cores (a SmolLM2-135M step costs ~50x the scratch LM's
+#: The pretrained LM's budget when left at 0, sized for 2 CPU cores (a SmolLM2-135M step cost ~90x the scratch LM's
 #: even in bfloat16): 2 episodes in context, 160 steps x 8 windows (BENCHMARKS.md #18, `benchmarks/lm_pretraining.py`,
 #: which trains the scratch LM at the same budget beside it). A GPU affords the scratch LM's budget.
 PRETRAINED_DEFAULTS = {"context": 40, "steps": 160, "ed_steps": 80, "batch_size": 8}
