@@ -37,16 +37,17 @@ WINDOWS = {"episodes 1-5": slice(0, 5), "episodes 36-40": slice(35, 40)}
 
 
 def train_command(model: str, data: Path, run: Path, args: argparse.Namespace, seed: int) -> list[str]:
-    """The `ad train lm` command line of ``model`` at the shared budget."""
+    """The `ad train lm` command line of ``model`` at the shared budget: the demo's pretrained-LM options
+    (:func:`models.lm.demo.grid_text_options`) for both models."""
     from ad.history import HistoryReader
+    from models.lm.demo import grid_text_options
 
     size = HistoryReader(data).metadata["task_spec"]["size"]
-    return ["ad", "train", "lm", *MODELS[model][1], "--template", f"grid{size}", "--data", str(data),
-            "--out", str(run), "--context", str(args.context), "--max-tokens", str(10 * args.context),
-            "--batch-size", str(args.batch_size), "--max-steps", str(args.steps), "--lr", str(args.lr),
-            "--warmup-steps", str(max(1, args.steps // 10)), "--subsample", "1", "--stride", "1", "--loss-on", "all",
-            "--log-every", "10", "--val-every", "0", "--checkpoint-every", "40", "--watch-every", "0",
-            "--threads", str(args.threads), "--seed", str(seed)]
+    options = {**grid_text_options(size, args.context, args.steps), "data": data, "out": run,
+               "context": args.context, "batch_size": args.batch_size, "max_steps": args.steps, "lr": args.lr,
+               "subsample": 1, "val_every": 0, "watch_every": 0, "threads": args.threads, "seed": seed}
+    flags = [part for name, value in options.items() for part in (f"--{name.replace('_', '-')}", str(value))]
+    return ["ad", "train", "lm", *MODELS[model][1], *flags]
 
 
 def run_model(model: str, data: Path, run: Path, args: argparse.Namespace, seed: int) -> dict:

@@ -41,10 +41,17 @@ def lm_options(config: LMDemoConfig, data: Path) -> dict[str, Any]:
     if config.lm == "scratch":
         model = {"preset": "scratch"}
     else:  # the scratch LM's text and loss, through the pretrained LM's own BPE tokenizer (~9 tokens per transition)
-        model = {"model": config.lm, "template": f"grid{RL_DEMO_SIZE}", "max_tokens": 10 * config.context,
-                 "stride": 1, "loss_on": "all", "dtype": "bfloat16", "warmup_steps":
-                 max(1, config.steps // 10), "log_every": 10, "checkpoint_every": 40}
+        model = {"model": config.lm, "dtype": "bfloat16", **grid_text_options(RL_DEMO_SIZE, config.context,
+                                                                                config.steps)}
     return {**common, **model, **config.train_overrides}
+
+
+def grid_text_options(size: int, context: int, steps: int) -> dict[str, Any]:
+    """`ad train lm` options of the pretrained LM's run (``benchmarks/lm_pretraining.py`` gives them to the scratch LM
+    too, so that only pretraining differs): the scratch preset's ``grid<size>`` text and loss on every token, every
+    window start, a 10% warm-up and checkpoints every 40 steps (short CPU runs)."""
+    return {"template": f"grid{size}", "max_tokens": 10 * context, "stride": 1, "loss_on": "all",
+            "warmup_steps": max(1, steps // 10), "log_every": 10, "checkpoint_every": 40}
 
 
 def lm_run_configs(config: LMDemoConfig, data: Path, out: Path) -> dict[str, Any]:
