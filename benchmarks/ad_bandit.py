@@ -1,14 +1,14 @@
 """Algorithm Distillation on k-armed bandits: AD's cumulative regret over the in-context pulls on held-out instances,
-next to Thompson sampling (the source it was distilled from, run on the same instances with the same reward
-noise), UCB1, uniformly random pulls and ED (expert distillation: the same model trained on the last 10% of each
-history). The whole demo (generate -> train AD -> train ED -> evaluate) runs once per seed; seeds draw different
+next to Thompson sampling (run on the same instances with the same reward noise), UCB1, uniformly random pulls
+and ED (expert distillation: the same model trained on the last 10% of each history). The source AD distils is the
+demo's (Thompson sampling on Bernoulli bandits, UCB1 with c = 0.5 on Gaussian ones; that UCB1 is then shown too). The whole demo (generate -> train AD -> train ED -> evaluate) runs once per seed; seeds draw different
 held-out splits; every figure is the mean over seeds with each seed's value beside it.
 
     python benchmarks/ad_bandit.py [--seeds 0 1] [--kind bernoulli] [--arms 5] [--out data/bench-bandit]
     python benchmarks/ad_bandit.py --quick      # 200 instances x 100 pulls, short training (well under a minute a seed)
 
 Results: benchmarks/results/ad_bandit.json (+ .png) for 5-armed Bernoulli bandits, ad_bandit_<kind><arms>.json for
-other settings, *_quick.json for --quick.
+other settings (+ _ucb<c> when the source is UCB1), *_quick.json for --quick.
 """
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import RESULTS, figure, report, timed  # noqa: E402
 
-from tasks.bandit.demo import POLICIES, run_demo  # noqa: E402
+from ad.config import make_config  # noqa: E402
+from tasks.bandit.demo import POLICIES, BanditDemoConfig, run_demo  # noqa: E402
 
 QUICK = dict(instances=200, pulls=100, ad_steps=150, ed_steps=50)
 
@@ -36,14 +37,21 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep finished demo folders (re-runs skip their stages)")
     parser.add_argument("--quick", action="store_true", help="a small version of the same work")
     parser.add_argument("--ad-steps", type=int, default=0, help="AD optimiser steps (0: the demo's default)")
+    parser.add_argument("--source", default="auto", choices=["auto", "thompson", "ucb"],
+                        help="source AD distils (auto: the demo's default for --kind)")
+    parser.add_argument("--ucb-c", type=float, default=BanditDemoConfig.ucb_c,
+                        help="exploration coefficient of the UCB1 source")
     args = parser.parse_args()
-    options = {"kind": args.kind, "arms": args.arms, **(QUICK if args.quick else {}),
-               **({"ad_steps": args.ad_steps} if args.ad_steps else {})}
+    if args.source == "auto":
+        args.source = make_config(BanditDemoConfig, {"kind": args.kind}).source
+    options = {"kind": args.kind, "arms": args.arms, "source": args.source, "ucb_c": args.ucb_c,
+               **(QUICK if args.quick else {}), **({"ad_steps": args.ad_steps} if args.ad_steps else {})}
+    variant = "" if args.source == "thompson" else f"-ucb{args.ucb_c:g}"
 
     runs = []
     for seed in args.seeds:
         steps = f"-steps{args.ad_steps}" if args.ad_steps else ""
-        out = Path(args.out) / f"{args.kind}{args.arms}{steps}-seed{seed}{'-quick' if args.quick else ''}"
+        out = Path(args.out) / f"{args.kind}{args.arms}{variant}{steps}-seed{seed}{'-quick' if args.quick else ''}"
         if out.exists() and not args.keep:
             shutil.rmtree(out)
         seconds, summary = timed(lambda: run_demo(out, seed=seed, **options))
@@ -53,7 +61,8 @@ def main() -> None:
     pulls = runs[0][2]["pulls"]
     held = runs[0][2]["instances"]
     setting = (f"{args.arms}-armed {args.kind}, {held} held-out instances x {runs[0][2]['runs_per_instance']} runs, "
-               f"{pulls} pulls, {args.ad_steps or 'default'} AD steps, seeds {', '.join(str(s) for s, _, _ in runs)}")
+               f"{pulls} pulls, source {args.source}{f' c={args.ucb_c:g}' if args.source == 'ucb' else ''}, "
+               f"{args.ad_steps or 'default'} AD steps, seeds {', '.join(str(s) for s, _, _ in runs)}")
 
     def regret(name: str) -> list[float]:
         return [summary["policies"][name]["final_regret"] for _, _, summary in runs]
@@ -66,17 +75,18 @@ def main() -> None:
 
     ts = regret("Thompson")
     figures = []
-    goals = {"AD": "<= 1.2x", "ED": ">> AD's ratio", "UCB1": "-", "random": ">> AD's ratio"}
-    for name in ("AD", "ED", "UCB1", "random"):
+    names = policy_names(runs)
+    goals = {"AD": "<= 1.2x", "ED": ">> AD's ratio", "random": ">> AD's ratio"}
+    for name in [n for n in names if n != "Thompson"]:
         ours = regret(name)
         fig = figure(f"{'regret' if name == 'AD' else f'regret of {name}'}: cumulative expected regret after "
                      f"{pulls} pulls, {name} / Thompson sampling ({setting})", "regret", float(np.mean(ours)),
-                     float(np.mean(ts)), goals[name], higher_is_better=False)
+                     float(np.mean(ts)), goals.get(name, "-"), higher_is_better=False)
         figures.append({**fig, **spread(ours, ts)})
-    for name in ("ED", "random"):
+    for name in [n for n in names if n not in ("AD", "Thompson", "UCB1")]:  # ED, random and a UCB source
         ours, ref = regret("AD"), regret(name)
         fig = figure(f"regret of AD / {name} after {pulls} pulls ({setting})", "regret", float(np.mean(ours)),
-                     float(np.mean(ref)), "far below 1", higher_is_better=False)
+                     float(np.mean(ref)), "-" if name.startswith("UCB1") else "far below 1", higher_is_better=False)
         figures.append({**fig, **spread(ours, ref)})
     walls = [seconds for _, seconds, _ in runs]
     figures.append({**figure(f"demo wall time, generate + train AD + train ED + evaluate ({setting})", "s",
@@ -86,9 +96,16 @@ def main() -> None:
                                for s, _, summary in runs]})
     bench = "ad_bandit" if (args.kind, args.arms) == ("bernoulli", 5) else f"ad_bandit_{args.kind}{args.arms}"
     bench += f"_steps{args.ad_steps}" if args.ad_steps else ""
+    bench += variant.replace("-", "_")
     report(bench, figures, args.quick)
     if not args.quick:
         plot(runs, RESULTS / f"{bench}.png", setting)
+
+
+def policy_names(runs) -> list[str]:
+    """The demo's policies in plotting order, with a UCB1 source of another coefficient after UCB1."""
+    present = list(runs[0][2]["policies"])
+    return [n for n in POLICIES if n in present] + [n for n in present if n not in POLICIES]
 
 
 def plot(runs, path: Path, setting: str) -> None:
@@ -97,7 +114,7 @@ def plot(runs, path: Path, setting: str) -> None:
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    for name in POLICIES:
+    for name in policy_names(runs):
         curves = np.stack([np.asarray(summary["policies"][name]["mean"]) for _, _, summary in runs])  # (seeds, P)
         x = np.arange(1, curves.shape[1] + 1)
         mean = curves.mean(0)
@@ -106,7 +123,7 @@ def plot(runs, path: Path, setting: str) -> None:
     ax.set_xlabel("pull (in context, held-out instances)")
     ax.set_ylabel("cumulative expected regret")
     ax.set_yscale("log")
-    ax.set_title(f"AD vs its source (Thompson sampling) and baselines\n{setting}; band: spread over seeds",
+    ax.set_title(f"AD vs Thompson sampling and baselines\n{setting}; band: spread over seeds",
                  fontsize=9)
     ax.legend(fontsize=9)
     ax.grid(alpha=0.3, which="both")

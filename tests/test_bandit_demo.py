@@ -81,3 +81,17 @@ def test_gaussian_demo_trains_on_continuous_rewards_and_vector_observations(tmp_
     ad_cfg = yaml.safe_load((tmp_path / "g" / "ad" / "config.yaml").read_text())
     assert ad_cfg["reward_kind"] == "continuous" and ad_cfg["state_dim"] == 20 and ad_cfg["num_actions"] == 10
     assert np.isfinite(summary["policies"]["AD"]["final_regret"])
+    # auto source: UCB1 with c = 0.5 on Gaussian bandits, shown beside the textbook UCB1
+    assert summary["settings"]["source"] == "ucb" and summary["settings"]["ucb_c"] == 0.5
+    metadata = json.loads((tmp_path / "g" / "data" / "dataset.json").read_text())
+    assert metadata["source"]["algorithm"] == "ucb" and metadata["source"]["config"]["ucb_c"] == 0.5
+    assert list(summary["policies"]) == ["AD", "ED", "Thompson", "UCB1", "UCB1 c=0.5", "random"]
+
+
+def test_demo_source_defaults_per_reward_kind():
+    from ad.config import make_config
+    from tasks.bandit.demo import BanditDemoConfig
+
+    assert make_config(BanditDemoConfig, {}).source == "thompson"
+    assert make_config(BanditDemoConfig, {"kind": "gaussian"}).source == "ucb"
+    assert make_config(BanditDemoConfig, {"kind": "gaussian", "source": "thompson"}).source == "thompson"

@@ -55,7 +55,7 @@ def demo(config: BanditDemoConfig) -> dict[str, Any]:
     generate = registry.get("generate", "bandit")
     gen_cfg = make_config(generate.config_cls, {"out": str(data), "kind": config.kind, "arms": config.arms,
                                                 "instances": config.instances, "pulls": config.pulls,
-                                                "source": config.source, "seed": config.seed,
+                                                "source": config.source, "ucb_c": config.ucb_c, "seed": config.seed,
                                                 "heldout_fraction": config.heldout_fraction},
                           source="bandit demo generate options")
     stage(f"generate {config.source} histories", timings, generate.run, gen_cfg)
@@ -111,6 +111,9 @@ def evaluate_regret(data: str | Path, checkpoints: dict[str, str | Path], envs_p
     policies: dict[str, Any] = {name: load_policy(path, greedy=False, seed=seed) for name, path in checkpoints.items()}
     policies["Thompson"] = VectorPolicy("thompson", arms, kind, noise, seed=seed)
     policies["UCB1"] = VectorPolicy("ucb", arms, kind, noise, seed=seed)
+    ucb_c = float(meta.get("source", {}).get("config", {}).get("ucb_c", 1.0))
+    if meta.get("source", {}).get("algorithm") == "ucb" and ucb_c != 1.0:  # the source itself, beside the textbook
+        policies[f"UCB1 c={ucb_c:g}"] = VectorPolicy("ucb", arms, kind, noise, ucb_c=ucb_c, seed=seed)
     policies["random"] = RandomPolicy(arms, seed)
     out: dict[str, Any] = {"instances": len(tasks), "runs_per_instance": envs_per_task, "pulls": pulls,
                            "policies": {}}

@@ -23,7 +23,13 @@ class BanditDemoConfig:
     arms: int = option(5, "arms per bandit")
     instances: int = option(1000, "bandit instances (a held-out fraction is never trained on)")
     pulls: int = option(500, "pulls per source history and per in-context evaluation run")
-    source: Literal["thompson", "ucb"] = option("thompson", "source algorithm whose histories AD distils")
+    source: Literal["auto", "thompson", "ucb"] = option(
+        "auto", "source algorithm whose histories AD distils; auto = thompson on Bernoulli bandits, ucb on Gaussian "
+                "ones (the source AD distilled best on each: on 10-armed Gaussian bandits AD reached 1.5x Thompson "
+                "sampling's regret from its histories and 0.8x from UCB1's with c = 0.5; BENCHMARKS.md, #17)")
+    ucb_c: float = option(0.5, "exploration coefficient of the UCB1 source (1 = the textbook bonus sqrt(2 ln n / n_j); "
+                               "0.5 had the lowest regret of 1 / 0.5 / 0.3 on Gaussian bandits with noise 0.5); the "
+                               "evaluation shows UCB1 with this coefficient beside the textbook one")
     heldout_fraction: float = option(0.1, "fraction of the instances held out for the evaluation")
     context: int = option(0, "AD context in transitions (pulls); 0 = --pulls, a whole history")
     ad_steps: int = option(3000, "optimiser steps for AD (measured on 5-armed Bernoulli bandits: 2000 steps gave "
@@ -49,6 +55,10 @@ class BanditDemoConfig:
         if not 0.0 < self.heldout_fraction < 1.0:
             raise UserError(f"--heldout-fraction must be in (0, 1) (the evaluation needs held-out instances), "
                             f"got {self.heldout_fraction}")
+        if self.source == "auto":
+            self.source = "thompson" if self.kind == "bernoulli" else "ucb"
+        if not self.ucb_c >= 0.0:
+            raise UserError(f"--ucb-c must be >= 0 (0 = greedy after one pull of each arm), got {self.ucb_c}")
         if not self.lr > 0.0:
             raise UserError(f"--lr must be positive, got {self.lr}")
 
