@@ -39,7 +39,9 @@ def figure(name: str, unit: str, ours: float, reference: float | None, goal: str
 
 def report(bench: str, figures: list[dict[str, Any]], quick: bool) -> Path:
     """Print the table and write benchmarks/results/<bench>.json."""
-    command = "python " + " ".join([f"benchmarks/{bench}.py", *sys.argv[1:]])
+    script = Path(sys.argv[0])  # the benchmark that ran (one script may write several <bench>.json files)
+    script_name = script.name if script.suffix == ".py" and script.parent.name == "benchmarks" else f"{bench}.py"
+    command = "python " + " ".join([f"benchmarks/{script_name}", *sys.argv[1:]])
     date = _dt.date.today().isoformat()
     for fig in figures:
         fig.update(command=command, date=date)

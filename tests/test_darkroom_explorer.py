@@ -148,9 +148,10 @@ def test_tiny_darkroom_demo_distils_the_explorer_end_to_end(tmp_path):
     from tasks.darkroom.demo import DarkRoomDemoConfig
 
     config = make_config(DarkRoomDemoConfig, {
-        "out": str(tmp_path / "demo"), "size": 5, "seed": 1, "steps_per_goal": 2000, "ad_steps": 3, "ed_steps": 2,
-        "episodes": 12, "seeds": 1, "train_overrides": {"n_embd": 16, "n_head": 2, "n_ff": 32, "warmup_steps": 1,
-                                                        "progress": False, "batch_size": 2}})
+        "out": str(tmp_path / "demo"), "size": 5, "seed": 1, "streams": 10, "steps_per_goal": 2000, "ad_steps": 3,
+        "ed_steps": 2, "episodes": 12, "seeds": 1,
+        "train_overrides": {"n_embd": 16, "n_head": 2, "n_ff": 32, "warmup_steps": 1, "progress": False,
+                            "batch_size": 2}})
     with contextlib.redirect_stdout(io.StringIO()):
         run_ad_demo(config)
     out = tmp_path / "demo"

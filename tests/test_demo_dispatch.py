@@ -94,7 +94,24 @@ def test_darkroom_demo_source_options_reach_the_generator(tmp_path):
                      "out": "x"})
     explorer = make_config(registry.get("generate", "darkroom").config_cls,
                            {**make_config(DarkRoomDemoConfig, {"size": 7}).generate_options(), "out": "x"})
-    assert (explorer.source, explorer.size, explorer.steps_per_goal) == ("explorer", 7, 12_000)
+    assert (explorer.source, explorer.size, explorer.steps_per_goal, explorer.num_envs) == ("explorer", 7, 12_000, 10)
+
+
+@pytest.mark.parametrize("size, streams", [(5, 30), (6, 30), (7, 10), (9, 10), (11, 10)])
+def test_darkroom_demo_gives_rooms_with_few_training_goals_more_histories(tmp_path, size, streams):
+    from ad.config import make_config
+    from tasks.darkroom.demo import DarkRoomDemoConfig
+
+    demo = make_config(DarkRoomDemoConfig, {"size": size})
+    generate = make_config(registry.get("generate", "darkroom").config_cls,
+                           {**demo.generate_options(), "out": str(tmp_path / "d")})
+    assert (generate.num_envs, generate.steps_per_goal) == (streams, streams * 1200)  # 60 episodes per history
+    assert dict(demo.runs())["ED"]["context"] == 120  # still the last 6 of 60 episodes
+    a2c = make_config(DarkRoomDemoConfig, {"size": size, "source": "a2c"})
+    assert (a2c.streams, a2c.steps_per_goal) == (10, 240_000)
+    assert make_config(DarkRoomDemoConfig, {"size": size, "streams": 4}).steps_per_goal == 4800
+    with pytest.raises(UserError, match="--streams"):
+        make_config(DarkRoomDemoConfig, {"size": size, "streams": -1})
 
 
 @pytest.mark.parametrize("values, expected, ed_context", [

@@ -4,8 +4,9 @@ Source learning histories on every goal -> AD on (subsampled) histories of the t
 both in context on the held-out goals -> report.md (the pipeline: :mod:`ad.demo_pipeline`).
 
 Two sources: the nearest-unvisited explorer (the default; :mod:`tasks.darkroom.explorer`), whose histories search the
-room systematically, and the AD paper's A2C. Options left at 0 (``--steps-per-goal``, ``--subsample``, ``--context``,
-``--ad-steps``) take the source's measured default (:data:`SOURCE_DEFAULTS`, BENCHMARKS.md #17).
+room systematically, and the AD paper's A2C. Options left at 0 (``--streams``, ``--steps-per-goal``, ``--subsample``,
+``--context``, ``--ad-steps``) take the source's measured default (:data:`SOURCE_DEFAULTS`, :func:`explorer_streams`,
+BENCHMARKS.md #17).
 """
 from __future__ import annotations
 
@@ -14,16 +15,30 @@ from typing import Any, Literal
 
 from ad.config import option
 from ad.demo_pipeline import ADDemoConfig
+from ad.errors import UserError
 from tasks.darkroom.config import GenerateConfig
-from tasks.darkroom.goals import check_size
+from tasks.darkroom.goals import all_goals, check_size, split_goals
 
-#: Per source: steps per goal, subsample, context (transitions), AD steps. The explorer's histories find the goal in
-#: ~5 episodes and are near-optimal after ~10 (60 episodes per stream), so AD reads them whole (no subsampling) with
-#: 10 episodes in context; the A2C's take ~1000 episodes, so AD reads every 40th with 4 in context.
-SOURCE_DEFAULTS = {"explorer": {"steps_per_goal": 12_000, "subsample": 1, "context": 200, "ad_steps": 4000},
-                   "a2c": {"steps_per_goal": 240_000, "subsample": 40, "context": 80, "ad_steps": 5000}}
-#: Episode length and streams per goal of the demo's histories (`ad generate darkroom` defaults).
+#: Per source: env steps per history (stream), subsample, context (transitions), AD steps. The explorer's histories
+#: find the goal in ~5 episodes and are near-optimal after ~10 (60 episodes per stream), so AD reads them whole (no
+#: subsampling) with 10 episodes in context; the A2C's take ~1000 episodes, so AD reads every 40th with 4 in context.
+SOURCE_DEFAULTS = {"explorer": {"steps_per_stream": 1_200, "subsample": 1, "context": 200, "ad_steps": 4000},
+                   "a2c": {"steps_per_stream": 24_000, "subsample": 40, "context": 80, "ad_steps": 5000}}
+#: Episode length and histories (streams) per goal of the demo's histories (`ad generate darkroom` defaults).
 EPISODE_LENGTH, STREAMS = GenerateConfig.episode_length, GenerateConfig.num_envs
+#: The explorer's histories per goal where a room has fewer than FEW_GOALS training goals (5x5: 18): with 10 per goal
+#: AD tied "the goal" to the 18 cells it saw rewarded and left held-out goals it had found (0.76-0.90 of optimal at
+#: episodes 36-40); with 30 it reads the goal from the rewards in context (BENCHMARKS.md, #17).
+FEW_GOALS, FEW_GOALS_STREAMS = 30, 30
+
+
+def explorer_streams(size: int) -> int:
+    """Histories per goal of the explorer source in a ``size`` x ``size`` room: 10, or 30 where the room has fewer
+    than 30 training goals (the demo's held-out fraction of the ``size**2 - 1`` goals removed)."""
+    train, _ = split_goals(all_goals(size), GenerateConfig.heldout_fraction, 0)
+    return FEW_GOALS_STREAMS if len(train) < FEW_GOALS else STREAMS
+
+
 #: Fraction of each stream's episodes that ``ad train rl --expert-only`` keeps (the ED baseline's data).
 EXPERT_FRACTION = 0.1
 
@@ -46,9 +61,12 @@ class DarkRoomDemoConfig(ADDemoConfig):
                     "visited until it finds the goal, then to the goal; AD on held-out goals at episodes 36-40: "
                     "0.96-0.98 in 9x9 and 11x11 rooms) or a2c (the AD paper's source; 0.60-0.93 over sizes 5-11). "
                     "BENCHMARKS.md, #17")
-    steps_per_goal: int = option(0, "env steps per goal; 0 = the source's default (explorer 12,000 = 10 streams x 60 "
-                                    "episodes; a2c 240,000: the fast preset learns every goal in ~50k, longer "
-                                    "histories give AD more learning-to-converged windows)")
+    streams: int = option(0, "source histories (streams) per goal; 0 = the source's default (explorer: 10, or 30 in "
+                             "rooms with fewer than 30 training goals, e.g. 5x5, where AD needs more histories per goal "
+                             "to generalise; a2c: 10)")
+    steps_per_goal: int = option(0, "env steps per goal over all its streams; 0 = the source's default (explorer "
+                                    "streams x 60 episodes, 12,000 for 10; a2c 240,000: the fast preset learns every "
+                                    "goal in ~50k, longer histories give AD more learning-to-converged windows)")
     generate_preset: str = option("fast", "A2C preset of `ad generate darkroom` (--source a2c)")
     ent_coef: float = option(0.05, "entropy bonus of the source A2C (`ad generate ... --ent-coef`, whose own default "
                                    "is 0.01); each demo's default is the value measured best for its task family "
@@ -57,12 +75,17 @@ class DarkRoomDemoConfig(ADDemoConfig):
                                             "of rewarding every step spent there (the AD paper's Dark Room)")
 
     def __post_init__(self) -> None:
-        defaults = SOURCE_DEFAULTS.get(self.source, SOURCE_DEFAULTS["a2c"])
+        check_size(self.size)
+        if self.streams < 0:
+            raise UserError(f"--streams must be at least 1 (0: the source's default), got {self.streams}")
+        defaults = dict(SOURCE_DEFAULTS.get(self.source, SOURCE_DEFAULTS["a2c"]))
+        if self.streams == 0:
+            self.streams = explorer_streams(self.size) if self.source == "explorer" else STREAMS
+        defaults["steps_per_goal"] = defaults.pop("steps_per_stream") * self.streams
         for name, value in defaults.items():
             if getattr(self, name) == 0:
                 setattr(self, name, value)
         super().__post_init__()
-        check_size(self.size)
 
     def family_dropout(self) -> float:
         """A2C: 0.1 up to 7x7 (18 / 36 training goals: without it AD heads for the training goals on held-out ones), 0
@@ -72,7 +95,7 @@ class DarkRoomDemoConfig(ADDemoConfig):
     def runs(self) -> list[tuple[str, dict[str, Any]]]:
         """AD and ED; ED's context is cut to the expert part of a stream where that is shorter (the explorer's 60
         episodes leave 6 expert ones, 120 transitions)."""
-        episodes = max(1, self.steps_per_goal // (STREAMS * EPISODE_LENGTH))
+        episodes = max(1, self.steps_per_goal // (self.streams * EPISODE_LENGTH))
         expert = max(1, round(episodes * EXPERT_FRACTION)) * EPISODE_LENGTH
         runs = super().runs()
         if expert < self.context:
@@ -82,6 +105,7 @@ class DarkRoomDemoConfig(ADDemoConfig):
 
     def generate_options(self) -> dict[str, Any]:
         options = {"size": self.size, "seed": self.seed, "steps_per_goal": self.steps_per_goal, "source": self.source,
+                   "num_envs": self.streams,
                    "terminate_on_goal": self.terminate_on_goal, "threads": self.threads}
         if self.source == "a2c":
             options.update(preset=self.generate_preset, ent_coef=self.ent_coef)
