@@ -59,8 +59,8 @@ class DarkRoomDemoConfig(ADDemoConfig):
     source: Literal["explorer", "a2c"] = option(
         "explorer", "source algorithm whose histories AD distils: explorer (walks to the nearest cell it has never "
                     "visited until it finds the goal, then to the goal; AD on held-out goals at episodes 36-40: "
-                    "0.96-0.98 in 9x9 and 11x11 rooms) or a2c (the AD paper's source; 0.60-0.93 over sizes 5-11). "
-                    "BENCHMARKS.md, #17")
+                    "0.92-0.98 from 5x5 to 11x11 rooms on 3 seeds) or a2c (the AD paper's source; 0.60-0.93 over "
+                    "sizes 5-11). BENCHMARKS.md, #17")
     streams: int = option(0, "source histories (streams) per goal; 0 = the source's default (explorer: 10, or 30 in "
                              "rooms with fewer than 30 training goals, e.g. 5x5, where AD needs more histories per goal "
                              "to generalise; a2c: 10)")
