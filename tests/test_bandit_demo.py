@@ -33,7 +33,8 @@ def test_demo_writes_the_regret_of_every_policy(tiny_demo):
         assert (out / name).stat().st_size > 100, name
     assert json.loads((out / "regret.json").read_text())["ratio_to_thompson"] == summary["ratio_to_thompson"]
     assert summary["instances"] == 6 and summary["runs_per_instance"] == 2 and summary["pulls"] == 20
-    assert list(summary["policies"]) == list(POLICIES)
+    assert list(summary["policies"]) == ["AD", "ED", "Thompson", "UCB1", "UCB1 c=0.3", "random"]  # + the source
+    assert set(POLICIES) < set(summary["policies"])
     for row in summary["policies"].values():
         mean = np.asarray(row["mean"])
         assert mean.shape == (20,) and np.all(np.diff(mean) >= -1e-12) and row["final_regret"] == mean[-1]
@@ -72,6 +73,8 @@ def test_demo_refuses_bad_options(tmp_path):
         run_demo(tmp_path / "x", heldout_fraction=0.0)
     with pytest.raises(UserError, match="--context"):
         run_demo(tmp_path / "x", context=600, pulls=500)
+    with pytest.raises(UserError, match="--ucb-c"):
+        run_demo(tmp_path / "x", ucb_c=float("inf"))
     assert not (tmp_path / "x").exists()
 
 
@@ -88,10 +91,11 @@ def test_gaussian_demo_trains_on_continuous_rewards_and_vector_observations(tmp_
     assert list(summary["policies"]) == ["AD", "ED", "Thompson", "UCB1", "UCB1 c=0.5", "random"]
 
 
-def test_demo_source_defaults_per_reward_kind():
+def test_demo_source_defaults_to_ucb_with_the_coefficient_of_the_reward_kind():
     from ad.config import make_config
     from tasks.bandit.demo import BanditDemoConfig
 
-    assert make_config(BanditDemoConfig, {}).source == "thompson"
-    assert make_config(BanditDemoConfig, {"kind": "gaussian"}).source == "ucb"
+    bernoulli, gaussian = make_config(BanditDemoConfig, {}), make_config(BanditDemoConfig, {"kind": "gaussian"})
+    assert (bernoulli.source, bernoulli.ucb_c, gaussian.source, gaussian.ucb_c) == ("ucb", 0.3, "ucb", 0.5)
     assert make_config(BanditDemoConfig, {"kind": "gaussian", "source": "thompson"}).source == "thompson"
+    assert make_config(BanditDemoConfig, {"ucb_c": 1.0}).ucb_c == 1.0

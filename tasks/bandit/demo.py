@@ -3,12 +3,14 @@
     from tasks.bandit.demo import run_demo
     summary = run_demo("data/demo-bandit", seed=0)          # report.md, regret.json, regret.png in that folder
 
-1. ``ad generate bandit``: Thompson sampling (or UCB1) on ``instances`` bandits, every pull recorded.
+1. ``ad generate bandit``: UCB1 (c = 0.3 on Bernoulli, 0.5 on Gaussian bandits; or Thompson sampling) on
+   ``instances`` bandits, every pull recorded.
 2. ``ad train rl`` twice on the training instances: AD on whole histories (context = ``pulls`` by default, so one
    window holds a whole run and the evaluation never slides it), and ED (expert distillation: the same model
    trained on the last 10% of each history only, so its context is that long).
 3. In context on the held-out instances (``eval_envs`` runs each, the same reward noise for every policy): AD, ED,
-   and the bandit algorithms themselves (Thompson sampling, UCB1, uniformly random pulls) for ``pulls`` pulls.
+   and the bandit algorithms themselves (Thompson sampling, UCB1, the UCB1 source where its coefficient is another,
+   uniformly random pulls) for ``pulls`` pulls.
    The figure is the expected cumulative regret, sum over pulls of ``max(means) - means[arm]``.
 
 Every stage resumes: re-running the same call skips finished work (delete ``<out>/ad`` or ``<out>/ed`` to retrain).

@@ -1,6 +1,7 @@
 """Options of ``ad demo --task bandit`` (light to import: ``ad --help`` reads them)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -10,6 +11,8 @@ from tasks.bandit.instances import check_arms
 
 #: Fraction of each history that is "expert" data for ED (``ad train rl --expert-only`` keeps this much).
 EXPERT_FRACTION = 0.1
+#: The UCB1 source's exploration coefficient per reward kind (``--ucb-c -1``; BENCHMARKS.md, #17).
+UCB_C = {"bernoulli": 0.3, "gaussian": 0.5}
 #: Policies of the figure, in plotting order.
 POLICIES = ("AD", "ED", "Thompson", "UCB1", "random")
 
@@ -24,12 +27,13 @@ class BanditDemoConfig:
     instances: int = option(1000, "bandit instances (a held-out fraction is never trained on)")
     pulls: int = option(500, "pulls per source history and per in-context evaluation run")
     source: Literal["auto", "thompson", "ucb"] = option(
-        "auto", "source algorithm whose histories AD distils; auto = thompson on Bernoulli bandits, ucb on Gaussian "
-                "ones (the source AD distilled best on each: on 10-armed Gaussian bandits AD reached 1.5x Thompson "
-                "sampling's regret from its histories and 0.8x from UCB1's with c = 0.5; BENCHMARKS.md, #17)")
-    ucb_c: float = option(0.5, "exploration coefficient of the UCB1 source (1 = the textbook bonus sqrt(2 ln n / n_j); "
-                               "0.5 had the lowest regret of 1 / 0.5 / 0.3 on Gaussian bandits with noise 0.5); the "
-                               "evaluation shows UCB1 with this coefficient beside the textbook one")
+        "auto", "source algorithm whose histories AD distils; auto = ucb, the one AD distilled best: AD's regret / "
+                "Thompson sampling's 0.98-1.14 on Bernoulli and 0.77-0.85 on Gaussian bandits (5 and 10 arms) against "
+                "1.17-1.21 and 1.47-1.51 distilled from thompson (BENCHMARKS.md, #17)")
+    ucb_c: float = option(-1.0, "exploration coefficient of the UCB1 source (1 = the textbook bonus sqrt(2 ln n / n_j)); "
+                                "-1 = the kind's default: 0.3 on Bernoulli, 0.5 on Gaussian bandits (the lowest "
+                                "regret of 1 / 0.5 / 0.3 for each); the evaluation shows UCB1 with this coefficient "
+                                "beside the textbook one")
     heldout_fraction: float = option(0.1, "fraction of the instances held out for the evaluation")
     context: int = option(0, "AD context in transitions (pulls); 0 = --pulls, a whole history")
     ad_steps: int = option(3000, "optimiser steps for AD (measured on 5-armed Bernoulli bandits: 2000 steps gave "
@@ -56,9 +60,12 @@ class BanditDemoConfig:
             raise UserError(f"--heldout-fraction must be in (0, 1) (the evaluation needs held-out instances), "
                             f"got {self.heldout_fraction}")
         if self.source == "auto":
-            self.source = "thompson" if self.kind == "bernoulli" else "ucb"
-        if not self.ucb_c >= 0.0:
-            raise UserError(f"--ucb-c must be >= 0 (0 = greedy after one pull of each arm), got {self.ucb_c}")
+            self.source = "ucb"
+        if self.ucb_c == -1.0:
+            self.ucb_c = UCB_C[self.kind]
+        if not 0.0 <= self.ucb_c < math.inf:
+            raise UserError(f"--ucb-c must be >= 0 (0 = greedy after one pull of each arm; -1 = the kind's default), "
+                            f"got {self.ucb_c}")
         if not self.lr > 0.0:
             raise UserError(f"--lr must be positive, got {self.lr}")
 
