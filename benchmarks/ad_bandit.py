@@ -16,6 +16,7 @@ import argparse
 import json
 import shutil
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -139,7 +140,7 @@ def plot(runs, path: Path, setting: str) -> None:
     ax.set_xlabel("pull (in context, held-out instances)")
     ax.set_ylabel("cumulative expected regret")
     ax.set_yscale("log")
-    ax.set_title(f"AD vs Thompson sampling and baselines\n{setting}; band: spread over seeds",
+    ax.set_title("AD vs Thompson sampling and baselines\n" + textwrap.fill(f"{setting}; band: spread over seeds", 100),
                  fontsize=9)
     ax.legend(fontsize=9)
     ax.grid(alpha=0.3, which="both")
