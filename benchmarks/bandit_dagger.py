@@ -70,14 +70,12 @@ def train_fresh(config, source, aggregate, steps: int, batch: int, seed: int, lo
 
     from ad.training import OptimConfig, lr_multiplier
     from models.rl.model import ADTransformer
+    from models.rl.module import parameter_groups
 
     torch.manual_seed(seed)
     model = ADTransformer(config).train()
     optim = OptimConfig(decay_steps=steps)
-    is_matrix = {n: p.dim() >= 2 and "emb" not in n for n, p in model.named_parameters()}
-    groups = [{"params": [p for n, p in model.named_parameters() if is_matrix[n]], "weight_decay": optim.weight_decay},
-              {"params": [p for n, p in model.named_parameters() if not is_matrix[n]], "weight_decay": 0.0}]
-    opt = torch.optim.AdamW(groups, lr=optim.lr, betas=(optim.beta1, optim.beta2))
+    opt = torch.optim.AdamW(parameter_groups(model, optim.weight_decay), lr=optim.lr, betas=(optim.beta1, optim.beta2))
     schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_multiplier(s, optim))
     S, A, R = source
     DS, DA, DR, DP = aggregate

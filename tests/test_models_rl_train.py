@@ -110,3 +110,17 @@ def test_missing_dataset_exits_2(tmp_path, capsys):
         main(["train", "rl", "--data", str(tmp_path / "none"), "--out", str(tmp_path / "r")])
     assert exit_info.value.code == 2
     assert "not a learning-history dataset" in capsys.readouterr().err
+
+
+def test_parameter_groups_decay_weight_matrices_only():
+    from models.rl.config import ADConfig
+    from models.rl.module import parameter_groups
+
+    model = ADTransformer(ADConfig(n_layer=1, n_head=2, n_embd=16, n_ff=32, context=8, num_states=9, num_actions=5,
+                                   episode_length=10))
+    decay, no_decay = parameter_groups(model, 0.1)
+    names = {id(p): n for n, p in model.named_parameters()}
+    assert decay["weight_decay"] == 0.1 and no_decay["weight_decay"] == 0.0
+    assert len(decay["params"]) + len(no_decay["params"]) == len(names)
+    assert all(p.dim() == 2 and "emb" not in names[id(p)] for p in decay["params"])
+    assert any("emb" in names[id(p)] for p in no_decay["params"]) and any(p.dim() == 1 for p in no_decay["params"])

@@ -38,16 +38,19 @@ class ADLightningModule(L.LightningModule):
                       prog_bar=False)
 
     def configure_optimizers(self):
-        decay, no_decay = [], []
-        for name, p in self.model.named_parameters():  # decay matrices only, not biases / norms / embeddings
-            is_matrix = p.dim() >= 2 and "emb" not in name
-            (decay if is_matrix else no_decay).append(p)
-        groups = [{"params": decay, "weight_decay": self.optim.weight_decay},
-                  {"params": no_decay, "weight_decay": 0.0}]
-        optimizer = torch.optim.AdamW(groups, lr=self.optim.lr, betas=(self.optim.beta1, self.optim.beta2),
-                                      **fast_adamw_kwargs())
+        optimizer = torch.optim.AdamW(parameter_groups(self.model, self.optim.weight_decay), lr=self.optim.lr,
+                                      betas=(self.optim.beta1, self.optim.beta2), **fast_adamw_kwargs())
         schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_multiplier(step, self.optim))
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+
+
+def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
+    """AdamW parameter groups: weight decay on the weight matrices only, not on biases, norms or embeddings."""
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        is_matrix = p.dim() >= 2 and "emb" not in name
+        (decay if is_matrix else no_decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
 def optim_config_of(config) -> dict:
