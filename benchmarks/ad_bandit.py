@@ -1,8 +1,9 @@
 """Algorithm Distillation on k-armed bandits: AD's cumulative regret over the in-context pulls on held-out instances,
 next to Thompson sampling (run on the same instances with the same reward noise), UCB1, uniformly random pulls
 and ED (expert distillation: the same model trained on the last 10% of each history). The source AD distils is the
-demo's (UCB1 with c = 0.3 on Bernoulli, 0.5 on Gaussian bandits; that UCB1 is shown too) or ``--source thompson``. The whole demo (generate -> train AD -> train ED -> evaluate) runs once per seed; seeds draw different
-held-out splits; every figure is the mean over seeds with each seed's value beside it.
+demo's (UCB1 with c = 0.3 on Bernoulli, 0.5 on Gaussian bandits; that UCB1 is shown too) or ``--source thompson``.
+The whole demo (generate -> train AD -> train ED -> evaluate) runs once per seed; seeds draw different held-out
+splits; every figure is the mean over seeds with each seed's value beside it.
 
     python benchmarks/ad_bandit.py [--seeds 0 1] [--kind bernoulli] [--arms 5] [--out data/bench-bandit]
     python benchmarks/ad_bandit.py --quick      # 200 instances x 100 pulls, short training (well under a minute a seed)

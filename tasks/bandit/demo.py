@@ -113,8 +113,9 @@ def evaluate_regret(data: str | Path, checkpoints: dict[str, str | Path], envs_p
     policies: dict[str, Any] = {name: load_policy(path, greedy=False, seed=seed) for name, path in checkpoints.items()}
     policies["Thompson"] = VectorPolicy("thompson", arms, kind, noise, seed=seed)
     policies["UCB1"] = VectorPolicy("ucb", arms, kind, noise, seed=seed)
-    ucb_c = float(meta.get("source", {}).get("config", {}).get("ucb_c", 1.0))
-    if meta.get("source", {}).get("algorithm") == "ucb" and ucb_c != 1.0:  # the source itself, beside the textbook
+    source = meta.get("source", {})
+    ucb_c = float(source.get("config", {}).get("ucb_c", 1.0))
+    if source.get("algorithm") == "ucb" and ucb_c != 1.0:  # the source itself, beside the textbook UCB1
         policies[f"UCB1 c={ucb_c:g}"] = VectorPolicy("ucb", arms, kind, noise, ucb_c=ucb_c, seed=seed)
     policies["random"] = RandomPolicy(arms, seed)
     out: dict[str, Any] = {"instances": len(tasks), "runs_per_instance": envs_per_task, "pulls": pulls,

@@ -62,8 +62,8 @@ class DarkRoomDemoConfig(ADDemoConfig):
                     "0.92-0.98 from 5x5 to 11x11 rooms on 3 seeds) or a2c (the AD paper's source; 0.60-0.93 over "
                     "sizes 5-11). BENCHMARKS.md, #17")
     streams: int = option(0, "source histories (streams) per goal; 0 = the source's default (explorer: 10, or 30 in "
-                             "rooms with fewer than 30 training goals, e.g. 5x5, where AD needs more histories per goal "
-                             "to generalise; a2c: 10)")
+                             "rooms with fewer than 30 training goals, e.g. 5x5, where AD needs more histories per "
+                             "goal to generalise; a2c: 10)")
     steps_per_goal: int = option(0, "env steps per goal over all its streams; 0 = the source's default (explorer "
                                     "streams x 60 episodes, 12,000 for 10; a2c 240,000: the fast preset learns every "
                                     "goal in ~50k, longer histories give AD more learning-to-converged windows)")
