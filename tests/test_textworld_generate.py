@@ -66,7 +66,8 @@ def test_generate_logs_every_phase_and_resumes(tmp_path, tiny_model):
 
 
 @pytest.mark.parametrize("bad", [{"step_limit": 0}, {"game": "zork"}, {"gamma": float("nan")}, {"eval_games": 0},
-                                 {"ppo_lr": float("inf")}, {"kl_coef": -1.0}])
+                                 {"ppo_lr": float("inf")}, {"kl_coef": -1.0},
+                                 {"dtype": "float16"}])
 def test_bad_options_are_user_errors(bad):
     with pytest.raises(UserError):
         make_config(GenerateConfig, bad)

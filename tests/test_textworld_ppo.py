@@ -2,6 +2,7 @@
 command, GAE vs a plain loop, the PPO loss vs a per-sample formula; one update trains LoRA + value head only."""
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
@@ -55,6 +56,23 @@ def test_acting_logprobs_match_the_training_forward(tiny):
         torch.testing.assert_close(logp[b, :n], torch.tensor(c.token_logprobs), atol=1e-5, rtol=1e-5)
         assert not bool(mask[b, n:].any())
         assert c.value == pytest.approx(float(values[b]), abs=1e-5)
+
+
+def test_bfloat16_weights_score_like_a_bfloat16_full_recompute(tiny):
+    """--dtype bfloat16: the packed, cached pass builds its mask in the weights' dtype and agrees with a plain
+    bfloat16 forward to bfloat16 rounding; the greedy choice equals the float32 model's on these prompts."""
+    model, tokenizer = tiny
+    half = copy.deepcopy(model).to(torch.bfloat16)
+    with torch.no_grad():
+        scored = score_candidates(half, tokenizer, PROMPTS, CANDIDATES, max_prompt_tokens=30)
+        exact = score_candidates(model, tokenizer, PROMPTS, CANDIDATES, max_prompt_tokens=30)
+        for b, cands in enumerate(CANDIDATES):
+            for a in range(len(cands)):
+                ref = full_recompute(half, scored.prompt_ids[b], scored.command_ids[b][a])
+                assert scored.token_logprobs[b][a].dtype == torch.float32  # log-softmax runs in float32
+                torch.testing.assert_close(scored.token_logprobs[b][a], ref, atol=0.05, rtol=0.02)
+            torch.testing.assert_close(scored.scores[b], exact.scores[b], atol=0.3, rtol=0.02)
+            assert int(scored.scores[b].argmax()) == int(exact.scores[b].argmax())
 
 
 def _gae_loop(rewards, values, gamma, lam):

@@ -152,7 +152,7 @@ def generate(cfg: GenerateConfig) -> Path | str:
     local = run.location.local_path()
     out: Path | str = Path(local) if local is not None else cfg.out
     try:
-        model, tokenizer = load_base(cfg.model)
+        model, tokenizer = load_base(cfg.model, dtype=cfg.dtype)
         policy = training.policy_factory(cfg, tokenizer)
         run.evaluate("base", 0, lambda: policy(model, None))
 
