@@ -46,10 +46,10 @@ class GenerateConfig(GameOptions, LoRAOptions):
     lam: float = option(0.95, "GAE lambda")
     temperature: float = option(1.0, "sampling temperature over the valid commands while collecting PPO rollouts")
     act_batch: int = option(64, "games advanced together in one batched scoring pass")
-    dtype: Literal["float32", "bfloat16"] = option("float32", "weights of the LM: float32, or bfloat16 (~2.5x faster "
-                                                   "scoring and training on CPUs with AMX / AVX512-BF16 and on GPUs; "
-                                                   "LoRA adapters and the value head stay float32, log-probabilities "
-                                                   "carry bfloat16 rounding)")
+    dtype: Literal["float32", "bfloat16"] = option("float32", "weights of the LM: float32, or bfloat16 (~2.8x faster "
+                                                   "scoring on CPUs with AMX / AVX512-BF16 and on GPUs; SFT ran at the "
+                                                   "same speed in both here; LoRA adapters and the value head stay "
+                                                   "float32, log-probabilities carry bfloat16 rounding)")
     target_modules: list[str] = override(LoRAOptions, "target_modules", ["all-linear"])
     threads: int = option(0, "torch CPU threads (0 = torch's default)")
     progress: bool = option(True, "show progress")
