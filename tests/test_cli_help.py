@@ -107,3 +107,32 @@ def test_plugins_come_from_entry_points_of_any_distribution(tmp_path):
     assert "generate fake" in proc.stdout and "generate darkroom" in proc.stdout and "train rl" in proc.stdout
     assert "rooms 5" in proc.stdout
     assert "skipping ad plugin 'gone'" in proc.stderr
+
+
+DTYPE_COMMANDS = [cmd for cmd in COMMANDS if any(f.name == "dtype" for f in dataclasses.fields(cmd.config_cls))]
+
+
+def test_the_weights_dtype_option_is_declared_once_and_shared():
+    from ad.options import WeightsDtypeOptions
+
+    names = {" ".join(argv_of(cmd)) for cmd in DTYPE_COMMANDS}
+    assert {"train lm", "generate gridworld", "generate textworld"} <= names
+    shared = dataclasses.fields(WeightsDtypeOptions)[0]
+    for cmd in DTYPE_COMMANDS:
+        assert issubclass(cmd.config_cls, WeightsDtypeOptions), cmd.name
+        field = next(f for f in dataclasses.fields(cmd.config_cls) if f.name == "dtype")
+        assert field.metadata["help"] == shared.metadata["help"] and field.default == shared.default, cmd.name
+
+
+@pytest.mark.parametrize("cmd", DTYPE_COMMANDS, ids=lambda cmd: " ".join(argv_of(cmd)))
+def test_every_dtype_option_refuses_float16_with_exit_2(cmd, tmp_path, capsys):
+    from ad.errors import UserError
+    from ad.options import WEIGHT_DTYPES
+
+    with pytest.raises(SystemExit) as exit_info:
+        run([*argv_of(cmd), "--dtype", "float16", "--out", str(tmp_path / "out")])
+    assert exit_info.value.code == 2
+    assert "float16" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(UserError, match="--dtype must be one of " + ", ".join(WEIGHT_DTYPES)):
+        cmd.config_cls(dtype="float16")

@@ -11,18 +11,17 @@ from typing import Literal
 from ad.config import option, override
 from ad.distributed.options import DISTRIBUTED_FIELDS, DistributedOptions, check_distributed_options
 from ad.errors import UserError
-from ad.options import LoRAOptions, TrainingOptions
+from ad.options import LoRAOptions, TrainingOptions, WeightsDtypeOptions
 
-__all__ = ["LoRAOptions", "TrainLMConfig", "LOSS_ON", "DTYPES", "SCRATCH", "RESUMABLE_CHANGES"]
+__all__ = ["LoRAOptions", "TrainLMConfig", "LOSS_ON", "SCRATCH", "RESUMABLE_CHANGES"]
 
 LOSS_ON = ("actions", "all")
-DTYPES = ("float32", "bfloat16")
 #: --model value of a Llama-style causal LM built from a config and trained from scratch (word tokenizer)
 SCRATCH = "scratch"
 
 
 @dataclass
-class TrainLMConfig(LoRAOptions, TrainingOptions, DistributedOptions):
+class TrainLMConfig(LoRAOptions, WeightsDtypeOptions, TrainingOptions, DistributedOptions):
     """Train a causal LM on a Language-format learning-history dataset (`ad train lm`): a pretrained LM + LoRA,
     or (``--model scratch``) a small Llama built from a config with a word tokenizer, all weights trained."""
 
@@ -77,7 +76,6 @@ class TrainLMConfig(LoRAOptions, TrainingOptions, DistributedOptions):
                                   "(also when acting). Capped by the model's position limit")
     stride: int = option(5, "distance between training-window starts (1 = every start)")
     loss_on: Literal["actions", "all"] = option("actions", "tokens the loss is taken on: 'actions' or 'all'")
-    dtype: Literal["float32", "bfloat16"] = option("float32", "weights dtype: float32 or bfloat16")
     # shared training options whose defaults differ from `ad train rl`'s (sized for a short LoRA run)
     max_steps: int = override(TrainingOptions, "max_steps", 300)
     batch_size: int = override(TrainingOptions, "batch_size", 4)
@@ -95,8 +93,6 @@ class TrainLMConfig(LoRAOptions, TrainingOptions, DistributedOptions):
             raise UserError(f"unknown preset {self.preset!r}; choose one of: {', '.join(sorted(self.PRESETS))}")
         if self.loss_on not in LOSS_ON:
             raise UserError(f"--loss-on must be one of {', '.join(LOSS_ON)}, got {self.loss_on!r}")
-        if self.dtype not in DTYPES:
-            raise UserError(f"--dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
         for name in ("context", "stride", "subsample", "n_layer", "n_embd", "n_head", "n_ff", "watch_episodes",
                      "watch_seeds"):
             if getattr(self, name) < 1:

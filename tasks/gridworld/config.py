@@ -6,7 +6,7 @@ from typing import Literal
 
 from ad.config import option, override
 from ad.errors import UserError
-from ad.options import LoRAOptions
+from ad.options import LoRAOptions, WeightsDtypeOptions
 
 #: Styles of the prompt's state text (see tasks.gridworld.env.state_text).
 STATE_TEXTS = ("absolute", "egocentric")
@@ -15,7 +15,7 @@ PHASES = ("critic", "simpo")
 
 
 @dataclass
-class GenerateConfig(LoRAOptions):
+class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
     """LLM actor on the grid world: Monte-Carlo critic with the actor frozen, then SimPO on ranked
     pairs of move lists; every episode of every phase logged as a learning history."""
 
@@ -62,8 +62,6 @@ class GenerateConfig(LoRAOptions):
                                 "the actor sees them) or 'trl' (trl's CPOTrainer, loss_type=simpo); same loss")
     simpo_lr: float = option(1e-3, "SimPO learning rate (LoRA parameters)")
     simpo_batch: int = option(16, "SimPO pairs per optimiser step")
-    dtype: Literal["float32", "bfloat16"] = option("float32", "weights of the LM: float32, or bfloat16 (~2x faster batched acting on CPUs with "
-                        "AMX / AVX512-BF16 and on GPUs; log-probabilities then carry bfloat16 rounding)")
     target_modules: list[str] = override(LoRAOptions, "target_modules", ["all-linear"])  # the actor's adapter
     eval_episodes: int = option(64, "held-out episodes evaluated (greedy) before and after SimPO (0 = skip)")
     seed: int = option(0, "seed of sampling and of the train/held-out split; recorded as run")
@@ -89,7 +87,7 @@ class GenerateConfig(LoRAOptions):
             if getattr(self, name) <= 0:
                 raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
         for name, allowed in (("state_text", STATE_TEXTS), ("simpo_chosen", ("sampled", "all")),
-                              ("simpo_trainer", ("shared-prefix", "trl")), ("dtype", ("float32", "bfloat16"))):
+                              ("simpo_trainer", ("shared-prefix", "trl"))):
             if getattr(self, name) not in allowed:
                 raise UserError(f"--{name.replace('_', '-')} must be one of {', '.join(allowed)}, "
                                 f"got {getattr(self, name)!r}")

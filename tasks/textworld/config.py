@@ -3,16 +3,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
 
 from ad.config import option, override
 from ad.errors import UserError
-from ad.options import LoRAOptions
+from ad.options import LoRAOptions, WeightsDtypeOptions
 from tasks.textworld.games import GameOptions
 
 
 @dataclass
-class GenerateConfig(GameOptions, LoRAOptions):
+class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
     """Play CookingWorld with an LM that scores the valid commands: the base LM, SFT on gold paths (trl's
     SFTTrainer, LoRA), then step-wise PPO with a value head; every episode of every phase logged.
 
@@ -46,10 +45,6 @@ class GenerateConfig(GameOptions, LoRAOptions):
     lam: float = option(0.95, "GAE lambda")
     temperature: float = option(1.0, "sampling temperature over the valid commands while collecting PPO rollouts")
     act_batch: int = option(64, "games advanced together in one batched scoring pass")
-    dtype: Literal["float32", "bfloat16"] = option("float32", "weights of the LM: float32, or bfloat16 (~2.8x faster "
-                                                   "scoring on CPUs with AMX / AVX512-BF16 and on GPUs; SFT ran at the "
-                                                   "same speed in both here; LoRA adapters and the value head stay "
-                                                   "float32, log-probabilities carry bfloat16 rounding)")
     target_modules: list[str] = override(LoRAOptions, "target_modules", ["all-linear"])
     threads: int = option(0, "torch CPU threads (0 = torch's default)")
     progress: bool = option(True, "show progress")

@@ -31,8 +31,9 @@ class GameOptions:
     include_doors: bool = option(True, "closed doors between rooms (opening them costs moves)")
     num_distractors: int = option(2, "distractor items that are not in the recipe (0..10)")
     num_ingredients: int = option(2, "ingredients in the recipe (1..5)")
-    step_limit: int = option(16, "moves per game before it is truncated (seed 002: 16; gold paths are 5-15 moves "
-                                 "with the defaults)")
+    step_limit: int = option(16, "moves per game before it is truncated (seed 002: 16; with the default game "
+                                 "parameters the gold paths take 11-26 moves, median 21, so 16 cuts ~78% of "
+                                 "them short and 32 fits all)")
 
     def __post_init__(self) -> None:
         if self.game not in GAME_NAMES:
