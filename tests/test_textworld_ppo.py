@@ -151,3 +151,33 @@ def test_one_ppo_update_trains_lora_and_value_head_only(tiny):
     assert all(torch.equal(params[n], p) for n, p in frozen.items())
     assert any(not torch.equal(params[n], p) for n, p in lora.items())
     assert not torch.equal(head.weight, head_before)
+
+
+def test_merged_ppo_adapter_acts_like_the_unmerged_one(tiny):
+    """The final PPO evaluation merges the adapter (training.merge_for_evaluation): same greedy commands, same
+    per-token log-probabilities and values as the unmerged adapter, and the adapter really changed the policy."""
+    from peft import get_peft_model
+
+    from ad.options import peft_lora_config
+    from tasks.textworld.training import merge_for_evaluation
+
+    base, tokenizer = tiny
+    model = get_peft_model(copy.deepcopy(base), peft_lora_config(
+        {"lora_r": 4, "lora_alpha": 8.0, "lora_dropout": 0.0, "target_modules": ["all-linear"]}))
+    torch.manual_seed(3)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5)  # a trained-looking adapter (fresh LoRA B is zero)
+    head = torch.nn.Linear(32, 1)
+    before = TextWorldPolicy(model, tokenizer, head, max_prompt_tokens=40).act(PROMPTS, CANDIDATES)
+    plain = TextWorldPolicy(base, tokenizer, head, max_prompt_tokens=40).act(PROMPTS, CANDIDATES)
+    after = TextWorldPolicy(merge_for_evaluation(model), tokenizer, head, max_prompt_tokens=40).act(PROMPTS, CANDIDATES)
+    assert any(abs(a.value - p.value) > 1e-3 for a, p in zip(before, plain))  # the adapter matters here
+    layers = [m for m in model.modules() if hasattr(m, "merged") and hasattr(m, "lora_A")]
+    assert layers and all(m.merged for m in layers)  # folded into the weights, not applied beside them
+    for b, a in zip(before, after):
+        assert a.action == b.action
+        torch.testing.assert_close(torch.tensor(a.token_logprobs), torch.tensor(b.token_logprobs), atol=1e-4,
+                                   rtol=1e-4)
+        assert a.value == pytest.approx(b.value, abs=1e-4)

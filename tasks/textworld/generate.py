@@ -11,7 +11,7 @@ Units of the dataset (task = phase part, run = ``--seed``), in the order they ar
     gold                      the gold action sequences of the SFT games (the demonstrations)
     sft-test, sft-train       after SFT (LoRA merged)
     ppo-i0000 ...             each PPO iteration's sampled rollouts on train-fold games (with values)
-    ppo-test, ppo-train       after PPO
+    ppo-test, ppo-train       after PPO (its adapter merged)
 
 The train-fold evaluation games are the first ``--eval-games`` SFT games (games the policy was trained on), so
 a train / held-out gap shows. Resume: a complete unit is never rewritten; the SFT adapter and every PPO
@@ -186,6 +186,7 @@ def generate(cfg: GenerateConfig) -> Path | str:
             run.results[name] = info
             run.log(f"{name}: train success {info['success']:.3f}, score {info['score']:.3f}; " +
                     ", ".join(f"{key} {value:.4g}" for key, value in stats.items()))
+        training.merge_for_evaluation(ppo_model)  # the last checkpoint is saved: evaluate at the merged speed
         run.evaluate("ppo", 2 + cfg.ppo_iterations, lambda: acting)
     finally:
         run.writer.close()  # records every committed unit in dataset.json, also when interrupted
