@@ -153,6 +153,8 @@ def generate(cfg: GenerateConfig) -> Path | str:
     out: Path | str = Path(local) if local is not None else cfg.out
     try:
         model, tokenizer = load_base(cfg.model, dtype=cfg.dtype)
+        if torch.cuda.is_available():  # every phase runs where the weights are (scoring, SFT, PPO)
+            model = model.cuda()
         policy = training.policy_factory(cfg, tokenizer)
         run.evaluate("base", 0, lambda: policy(model, None))
 

@@ -89,9 +89,10 @@ def move_logprobs(model: Any, prompt_ids: Sequence[Sequence[int]], command_ids: 
     targets = torch.full((B, K), pad_id, dtype=torch.long)
     for b, c in enumerate(command_ids):
         targets[b, :len(c)] = torch.tensor(list(c))
-    logits = lm.get_output_embeddings()(hidden[rows, pos.to(hidden.device)])  # (B, K, V)
+    logits = lm.get_output_embeddings()(hidden[rows.to(device), pos.to(device)])  # (B, K, V)
     logp = torch.log_softmax(logits.float(), -1).gather(-1, targets.to(device)[..., None]).squeeze(-1)  # (B, K)
-    return logp * token_mask.to(device), token_mask.to(device), hidden[torch.arange(B), starts.to(hidden.device)]
+    return logp * token_mask.to(device), token_mask.to(device), hidden[torch.arange(B, device=device),
+                                                                       starts.to(device)]
 
 
 @dataclass
@@ -171,11 +172,12 @@ class PPOLearner:
                 idx = order[s:s + self.batch_size]
                 logp, mask, hidden = move_logprobs(self.model, [moves.prompt_ids[i] for i in idx],
                                                    [moves.command_ids[i] for i in idx], self.pad_id)
-                K = logp.shape[1]
+                K, device = logp.shape[1], logp.device
                 new_values = self.value_head(hidden.float()).squeeze(-1)  # (b,)
-                loss, st = ppo_loss(logp, moves.old_logp[idx, :K], moves.ref_logp[idx, :K], mask,
-                                    moves.advantages[idx], new_values, moves.values[idx], moves.returns[idx],
-                                    self.clip, self.value_clip, self.vf_coef, self.kl_coef)
+                loss, st = ppo_loss(logp, moves.old_logp[idx, :K].to(device), moves.ref_logp[idx, :K].to(device),
+                                    mask, moves.advantages[idx].to(device), new_values, moves.values[idx].to(device),
+                                    moves.returns[idx].to(device), self.clip, self.value_clip, self.vf_coef,
+                                    self.kl_coef)
                 if not torch.isfinite(loss):
                     raise FloatingPointError("PPO loss is not finite; lower --ppo-lr")
                 self.optimizer.zero_grad()

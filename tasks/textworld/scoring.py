@@ -109,8 +109,8 @@ def score_candidates(model: Any, tokenizer: Any, prompts: Sequence[str], candida
             rest = logp[b, j:j + len(c) - 1].gather(-1, target[1:, None]).squeeze(-1)  # (n-1,)
             per.append(torch.cat([first, rest]))
             j += len(c)
-        token_logprobs.append(per)
-        scores.append(torch.stack([t.sum() for t in per]))
+        token_logprobs.append([t.cpu() for t in per])  # on the CPU, where the policy samples and logs them
+        scores.append(torch.stack([t.sum() for t in per]).cpu())
     return Scored(scores, token_logprobs, hidden, prompt_ids, command_ids)
 
 

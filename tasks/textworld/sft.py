@@ -27,6 +27,7 @@ def sft_rows(tokenizer: Any, demos: Sequence[Episode], max_prompt_tokens: int) -
 def train_sft(model: Any, tokenizer: Any, demos: Sequence[Episode], out_dir: Path, *, epochs: float, lr: float,
               batch_size: int, max_prompt_tokens: int, lora: dict | None, seed: int, progress: bool = True) -> Any:
     """Fine-tune ``model`` on the demonstrations; returns the trained model (a peft model with ``lora``)."""
+    import torch
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
@@ -37,7 +38,8 @@ def train_sft(model: Any, tokenizer: Any, demos: Sequence[Episode], out_dir: Pat
     disable_tqdm, callbacks = trainer_progress(progress, "SFT")
     args = SFTConfig(output_dir=str(out_dir), num_train_epochs=epochs, learning_rate=lr,
                      per_device_train_batch_size=batch_size, gradient_accumulation_steps=1, lr_scheduler_type="cosine",
-                     warmup_steps=0, logging_steps=10, save_strategy="no", report_to=[], seed=seed, use_cpu=True,
+                     warmup_steps=0, logging_steps=10, save_strategy="no", report_to=[], seed=seed,
+                     use_cpu=not torch.cuda.is_available(),  # train where generate put the weights
                      max_length=max_prompt_tokens + max(len(r["input_ids"]) - r["labels"].count(-100) for r in rows),
                      disable_tqdm=disable_tqdm, dataloader_num_workers=0)
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,

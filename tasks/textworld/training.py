@@ -65,7 +65,7 @@ def merge_for_evaluation(model: Any) -> Any:
 def ppo_learner(cfg: GenerateConfig, model: Any, tokenizer: Any) -> PPOLearner:
     """The PPO optimiser with a value head (zero-initialised: values start at 0) on the LM's hidden size."""
     hidden = model.get_base_model().config.hidden_size
-    head = torch.nn.Linear(hidden, 1)
+    head = torch.nn.Linear(hidden, 1, device=next(model.parameters()).device)
     torch.nn.init.zeros_(head.weight)
     torch.nn.init.zeros_(head.bias)
     return PPOLearner(model, head, lr=cfg.ppo_lr, clip=cfg.clip, value_clip=cfg.value_clip, vf_coef=cfg.vf_coef,
@@ -102,7 +102,7 @@ def load_ppo_checkpoint(run_dir: Path, model: Any, learner: PPOLearner) -> int:
     path = run_dir / "ppo-checkpoint.pt"
     if not path.is_file():
         return 0
-    state = torch.load(path, weights_only=False)
+    state = torch.load(path, map_location="cpu", weights_only=False)  # load_state_dict copies to the weights' device
     set_peft_model_state_dict(model, state["adapter"])
     learner.value_head.load_state_dict(state["value_head"])
     learner.optimizer.load_state_dict(state["optimizer"])
