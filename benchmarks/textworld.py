@@ -88,7 +88,11 @@ def acting_throughput(model_name: str, games: int, moves: int, history: int, rep
     from tasks.textworld.policy import TextWorldPolicy
     from tasks.textworld.rollouts import fold_games, play
 
+    import torch
+
     model, tokenizer = load_base(model_name)
+    if torch.cuda.is_available():  # as ad generate textworld does
+        model = model.cuda()
     options = GameOptions(step_limit=moves)
     chosen = fold_games(options, "test", games, 0)
     rates: dict[str, list[float]] = {"batched": [], "single": []}
