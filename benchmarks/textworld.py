@@ -1,10 +1,11 @@
 """TextWorld (CookingWorld) figures: env throughput of our Gymnasium wrapper vs raw TextWorldExpress, acting
-throughput of the batched valid-command scorer (many games in one batch vs one game at a time, same model), and
-the held-out / train-fold success and normalised score of the base LM, after SFT and after PPO (``ad generate
+throughput of the batched valid-command scorer (many games in one batch vs one game at a time, same model), SFT
+throughput (the loss on the command tokens only vs trl's SFTTrainer loss, same rows), and the held-out / train-fold success and normalised score of the base LM, after SFT and after PPO (``ad generate
 textworld``'s own evaluation, per seed).
 
-    python benchmarks/textworld.py [--parts env acting learning] [--seeds 0 1] [--out data/bench-textworld]
-                                   [--model smollm2-135m] [--acting GAMES MOVES] [--set eval_games=64 ...]
+    python benchmarks/textworld.py [--parts env acting sft learning] [--seeds 0 1] [--out data/bench-textworld]
+                                   [--model smollm2-135m] [--acting GAMES MOVES] [--dtype bfloat16]
+                                   [--set eval_games=64 ...]
     python benchmarks/textworld.py --quick     # small version of every part, well under a minute with a tiny LM
 
 Timings are taken on a CPU shared with other jobs (recorded as ``load`` in the JSON); each ratio is measured side
@@ -108,6 +109,35 @@ def acting_throughput(model_name: str, games: int, moves: int, history: int, rep
             "same_actions": actions["batched"] == actions["single"]}
 
 
+def sft_throughput(model_name: str, games: int, steps: int, repeats: int, dtype: str) -> dict[str, Any]:
+    """Demonstrated moves/s of SFT steps (batch 8) with the loss on the command tokens only vs trl's own
+    SFTTrainer loss (its fused LM head over every position), the same rows and steps; a fresh model per run."""
+    import tempfile
+
+    from ad.pretrained import load_base
+    from tasks.textworld.games import GameOptions
+    from tasks.textworld.rollouts import fold_games, gold_demonstrations
+    from tasks.textworld.sft import sft_rows, sft_trainer
+
+    options = GameOptions()
+    demos = gold_demonstrations(fold_games(options, "train", games, 0), options, 1)
+    rates: dict[str, list[float]] = {"ours": [], "trl": []}
+    losses: dict[str, float] = {}
+    lora = {"lora_r": 16, "lora_alpha": 32.0, "lora_dropout": 0.0, "target_modules": ["all-linear"]}
+    for r in range(repeats):
+        sides = [("ours", True), ("trl", False)]
+        for name, command_loss in sides if r % 2 == 0 else sides[::-1]:  # interleaved, alternating who goes first
+            model, tokenizer = load_base(model_name, dtype=dtype)
+            rows = sft_rows(tokenizer, demos, 384)[:8 * steps]
+            trainer = sft_trainer(model, tokenizer, rows, Path(tempfile.mkdtemp()), epochs=1.0, lr=5e-4, batch_size=8,
+                                  lora=lora, seed=0, progress=False, command_loss=command_loss)
+            start = time.perf_counter()
+            result = trainer.train()
+            rates[name].append(len(rows) / (time.perf_counter() - start))
+            losses[name] = float(result.training_loss)
+    return {"ours": float(np.median(rates["ours"])), "trl": float(np.median(rates["trl"])), "loss": losses}
+
+
 LEARNING_QUICK = dict(eval_games=4, sft_games=8, sft_epochs=1.0, ppo_iterations=1, ppo_games=4, ppo_epochs=1,
                       step_limit=4, max_prompt_tokens=128, lora_r=4)
 PHASE_LABEL = {"base": "of the base LM", "sft": "after SFT", "ppo": "after PPO"}
@@ -160,7 +190,10 @@ def learning(args: argparse.Namespace, options: dict[str, Any]) -> tuple[list[di
 def _part(fig: dict[str, Any]) -> str:
     """Which part of this benchmark a figure comes from."""
     name = fig["figure"]
-    return "env" if name.startswith("env throughput") else "acting" if name.startswith("acting") else "learning"
+    for part, prefix in (("env", "env throughput"), ("acting", "acting"), ("sft", "SFT throughput")):
+        if name.startswith(prefix):
+            return part
+    return "learning"
 
 
 def _keep_other_parts(figures: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -197,8 +230,8 @@ def _tiny_model() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parts", nargs="+", default=["env", "acting", "learning"],
-                        choices=["env", "acting", "learning"])
+    parser.add_argument("--parts", nargs="+", default=["env", "acting", "sft", "learning"],
+                        choices=["env", "acting", "sft", "learning"])
     parser.add_argument("--model", default="smollm2-135m", help="policy LM (acting and learning parts)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="generate seeds (held-out game draws)")
     parser.add_argument("--out", default="data/bench-textworld", help="work folder (one dataset per seed)")
@@ -207,6 +240,7 @@ def main() -> None:
                         help="ad generate textworld options of the learning part (e.g. eval_games=64 ppo_iterations=4)")
     parser.add_argument("--acting", type=int, nargs=2, default=[16, 1], metavar=("GAMES", "MOVES"),
                         help="acting part: games in the batch and moves per game")
+    parser.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"], help="weights (sft part)")
     parser.add_argument("--quick", action="store_true", help="a small version of the same work")
     args = parser.parse_args()
     import torch
@@ -228,6 +262,16 @@ def main() -> None:
         fig = figure(f"acting throughput: {games} games in one batch / one game at a time ({model}, same greedy "
                      f"moves: {act['same_actions']}, first {moves} moves of each game)", "moves/s",
                      act["batched"], act["single"], ">= 8x")
+        fig["load"] = LOAD_NOTE
+        figures.append(fig)
+    if "sft" in args.parts:
+        model = args.model if not args.quick else _tiny_model()
+        games, steps, repeats = (2, 1, 1) if args.quick else (8, 4, 2)
+        sft = sft_throughput(model, games, steps, repeats, args.dtype)
+        fig = figure(f"SFT throughput: loss on the command tokens only / trl's SFTTrainer loss ({model}, {args.dtype}, "
+                     f"{steps} steps of 8 demonstrated moves, median of {repeats} interleaved repeats; training loss "
+                     f"ours {sft['loss']['ours']:.4f}, trl {sft['loss']['trl']:.4f})", "moves/s", sft["ours"],
+                     sft["trl"], "faster, same loss")
         fig["load"] = LOAD_NOTE
         figures.append(fig)
     if "learning" in args.parts:

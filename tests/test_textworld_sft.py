@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 import torch
 
 from tasks.textworld.games import GameOptions
 from tasks.textworld.rollouts import fold_games, gold_demonstrations
 from tasks.textworld.scoring import encode_commands, encode_prompts
-from tasks.textworld.sft import sft_rows, train_sft
+from tasks.textworld.sft import sft_rows, sft_trainer, train_sft
 
 LORA = {"lora_r": 2, "lora_alpha": 4.0, "lora_dropout": 0.0, "target_modules": ["all-linear"]}
 
@@ -52,3 +53,36 @@ def test_sft_trains_lora_only(tmp_path):
     for name, value in before.items():
         key = next((k for k in base if k.replace(".base_layer", "") == name), name)
         torch.testing.assert_close(base[key], value)
+
+
+def test_command_only_loss_equals_trl_loss_and_gradients(tmp_path):
+    """CommandLossSFTTrainer reads the LM head on the labelled tokens only; its loss and LoRA gradients equal
+    trl's SFTTrainer.compute_loss (the fused head over every position) on the same batch."""
+    from trl import SFTTrainer
+
+    model, tokenizer = _tiny(tmp_path)
+    options = GameOptions(step_limit=4)
+    demos = gold_demonstrations(fold_games(options, "train", 2, 0), options, history=1)
+    rows = sft_rows(tokenizer, demos, max_prompt_tokens=64)
+    trainer = sft_trainer(model, tokenizer, rows, tmp_path / "sft", epochs=1.0, lr=1e-2, batch_size=4, lora=LORA,
+                          seed=0, progress=False)
+    torch.manual_seed(0)
+    for name, p in trainer.model.named_parameters():
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, std=0.3)  # a non-trivial adapter (B starts at zero)
+    batch = next(iter(trainer.get_train_dataloader()))
+    assert int((batch["labels"] != -100).sum()) < batch["labels"].numel() // 4  # mostly prompt positions
+    trainer.model.train()
+    results = []
+    for compute in (trainer.compute_loss, lambda m, b: SFTTrainer.compute_loss(trainer, m, b)):
+        trainer.model.zero_grad()
+        loss = compute(trainer.model, dict(batch))
+        loss.backward()
+        grads = {n: p.grad.detach().clone() for n, p in trainer.model.named_parameters() if p.grad is not None}
+        results.append((float(loss), grads))
+    (ours, ours_grads), (trl_loss, trl_grads) = results
+    assert ours == pytest.approx(trl_loss, rel=1e-5)
+    assert ours_grads.keys() == trl_grads.keys() and ours_grads
+    for name, grad in ours_grads.items():
+        torch.testing.assert_close(grad, trl_grads[name], atol=1e-5, rtol=1e-4)
+    assert trainer.token_accuracy and 0.0 <= trainer.token_accuracy[-1] <= 1.0

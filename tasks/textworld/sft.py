@@ -24,25 +24,36 @@ def sft_rows(tokenizer: Any, demos: Sequence[Episode], max_prompt_tokens: int) -
     return rows
 
 
-def train_sft(model: Any, tokenizer: Any, demos: Sequence[Episode], out_dir: Path, *, epochs: float, lr: float,
-              batch_size: int, max_prompt_tokens: int, lora: dict | None, seed: int, progress: bool = True) -> Any:
-    """Fine-tune ``model`` on the demonstrations; returns the trained model (a peft model with ``lora``)."""
+def sft_trainer(model: Any, tokenizer: Any, rows: Sequence[dict[str, list[int]]], out_dir: Path, *, epochs: float,
+                lr: float, batch_size: int, lora: dict | None, seed: int, progress: bool = True,
+                command_loss: bool = True) -> Any:
+    """trl's SFTTrainer on pre-tokenized rows (:func:`sft_rows`), its loss read on the command tokens only
+    (:class:`tasks.textworld.command_loss.CommandLossSFTTrainer`; ``command_loss=False``: trl's own, the
+    benchmark's reference)."""
     import torch
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
     from ad.hf_progress import trainer_progress
     from ad.options import peft_lora_config
+    from tasks.textworld.command_loss import CommandLossSFTTrainer
 
-    rows = sft_rows(tokenizer, demos, max_prompt_tokens)
     disable_tqdm, callbacks = trainer_progress(progress, "SFT")
     args = SFTConfig(output_dir=str(out_dir), num_train_epochs=epochs, learning_rate=lr,
                      per_device_train_batch_size=batch_size, gradient_accumulation_steps=1, lr_scheduler_type="cosine",
                      warmup_steps=0, logging_steps=10, save_strategy="no", report_to=[], seed=seed,
                      use_cpu=not torch.cuda.is_available(),  # train where generate put the weights
-                     max_length=max_prompt_tokens + max(len(r["input_ids"]) - r["labels"].count(-100) for r in rows),
-                     disable_tqdm=disable_tqdm, dataloader_num_workers=0)
-    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
-                         peft_config=peft_lora_config(lora) if lora else None, callbacks=callbacks)
+                     max_length=max(len(r["input_ids"]) for r in rows), disable_tqdm=disable_tqdm,
+                     dataloader_num_workers=0)
+    trainer_cls = CommandLossSFTTrainer if command_loss else SFTTrainer
+    return trainer_cls(model=model, args=args, train_dataset=Dataset.from_list(list(rows)), processing_class=tokenizer,
+                       peft_config=peft_lora_config(lora) if lora else None, callbacks=callbacks)
+
+
+def train_sft(model: Any, tokenizer: Any, demos: Sequence[Episode], out_dir: Path, *, epochs: float, lr: float,
+              batch_size: int, max_prompt_tokens: int, lora: dict | None, seed: int, progress: bool = True) -> Any:
+    """Fine-tune ``model`` on the demonstrations; returns the trained model (a peft model with ``lora``)."""
+    trainer = sft_trainer(model, tokenizer, sft_rows(tokenizer, demos, max_prompt_tokens), out_dir, epochs=epochs,
+                          lr=lr, batch_size=batch_size, lora=lora, seed=seed, progress=progress)
     trainer.train()
     return trainer.model
