@@ -49,8 +49,8 @@ class CommandLossSFTTrainer(SFTTrainer):
         return (loss, {"logits": logits}) if return_outputs else loss
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-        """Add the mean token accuracy of the batches since the last log line."""
-        if self.token_accuracy and "loss" in logs:
+        """Add the mean token accuracy of the batches since the last log line (also to the run's summary line)."""
+        if self.token_accuracy:
             logs["mean_token_accuracy"] = sum(self.token_accuracy) / len(self.token_accuracy)
             self.token_accuracy.clear()
         super().log(logs, start_time)
