@@ -145,8 +145,22 @@ LEARNING_QUICK = dict(eval_games=4, sft_games=8, sft_epochs=1.0, ppo_iterations=
 PHASE_LABEL = {"base": "of the base LM", "sft": "after SFT", "ppo": "after PPO"}
 
 
+def recorded_results(out: Path, seed: int) -> dict[str, Any]:
+    """The summaries ``ad generate textworld`` recorded in the complete units of ``out`` (a run stopped early has
+    fewer), with ``seconds`` from its summary.json where the run finished."""
+    from ad.history import HistoryReader, Location
+
+    results: dict[str, Any] = {u["task"]: u.get("info", {})
+                               for u in HistoryReader(Location.of(str(out))).units(runs=[seed])}
+    summary = out / "_run" / "summary.json"
+    if summary.is_file():
+        results["seconds"] = json.loads(summary.read_text())["seconds"]
+    return results
+
+
 def learning(args: argparse.Namespace, options: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Run ``ad generate textworld`` once per seed; figures = per-phase success / score, mean over seeds."""
+    """Run ``ad generate textworld`` once per seed (``--recorded``: read what earlier runs recorded); figures =
+    per-phase success / score, mean over seeds, for the phases every seed completed."""
     from ad.config import make_config
     from tasks.textworld.config import GenerateConfig
     from tasks.textworld.generate import generate
@@ -154,16 +168,16 @@ def learning(args: argparse.Namespace, options: dict[str, Any]) -> tuple[list[di
     per_seed: dict[int, dict[str, Any]] = {}
     for seed in args.seeds:
         out = Path(args.out) / f"seed{seed}"
-        cfg = make_config(GenerateConfig, {"out": str(out), "seed": seed, "threads": args.threads, **options})
-        generate(cfg)
-        summary = json.loads((out / "_run" / "summary.json").read_text())
-        results = summary["results"]
-        results["seconds"] = summary["seconds"]  # summed over invocations (a resumed run adds what it redid)
-        per_seed[seed] = results
+        if not args.recorded:
+            generate(make_config(GenerateConfig, {"out": str(out), "seed": seed, "threads": args.threads, **options}))
+        per_seed[seed] = recorded_results(out, seed)  # seconds: summed over invocations (a resume adds what it redid)
     figures = []
     for key, unit in (("success", "success rate"), ("score", "mean normalised score")):
         for fold, where in (("test", "held-out"), ("train", "train-fold")):
             for phase in ("base", "sft", "ppo"):
+                if not all(f"{phase}-{fold}" in per_seed[s] for s in args.seeds):
+                    print(f"{phase}-{fold}: not recorded for every seed in {args.out}; no figure")
+                    continue
                 values = [per_seed[s][f"{phase}-{fold}"][key] for s in args.seeds]
                 games = per_seed[args.seeds[0]][f"{phase}-{fold}"]["games"]
                 name = f"{where} {'success' if key == 'success' else 'normalised score'} {PHASE_LABEL[phase]}"
@@ -180,10 +194,11 @@ def learning(args: argparse.Namespace, options: dict[str, Any]) -> tuple[list[di
     figures.append({**figure("gold-path success within the step limit (the ceiling of success)", "success rate",
                              float(np.mean(gold)), None, "-"), "per_seed": [{"seed": s, "ours": v}
                                                                            for s, v in zip(args.seeds, gold)]})
-    seconds = [per_seed[s]["seconds"] for s in args.seeds]
-    figures.append({**figure("ad generate textworld wall time per seed (this benchmark's settings, CPU under load)",
-                             "s", float(np.mean(seconds)), None, "20-30 min on 2 cores"),
-                    "per_seed": [{"seed": s, "ours": v} for s, v in zip(args.seeds, seconds)]})
+    seconds = [per_seed[s].get("seconds", np.nan) for s in args.seeds]
+    if all(np.isfinite(seconds)):
+        figures.append({**figure("ad generate textworld wall time per seed (this benchmark's settings)", "s",
+                                 float(np.mean(seconds)), None, "-"),
+                        "per_seed": [{"seed": s, "ours": v} for s, v in zip(args.seeds, seconds)]})
     merged = {name: {key: [per_seed[s].get(name, {}).get(key, np.nan) for s in args.seeds]
                      for key in ("success", "score")} for name in per_seed[args.seeds[0]] if name != "seconds"}
     return figures, merged
@@ -200,7 +215,7 @@ def _part(fig: dict[str, Any]) -> str:
 
 def _keep_other_parts(figures: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
     """This run's figures, plus the recorded ones of the parts it did not run (each keeps its own command/date)."""
-    path = RESULTS / f"textworld{'_quick' if args.quick else ''}.json"
+    path = RESULTS / f"{args.name}{'_quick' if args.quick else ''}.json"
     if not path.is_file():
         return figures
     kept = [f for f in json.loads(path.read_text()) if _part(f) not in args.parts]
@@ -243,6 +258,11 @@ def main() -> None:
     parser.add_argument("--acting", type=int, nargs=2, default=[16, 1], metavar=("GAMES", "MOVES"),
                         help="acting part: games in the batch and moves per game")
     parser.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"], help="weights (sft part)")
+    parser.add_argument("--recorded", action="store_true",
+                        help="learning part: read the phases the datasets under --out already hold (runs stopped "
+                             "early give the phases they finished) instead of running ad generate textworld")
+    parser.add_argument("--name", default="textworld",
+                        help="results file benchmarks/results/NAME.json (+ .png); other settings, other names")
     parser.add_argument("--quick", action="store_true", help="a small version of the same work")
     args = parser.parse_args()
     import torch
@@ -284,8 +304,8 @@ def main() -> None:
         figures += learned
         from tasks.textworld.plots import plot_phases
 
-        plot_phases(merged, RESULTS / f"textworld{'_quick' if args.quick else ''}.png", args.seeds)
-    report("textworld", _keep_other_parts(figures, args), args.quick)
+        plot_phases(merged, RESULTS / f"{args.name}{'_quick' if args.quick else ''}.png", args.seeds)
+    report(args.name, _keep_other_parts(figures, args), args.quick)
 
 
 if __name__ == "__main__":
