@@ -150,8 +150,9 @@ def recorded_results(out: Path, seed: int) -> dict[str, Any]:
     fewer), with ``seconds`` from its summary.json where the run finished."""
     from ad.history import HistoryReader, Location
 
-    results: dict[str, Any] = {u["task"]: u.get("info", {})
-                               for u in HistoryReader(Location.of(str(out))).units(runs=[seed])}
+    reader = HistoryReader(Location.of(str(out)))
+    results: dict[str, Any] = {u["task"]: u.get("info", {}) for u in reader.units(runs=[seed])}
+    results["settings"] = reader.metadata.get("source", {}).get("config", {})  # the options that made the data
     summary = out / "_run" / "summary.json"
     if summary.is_file():
         results["seconds"] = json.loads(summary.read_text())["seconds"]
@@ -186,6 +187,7 @@ def learning(args: argparse.Namespace, options: dict[str, Any]) -> tuple[list[di
                              {"base": "baseline", "sft": "well above base", "ppo": ">= SFT"}[phase])
                 fig["per_seed"] = [{"seed": s, "ours": v} for s, v in zip(args.seeds, values)]
                 fig["spread"] = [float(min(values)), float(max(values))]
+                fig["settings"] = per_seed[args.seeds[0]]["settings"]  # ad generate textworld options (seed aside)
                 if games < 64:
                     fig["note"] = (f"{games} games per fold: a smoke-scale run, not the >= 64 games the goal is judged "
                                    f"on (compute budget: tasks/textworld/__init__.py)")
@@ -200,7 +202,8 @@ def learning(args: argparse.Namespace, options: dict[str, Any]) -> tuple[list[di
                                  float(np.mean(seconds)), None, "-"),
                         "per_seed": [{"seed": s, "ours": v} for s, v in zip(args.seeds, seconds)]})
     merged = {name: {key: [per_seed[s].get(name, {}).get(key, np.nan) for s in args.seeds]
-                     for key in ("success", "score")} for name in per_seed[args.seeds[0]] if name != "seconds"}
+                     for key in ("success", "score")} for name in per_seed[args.seeds[0]]
+              if name not in ("seconds", "settings")}
     return figures, merged
 
 
