@@ -98,15 +98,18 @@ def score_candidates(model: Any, tokenizer: Any, prompts: Sequence[str], candida
     cand_pos = mask.sum(1, keepdim=True) + offset  # (B, M) every candidate restarts at the prompt's end
     out = decoder(input_ids=cand_ids.to(device), attention_mask=_additive(allowed[:, None], dtype).to(device),
                   position_ids=cand_pos.to(device), cache=cache, use_cache=True)
-    logp = torch.log_softmax(head(out.last_hidden_state).float(), -1)  # (B, M, V): next token after each
+    packed = out.last_hidden_state  # (B, M, H)
 
     scores, token_logprobs = [], []
     for b, cands in enumerate(command_ids):
+        # one game at a time: (M, V) float32 log-probabilities, not (B, M, V) (64 games x 200 packed tokens x a
+        # 49k vocabulary would be 2.5 GB)
+        logp = torch.log_softmax(head(packed[b]).float(), -1)  # (M, V): next token after each packed token
         per, j = [], 0
         for c in cands:
             target = torch.tensor(c, device=logp.device)
             first = first_logp[b, target[:1]]  # (1,) first token after the prompt
-            rest = logp[b, j:j + len(c) - 1].gather(-1, target[1:, None]).squeeze(-1)  # (n-1,)
+            rest = logp[j:j + len(c) - 1].gather(-1, target[1:, None]).squeeze(-1)  # (n-1,)
             per.append(torch.cat([first, rest]))
             j += len(c)
         token_logprobs.append([t.cpu() for t in per])  # on the CPU, where the policy samples and logs them
