@@ -81,6 +81,35 @@ def test_prompt_keeps_task_and_newest_moves():
     assert "Moves so far: a0; a1\n" in prompt
 
 
+def test_pinned_command_keeps_its_newest_result_once_out_of_the_history():
+    obs = [f"# TASK: cook\nObs: o{k}\nInventory: empty" for k in range(7)]
+    obs[2] = "# TASK: cook\nObs: recipe v1\nline two\nInventory: a knife"  # result of a1
+    obs[4] = "# TASK: cook\nObs: recipe v2\nInventory: a knife"  # result of a3, the newest reading
+    actions = ["a0", "read cookbook", "a2", "read cookbook", "a4", "a5"]
+    prompt = build_prompt(obs, actions, history=1, pinned=["read cookbook"])
+    assert "Result of 'read cookbook' (step 3): recipe v2\n" in prompt and "recipe v1" not in prompt
+    assert prompt.index("Moves so far:") < prompt.index("Result of") < prompt.index("# STEP 5")
+    shown = build_prompt(obs[:6], actions[:5], history=1, pinned=["read cookbook"])  # newest result in full
+    assert "Result of" not in shown and "Obs: recipe v2" in shown and "recipe v1" not in shown
+    early = build_prompt(obs[:3], actions[:2], history=1, pinned=["read cookbook"])  # result still shown in full
+    assert "Result of" not in early and "Obs: recipe v1\nline two" in early
+    later = build_prompt(obs[:4] + [obs[0]], actions[:3] + ["a3"], history=1, pinned=["read cookbook"])  # step 2 out
+    assert "Result of 'read cookbook' (step 1): recipe v1\nline two\n" in later
+    assert build_prompt(obs, actions, history=1) == build_prompt(obs, actions, history=1, pinned=[])
+    assert "Result of" not in build_prompt(obs, actions, history=1)
+
+
+def test_the_recipe_is_what_a_pinned_read_cookbook_keeps():
+    from tasks.textworld.rollouts import fold_games, gold_demonstrations
+
+    options = GameOptions(step_limit=40)
+    demo = gold_demonstrations(fold_games(options, "train", 1, 0), options, history=1, pinned=["read cookbook"])[0]
+    read = demo.actions.index("read cookbook")
+    late = demo.prompts[read + 3]
+    assert "Result of 'read cookbook'" in late and "Directions" in late and "Inventory" not in \
+        late.split("Result of", 1)[1].split("\n# STEP", 1)[0]
+
+
 DIE_SCRIPT = """
 from ad.errors import UserError
 from tasks.textworld import server

@@ -67,7 +67,12 @@ def test_generate_logs_every_phase_and_resumes(tmp_path, tiny_model):
 
 @pytest.mark.parametrize("bad", [{"step_limit": 0}, {"game": "zork"}, {"gamma": float("nan")}, {"eval_games": 0},
                                  {"ppo_lr": float("inf")}, {"kl_coef": -1.0},
-                                 {"dtype": "float16"}])
+                                 {"dtype": "float16"}, {"pinned_commands": [""]}])
 def test_bad_options_are_user_errors(bad):
     with pytest.raises(UserError):
         make_config(GenerateConfig, bad)
+
+
+def test_pinned_commands_none_pins_nothing():
+    assert make_config(GenerateConfig, {"pinned_commands": ["none"]}).pinned_commands == []
+    assert make_config(GenerateConfig, {}).pinned_commands == ["read cookbook"]

@@ -27,6 +27,10 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
                                  "(the figures use 64: see tasks.textworld's docstring)")
     history: int = option(1, "earlier moves shown in full in the prompt (seed 002: 11; each costs ~60-150 prompt "
                              "tokens); older commands are listed on one 'Moves so far' line")
+    pinned_commands: list[str] = option(["read cookbook"], "commands whose newest result stays in the prompt after "
+                                        "the move leaves the history (read cookbook = the recipe: which cut and "
+                                        "cooking each ingredient needs; a wrong one fails the game); 'none' pins "
+                                        "nothing")
     max_prompt_tokens: int = option(384, "prompt tokens kept (the oldest are cut from the left beyond this)")
     sft_games: int = option(32, "train-fold games whose gold action sequences are the SFT demonstrations")
     sft_epochs: float = option(1.0, "passes over the demonstrations (trl SFTTrainer num_train_epochs)")
@@ -55,6 +59,10 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
                      "act_batch", "max_prompt_tokens"):
             if getattr(self, name) < 1:
                 raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        if [c.strip().lower() for c in self.pinned_commands] == ["none"]:
+            self.pinned_commands = []
+        if any(not c.strip() for c in self.pinned_commands):
+            raise UserError(f"--pinned-commands must name commands (or 'none'), got {self.pinned_commands!r}")
         for name in ("history", "ppo_iterations", "threads"):
             if getattr(self, name) < 0:
                 raise UserError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")

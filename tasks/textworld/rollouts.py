@@ -48,9 +48,10 @@ def make_envs(options: GameOptions, games: Sequence[Game]) -> list[CookingWorldE
 
 
 def play(policy: Any, games: Sequence[Game], options: GameOptions, history: int, greedy: bool = True,
-         temperature: float = 1.0, generator: Any = None, on_move: Callable[[int], None] | None = None
-         ) -> list[Episode]:
-    """Play every game once, all active games advancing together (one batched scoring pass per move)."""
+         temperature: float = 1.0, generator: Any = None, on_move: Callable[[int], None] | None = None,
+         pinned: Sequence[str] = ()) -> list[Episode]:
+    """Play every game once, all active games advancing together (one batched scoring pass per move); prompts
+    as :func:`tasks.textworld.prompts.build_prompt` builds them with ``history`` and ``pinned``."""
     envs = make_envs(options, games)
     episodes = [Episode(fold, int(seed), game_name(options.game, fold, seed)) for fold, seed in games]
     observations: list[list[str]] = []
@@ -61,7 +62,7 @@ def play(policy: Any, games: Sequence[Game], options: GameOptions, history: int,
         valid.append(info["valid_actions"])
     active = list(range(len(games)))
     while active:
-        prompts = [build_prompt(observations[i], episodes[i].actions, history) for i in active]
+        prompts = [build_prompt(observations[i], episodes[i].actions, history, pinned) for i in active]
         choices = policy.act(prompts, [valid[i] for i in active], greedy=greedy, temperature=temperature,
                              generator=generator)
         still = []
@@ -88,7 +89,8 @@ def play(policy: Any, games: Sequence[Game], options: GameOptions, history: int,
     return episodes
 
 
-def gold_demonstrations(games: Sequence[Game], options: GameOptions, history: int) -> list[Episode]:
+def gold_demonstrations(games: Sequence[Game], options: GameOptions, history: int,
+                        pinned: Sequence[str] = ()) -> list[Episode]:
     """Replay each game's gold action sequence; prompts built as when acting (log-probabilities left empty)."""
     episodes = []
     for (fold, seed), env in zip(games, make_envs(options, games)):
@@ -96,7 +98,7 @@ def gold_demonstrations(games: Sequence[Game], options: GameOptions, history: in
         ep = Episode(fold, int(seed), game_name(options.game, fold, seed))
         observations = [obs]
         for action in env.gold_actions():
-            ep.prompts.append(build_prompt(observations, ep.actions, history))
+            ep.prompts.append(build_prompt(observations, ep.actions, history, pinned))
             obs, reward, terminated, truncated, info = env.step(action)
             ep.actions.append(action)
             ep.rewards.append(float(reward))
