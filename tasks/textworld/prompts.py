@@ -17,8 +17,8 @@ recipe even when their observations are cut. The task line always stays.
 ``pinned`` commands keep their newest result in the prompt after that move has left the history, on a line
 ``Result of 'read cookbook' (step 2): ...`` below ``Moves so far:``. With ``read cookbook`` pinned the recipe
 (which ingredients; how to cut and cook each) stays in view: without it, a policy shown one earlier move has to
-guess "slice" or "dice" late in the game, and a wrong cut ends CookingWorld in failure (49 of 64 held-out games
-after SFT with ``history`` 1 and 32 moves, session 16).
+guess "slice" or "dice" late in the game, and a wrong cut ends CookingWorld in failure: after SFT with ``history``
+1 and 32 moves, 48 / 42 of 64 held-out games failed (seeds 0 / 1), 18 / 19 with the recipe pinned (session 16).
 """
 from __future__ import annotations
 
