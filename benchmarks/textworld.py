@@ -1,7 +1,7 @@
 """TextWorld (CookingWorld) figures: env throughput of our Gymnasium wrapper vs raw TextWorldExpress, acting
 throughput of the batched valid-command scorer (many games in one batch vs one game at a time, same model), SFT
-throughput (the loss on the command tokens only vs trl's SFTTrainer loss, same rows), and the held-out / train-fold success and normalised score of the base LM, after SFT and after PPO (``ad generate
-textworld``'s own evaluation, per seed).
+throughput (ours vs trl's SFTTrainer defaults, same rows), and the held-out / train-fold success and normalised
+score of the base LM, after SFT and after PPO (``ad generate textworld``'s own evaluation, per seed).
 
     python benchmarks/textworld.py [--parts env acting sft learning] [--seeds 0 1] [--out data/bench-textworld]
                                    [--model smollm2-135m] [--acting GAMES MOVES] [--dtype bfloat16]

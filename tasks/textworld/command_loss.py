@@ -35,7 +35,8 @@ class CommandLossSFTTrainer(SFTTrainer):
         labels = inputs["labels"][:, 1:]  # (B, L-1) the token each position predicts
         keep = labels != -100  # (B, L-1)
         extra = {k: inputs[k] for k in ("attention_mask", "position_ids") if k in inputs}
-        hidden = lm.get_decoder()(input_ids=inputs["input_ids"], use_cache=False, **extra).last_hidden_state  # (B, L, H)
+        hidden = lm.get_decoder()(input_ids=inputs["input_ids"], use_cache=False,
+                                  **extra).last_hidden_state  # (B, L, H)
         head = lm.get_output_embeddings()
         bias = None if head.bias is None else head.bias.float()
         logits = F.linear(hidden[:, :-1][keep].float(), head.weight.float(), bias)  # (N, V) labelled positions only
