@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from tasks.textworld.games import GameOptions
+from tasks.textworld.prompts import split_head
 from tasks.textworld.rollouts import fold_games, gold_demonstrations
 from tasks.textworld.scoring import encode_commands, encode_prompts
 from tasks.textworld.sft import sft_rows, sft_trainer, train_sft
@@ -86,3 +87,35 @@ def test_command_only_loss_equals_trl_loss_and_gradients(tmp_path):
     for name, grad in ours_grads.items():
         torch.testing.assert_close(grad, trl_grads[name], atol=1e-5, rtol=1e-4)
     assert trainer.token_accuracy and 0.0 <= trainer.token_accuracy[-1] <= 1.0
+
+
+def _long_pinned_prompt():
+    """A real gold-path prompt late in a game: task line, move list and the pinned recipe above the steps."""
+    options = GameOptions(step_limit=32)
+    demo = gold_demonstrations(fold_games(options, "train", 1, 0), options, history=1,
+                               pinned=["read cookbook"])[0]
+    return max(demo.prompts, key=len)
+
+
+def test_split_head_parts_join_to_the_prompt():
+    prompt = _long_pinned_prompt()
+    head, steps = split_head(prompt)
+    assert head + steps == prompt
+    assert head.startswith("# TASK") and "Moves so far:" in head and "Result of 'read cookbook'" in head
+    assert steps.startswith("# STEP ") and "# STEP" not in head
+    assert split_head("no steps") == ("no steps", "")
+
+
+def test_a_prompt_over_the_budget_keeps_its_head_and_its_newest_tokens(tmp_path):
+    _, tokenizer = _tiny(tmp_path)
+    prompt = _long_pinned_prompt()
+    whole = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    head = tokenizer(split_head(prompt)[0], add_special_tokens=False)["input_ids"]
+    assert encode_prompts(tokenizer, [prompt], len(whole)) == [whole]  # fits: untouched
+    budget = 2 * len(head)
+    assert len(whole) > budget
+    (cut,) = encode_prompts(tokenizer, [prompt], budget)
+    assert len(cut) == budget and cut[:len(head)] == head  # the head whole, then the newest step tokens
+    assert tokenizer.decode(cut).endswith("Action:") and cut[-10:] == whole[-10:]
+    (small,) = encode_prompts(tokenizer, [prompt], 40)  # a head over half the budget is cut to half
+    assert len(small) == 40 and small[:20] == head[-20:] and small[-10:] == whole[-10:]

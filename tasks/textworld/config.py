@@ -31,7 +31,9 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
                                         "the move leaves the history (read cookbook = the recipe: which cut and "
                                         "cooking each ingredient needs; a wrong one fails the game); 'none' pins "
                                         "nothing")
-    max_prompt_tokens: int = option(384, "prompt tokens kept (the oldest are cut from the left beyond this)")
+    max_prompt_tokens: int = option(512, "prompt tokens kept: beyond this the oldest shown steps are cut and the "
+                                         "task line, move list and pinned results stay (gold-path prompts at "
+                                         "history 1, recipe pinned: mean 278 tokens, 21% over 384, 0.3% over 512)")
     sft_games: int = option(32, "train-fold games whose gold action sequences are the SFT demonstrations")
     sft_epochs: float = option(1.0, "passes over the demonstrations (trl SFTTrainer num_train_epochs)")
     sft_lr: float = option(5e-4, "SFT learning rate (LoRA weights)")

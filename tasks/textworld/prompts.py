@@ -19,6 +19,11 @@ recipe even when their observations are cut. The task line always stays.
 (which ingredients; how to cut and cook each) stays in view: without it, a policy shown one earlier move has to
 guess "slice" or "dice" late in the game, and a wrong cut ends CookingWorld in failure: after SFT with ``history``
 1 and 32 moves, 48 / 42 of 64 held-out games failed (seeds 0 / 1), 18 / 19 with the recipe pinned (session 16).
+
+Everything above the first ``# STEP`` line is the prompt's *head* (:func:`split_head`); when a prompt runs over the
+token budget, the scorer and SFT cut the shown steps from the left and keep the head whole
+(:func:`tasks.textworld.scoring.encode_prompts`): a plain left cut took the task line, the move list and the
+pinned recipe first, in 21% of gold-path moves at 384 tokens, the late ones where the recipe is needed.
 """
 from __future__ import annotations
 
@@ -37,6 +42,14 @@ def observation_only(step_text: str) -> str:
     """The game's output of a step text, without its task line and inventory."""
     _, body = split_step_text(step_text)
     return body.split("\nInventory", 1)[0].removeprefix("Obs: ").strip()
+
+
+def split_head(prompt: str) -> tuple[str, str]:
+    """(head, steps) of a :func:`build_prompt` prompt: the head (task line, instruction, ``Moves so far``, pinned
+    results) ends with the newline before the first ``# STEP`` line; ``head + steps == prompt``. A prompt without
+    a step line is all head."""
+    at = prompt.find("\n# STEP ")
+    return (prompt, "") if at < 0 else (prompt[:at + 1], prompt[at + 1:])
 
 
 def build_prompt(observations: Sequence[str], actions: Sequence[str], history: int,

@@ -21,6 +21,8 @@ from typing import Any, Sequence
 
 import torch
 
+from tasks.textworld.prompts import split_head
+
 
 @dataclass
 class Scored:
@@ -34,9 +36,21 @@ class Scored:
 
 
 def encode_prompts(tokenizer: Any, prompts: Sequence[str], max_tokens: int) -> list[list[int]]:
-    """Token ids of each prompt, the oldest cut from the left beyond ``max_tokens``."""
-    ids = tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
-    return [list(x[-max_tokens:]) for x in ids]
+    """Token ids of each prompt, at most ``max_tokens``. A longer prompt keeps its head whole (task, move list,
+    pinned results: :func:`tasks.textworld.prompts.split_head`) and loses the oldest tokens of its shown steps;
+    only a head longer than half the budget is itself cut from the left (the steps then keep the other half)."""
+    whole = tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
+    out = []
+    for prompt, ids in zip(prompts, whole):
+        if len(ids) <= max_tokens:
+            out.append(list(ids))
+            continue
+        head, steps = (tokenizer(part, add_special_tokens=False)["input_ids"] for part in split_head(prompt))
+        head_room = max(max_tokens - len(steps), max_tokens // 2)  # the head keeps what the steps leave, >= half
+        head = head[max(0, len(head) - head_room):]
+        steps = steps[max(0, len(steps) - (max_tokens - len(head))):]
+        out.append(list(head) + list(steps))
+    return out
 
 
 def encode_commands(tokenizer: Any, commands: Sequence[str]) -> list[list[int]]:
