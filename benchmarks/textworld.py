@@ -81,7 +81,8 @@ def env_throughput(games: int, steps: int, repeats: int) -> dict[str, Any]:
     return {k: float(np.median(v)) for k, v in rates.items()}
 
 
-def acting_throughput(model_name: str, games: int, moves: int, history: int, repeats: int) -> dict[str, Any]:
+def acting_throughput(model_name: str, games: int, moves: int, history: int, repeats: int,
+                      dtype: str = "float32") -> dict[str, Any]:
     """Moves/s of the same policy scoring ``games`` games in one batch vs one game at a time (greedy, the first
     ``moves`` moves of each game, so both sides make the same decisions)."""
     from ad.pretrained import load_base
@@ -91,7 +92,7 @@ def acting_throughput(model_name: str, games: int, moves: int, history: int, rep
 
     import torch
 
-    model, tokenizer = load_base(model_name)
+    model, tokenizer = load_base(model_name, dtype=dtype)
     if torch.cuda.is_available():  # as ad generate textworld does
         model = model.cuda()
     options = GameOptions(step_limit=moves)
@@ -260,7 +261,8 @@ def main() -> None:
                         help="ad generate textworld options of the learning part (e.g. eval_games=64 ppo_iterations=4)")
     parser.add_argument("--acting", type=int, nargs=2, default=[16, 1], metavar=("GAMES", "MOVES"),
                         help="acting part: games in the batch and moves per game")
-    parser.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"], help="weights (sft part)")
+    parser.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"],
+                        help="weights (acting and sft parts)")
     parser.add_argument("--recorded", action="store_true",
                         help="learning part: read the phases the datasets under --out already hold (runs stopped "
                              "early give the phases they finished) instead of running ad generate textworld")
@@ -283,9 +285,9 @@ def main() -> None:
     if "acting" in args.parts:
         model = args.model if not args.quick else _tiny_model()
         games, moves, repeats = (8, 2, 1) if args.quick else (*args.acting, 1)
-        act = acting_throughput(model, games, moves, history=1, repeats=repeats)
-        fig = figure(f"acting throughput: {games} games in one batch / one game at a time ({model}, same greedy "
-                     f"moves: {act['same_actions']}, first {moves} moves of each game)", "moves/s",
+        act = acting_throughput(model, games, moves, history=1, repeats=repeats, dtype=args.dtype)
+        fig = figure(f"acting throughput: {games} games in one batch / one game at a time ({model}, {args.dtype}, "
+                     f"same greedy moves: {act['same_actions']}, first {moves} moves of each game)", "moves/s",
                      act["batched"], act["single"], ">= 8x")
         fig["load"] = LOAD_NOTE
         figures.append(fig)
