@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -82,10 +83,22 @@ def _dense_smollm2() -> Path:
     if unexpected or [k for k in missing if "lm_head" not in k]:  # lm_head is tied to the embeddings
         raise UserError(f"converting {gguf} failed: missing {missing[:5]}, unexpected {unexpected[:5]}")
     dense.tie_weights()
-    tmp = folder.with_name(folder.name + ".tmp")
+    tmp = folder.with_name(f"{folder.name}.tmp-{os.getpid()}")  # one per process: two first uses may race
     dense.save_pretrained(tmp)
     ensure_pad_token(tokenizer).save_pretrained(tmp)
-    tmp.rename(folder)  # complete or absent: an interrupted conversion is redone
+    return publish_folder(tmp, folder)
+
+
+def publish_folder(tmp: Path, folder: Path, marker: str = "model.safetensors") -> Path:
+    """Rename a completely written ``tmp`` folder to ``folder`` (complete or absent: an interrupted write is
+    redone). When another process published the same folder first (two first uses at once), keep theirs and
+    remove ``tmp``; any other failure is raised."""
+    try:
+        tmp.rename(folder)
+    except OSError:
+        if not (folder / marker).is_file():
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)
     return folder
 
 

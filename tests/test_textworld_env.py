@@ -138,3 +138,29 @@ def test_a_game_server_that_dies_is_one_user_error_and_a_new_one_starts():
     assert lines[0].startswith("error: the TextWorldExpress game server (Java) stopped")
     assert "re-run the same command" in lines[0] and lines[1] == "fresh: True"
     assert "Traceback" not in done.stderr
+
+
+def test_move_accuracy_counts_agreement_with_the_gold_path():
+    from types import SimpleNamespace
+
+    from tasks.textworld.rollouts import fold_games, gold_demonstrations, move_accuracy
+
+    options = GameOptions(step_limit=32)
+    demos = gold_demonstrations(fold_games(options, "test", 2, 0), options, history=1)
+    assert all(len(d.valid_actions) == len(d) and a in v for d in demos for a, v in zip(d.actions, d.valid_actions))
+
+    class First:  # picks the first valid command, whatever the prompt
+        def act(self, prompts, valid, greedy=True):
+            return [SimpleNamespace(action=v[0]) for v in valid]
+
+    class Gold:  # the gold command, read off its prompt's position in the demonstrations
+        def __init__(self):
+            self.answers = [a for d in demos for a in d.actions]
+
+        def act(self, prompts, valid, greedy=True):
+            return [SimpleNamespace(action=a) for a in self.answers]
+
+    assert move_accuracy(Gold(), demos) == {"moves": sum(map(len, demos)), "accuracy": 1.0, "all_moves": 1.0}
+    first = move_accuracy(First(), demos)
+    expected = [v[0] == a for d in demos for a, v in zip(d.actions, d.valid_actions)]
+    assert first["accuracy"] == pytest.approx(sum(expected) / len(expected)) and first["all_moves"] == 0.0

@@ -119,3 +119,53 @@ def test_a_prompt_over_the_budget_keeps_its_head_and_its_newest_tokens(tmp_path)
     assert tokenizer.decode(cut).endswith("Action:") and cut[-10:] == whole[-10:]
     (small,) = encode_prompts(tokenizer, [prompt], 40)  # a head over half the budget is cut to half
     assert len(small) == 40 and small[:20] == head[-20:] and small[-10:] == whole[-10:]
+
+
+def _first_step_gradients(tmp_path, micro: int, name: str):
+    """LoRA gradients of the first SFT step over 4 demonstrated moves, in micro-batches of ``micro``, as the
+    optimiser is about to use them."""
+    from transformers import TrainerCallback
+
+    model, tokenizer = _tiny(tmp_path)
+    options = GameOptions(step_limit=4)
+    demos = gold_demonstrations(fold_games(options, "train", 1, 0), options, history=1)
+    rows = sft_rows(tokenizer, demos, max_prompt_tokens=64)[:4]
+    assert len({sum(x != -100 for x in r["labels"]) for r in rows}) > 1  # micro-batches of unequal token counts
+    grads: dict[str, torch.Tensor] = {}
+
+    class Capture(TrainerCallback):
+        def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
+            grads.update({n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None})
+
+    torch.manual_seed(0)
+    trainer = sft_trainer(model, tokenizer, rows, tmp_path / name, epochs=1.0, lr=1e-2, batch_size=4, lora=LORA,
+                          seed=0, progress=False, micro_batch_size=micro, callbacks=[Capture()])
+    for pname, p in trainer.model.named_parameters():
+        if "lora_B" in pname:
+            torch.nn.init.normal_(p, std=0.3, generator=torch.Generator().manual_seed(1))
+    trainer.args.max_grad_norm = 0.0  # the raw gradient (no clipping)
+    trainer.train()
+    assert trainer.state.global_step == 1
+    return grads, trainer
+
+
+def test_micro_batches_take_the_same_step_as_the_whole_batch(tmp_path):
+    whole, _ = _first_step_gradients(tmp_path, 0, "whole")
+    split, trainer = _first_step_gradients(tmp_path, 2, "split")
+    assert trainer.args.per_device_train_batch_size == 2 and trainer.args.gradient_accumulation_steps == 2
+    assert whole.keys() == split.keys() and whole
+    for name, value in whole.items():
+        torch.testing.assert_close(split[name], value, atol=1e-6, rtol=1e-4)
+
+
+def test_a_micro_batch_that_does_not_divide_the_batch_is_refused(tmp_path):
+    from ad.config import make_config
+    from ad.errors import UserError
+    from tasks.textworld.config import GenerateConfig
+
+    with pytest.raises(UserError, match="--sft-micro-batch-size must divide"):
+        make_config(GenerateConfig, {"sft_batch_size": 8, "sft_micro_batch_size": 3})
+    model, tokenizer = _tiny(tmp_path)
+    with pytest.raises(ValueError, match="must divide"):
+        sft_trainer(model, tokenizer, [{"input_ids": [1, 2], "labels": [-100, 2]}], tmp_path / "x", epochs=1.0,
+                    lr=1e-3, batch_size=4, lora=LORA, seed=0, progress=False, micro_batch_size=3)

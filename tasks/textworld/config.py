@@ -40,6 +40,9 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
     sft_batch_size: int = option(8, "demonstration moves per SFT optimiser step (activations are kept, so memory "
                                     "grows with it and --max-prompt-tokens: a CPU process peaked at 13.8 GB RSS at 8 x "
                                     "512 tokens, and two such runs side by side overran 24 GiB)")
+    sft_micro_batch_size: int = option(0, "moves per forward / backward pass within an SFT step (a divisor of "
+                                          "--sft-batch-size; 0 = the whole batch): the same gradient, the "
+                                          "activations of one micro-batch at a time in memory")
     ppo_iterations: int = option(2, "PPO iterations (collect rollouts on train-fold games, then optimise)")
     ppo_games: int = option(8, "train-fold games played (sampled) per PPO iteration, in one batch")
     ppo_epochs: int = option(1, "optimisation passes over each iteration's moves")
@@ -63,6 +66,10 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
                      "act_batch", "max_prompt_tokens"):
             if getattr(self, name) < 1:
                 raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        if self.sft_micro_batch_size < 0 or (self.sft_micro_batch_size and
+                                             self.sft_batch_size % self.sft_micro_batch_size):
+            raise UserError(f"--sft-micro-batch-size must divide --sft-batch-size ({self.sft_batch_size}) or be 0, "
+                            f"got {self.sft_micro_batch_size}")
         if [c.strip().lower() for c in self.pinned_commands] == ["none"]:
             self.pinned_commands = []
         if any(not c.strip() for c in self.pinned_commands):

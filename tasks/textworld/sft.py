@@ -26,12 +26,17 @@ def sft_rows(tokenizer: Any, demos: Sequence[Episode], max_prompt_tokens: int) -
 
 def sft_trainer(model: Any, tokenizer: Any, rows: Sequence[dict[str, list[int]]], out_dir: Path, *, epochs: float,
                 lr: float, batch_size: int, lora: dict | None, seed: int, progress: bool = True,
-                command_loss: bool = True, activation_checkpointing: bool = False) -> Any:
+                command_loss: bool = True, activation_checkpointing: bool = False, micro_batch_size: int = 0,
+                callbacks: Sequence[Any] = ()) -> Any:
     """trl's SFTTrainer on pre-tokenized rows (:func:`sft_rows`), its loss read on the command tokens only
     (:class:`tasks.textworld.command_loss.CommandLossSFTTrainer`), activations kept rather than recomputed in the
     backward pass (trl turns activation checkpointing on; with ~300-token rows of a 135M LM they are small, and
     keeping them made a step ~1.3x faster on a 2-core CPU). ``command_loss=False, activation_checkpointing=True``
-    is trl's own SFTTrainer with its defaults (the benchmark's reference)."""
+    is trl's own SFTTrainer with its defaults (the benchmark's reference). ``micro_batch_size`` (a divisor of
+    ``batch_size``; 0 = the whole batch) runs each optimiser step as batch_size / micro_batch_size accumulated
+    micro-batches: the same gradient (the loss is normalised by the step's command-token count, which the Trainer
+    counts over all its micro-batches) with the activations of one micro-batch at a time in memory.
+    ``callbacks`` are extra ``transformers.TrainerCallback`` objects."""
     import torch
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
@@ -40,22 +45,29 @@ def sft_trainer(model: Any, tokenizer: Any, rows: Sequence[dict[str, list[int]]]
     from ad.options import peft_lora_config
     from tasks.textworld.command_loss import CommandLossSFTTrainer
 
-    disable_tqdm, callbacks = trainer_progress(progress, "SFT")
+    micro = micro_batch_size or batch_size
+    if micro < 1 or batch_size % micro:
+        raise ValueError(f"the SFT micro-batch ({micro}) must divide the batch ({batch_size})")
+    disable_tqdm, progress_callbacks = trainer_progress(progress, "SFT")
     args = SFTConfig(output_dir=str(out_dir), num_train_epochs=epochs, learning_rate=lr,
-                     per_device_train_batch_size=batch_size, gradient_accumulation_steps=1, lr_scheduler_type="cosine",
+                     per_device_train_batch_size=micro, gradient_accumulation_steps=batch_size // micro,
+                     lr_scheduler_type="cosine",
                      warmup_steps=0, logging_steps=10, save_strategy="no", report_to=[], seed=seed,
                      use_cpu=not torch.cuda.is_available(),  # train where generate put the weights
                      max_length=max(len(r["input_ids"]) for r in rows), disable_tqdm=disable_tqdm,
                      dataloader_num_workers=0, activation_checkpointing=activation_checkpointing)
     trainer_cls = CommandLossSFTTrainer if command_loss else SFTTrainer
     return trainer_cls(model=model, args=args, train_dataset=Dataset.from_list(list(rows)), processing_class=tokenizer,
-                       peft_config=peft_lora_config(lora) if lora else None, callbacks=callbacks)
+                       peft_config=peft_lora_config(lora) if lora else None,
+                       callbacks=list(progress_callbacks or []) + list(callbacks))
 
 
 def train_sft(model: Any, tokenizer: Any, demos: Sequence[Episode], out_dir: Path, *, epochs: float, lr: float,
-              batch_size: int, max_prompt_tokens: int, lora: dict | None, seed: int, progress: bool = True) -> Any:
+              batch_size: int, max_prompt_tokens: int, lora: dict | None, seed: int, progress: bool = True,
+              micro_batch_size: int = 0, callbacks: Sequence[Any] = ()) -> Any:
     """Fine-tune ``model`` on the demonstrations; returns the trained model (a peft model with ``lora``)."""
     trainer = sft_trainer(model, tokenizer, sft_rows(tokenizer, demos, max_prompt_tokens), out_dir, epochs=epochs,
-                          lr=lr, batch_size=batch_size, lora=lora, seed=seed, progress=progress)
+                          lr=lr, batch_size=batch_size, lora=lora, seed=seed, progress=progress,
+                          micro_batch_size=micro_batch_size, callbacks=callbacks)
     trainer.train()
     return trainer.model
