@@ -58,8 +58,9 @@ def run(seed: int, sets: list[str], out: Path, accuracy_games: int, model_name: 
     options = game_options(cfg)
     test_games = fold_games(options, "test", cfg.eval_games, cfg.seed)  # the draws of ad generate textworld
     sft_games = fold_games(options, "train", max(cfg.sft_games, cfg.eval_games), cfg.seed)[:cfg.sft_games]
-    demos = gold_demonstrations(sft_games, options, cfg.history, cfg.pinned_commands)
-    held_gold = gold_demonstrations(test_games[:accuracy_games], options, cfg.history, cfg.pinned_commands)
+    history, pinned = cfg.prompt_window()
+    demos = gold_demonstrations(sft_games, options, history, pinned)
+    held_gold = gold_demonstrations(test_games[:accuracy_games], options, history, pinned)
     train_gold = demos[:max(1, accuracy_games // 2)]
     model, tokenizer = load_base(cfg.model, dtype=cfg.dtype)
     make = training.policy_factory(cfg, tokenizer)
@@ -82,17 +83,17 @@ def run(seed: int, sets: list[str], out: Path, accuracy_games: int, model_name: 
     peft = train_sft(model, tokenizer, demos, out / f"seed{seed}-trainer", epochs=cfg.sft_epochs, lr=cfg.sft_lr,
                      batch_size=cfg.sft_batch_size, max_prompt_tokens=cfg.max_prompt_tokens, lora=cfg.lora_dict(),
                      seed=cfg.seed, progress=cfg.progress, micro_batch_size=cfg.sft_micro_batch_size,
-                     callbacks=[EpochReadout()])
+                     callbacks=[EpochReadout()], transcript=cfg.transcript)
     peft.save_pretrained(str(out / f"seed{seed}-sft-adapter"))  # what ad generate textworld's _run/sft-adapter holds
     merged = peft.merge_and_unload()
     merged.eval()
-    episodes = play(make(merged, None), test_games, options, cfg.history, pinned=cfg.pinned_commands)
+    episodes = play(make(merged, None), test_games, options, history, pinned=pinned)
     ends = {"success": sum(e.success for e in episodes),
             "failed": sum(e.terminated[-1] and not e.success for e in episodes if e.terminated),
             "at_limit": sum(bool(e.truncated and e.truncated[-1]) for e in episodes)}
     result = {"seed": seed, "options": {k: getattr(cfg, k) for k in (
                   "sft_games", "sft_epochs", "sft_lr", "sft_batch_size", "sft_micro_batch_size", "step_limit",
-                  "history", "max_prompt_tokens", "dtype", "eval_games", "lora_r")},
+                  "history", "transcript", "max_prompt_tokens", "dtype", "eval_games", "lora_r")},
               "accuracy_games": {"heldout": len(held_gold), "train": len(train_gold)},
               "curve": curve, "heldout_play": {**summary(episodes), "ends": ends},
               "seconds": time.time() - started}

@@ -150,15 +150,15 @@ def test_move_accuracy_counts_agreement_with_the_gold_path():
     assert all(len(d.valid_actions) == len(d) and a in v for d in demos for a, v in zip(d.actions, d.valid_actions))
 
     class First:  # picks the first valid command, whatever the prompt
-        def act(self, prompts, valid, greedy=True):
+        def begin(self):
+            pass
+
+        def act(self, prompts, valid, greedy=True, keys=None):
             return [SimpleNamespace(action=v[0]) for v in valid]
 
-    class Gold:  # the gold command, read off its prompt's position in the demonstrations
-        def __init__(self):
-            self.answers = [a for d in demos for a in d.actions]
-
-        def act(self, prompts, valid, greedy=True):
-            return [SimpleNamespace(action=a) for a in self.answers]
+    class Gold(First):  # the gold command of each game's move, found by its prompt
+        def act(self, prompts, valid, greedy=True, keys=None):
+            return [SimpleNamespace(action=demos[k].actions[demos[k].prompts.index(p)]) for k, p in zip(keys, prompts)]
 
     assert move_accuracy(Gold(), demos) == {"moves": sum(map(len, demos)), "accuracy": 1.0, "all_moves": 1.0}
     first = move_accuracy(First(), demos)

@@ -65,9 +65,35 @@ def test_generate_logs_every_phase_and_resumes(tmp_path, tiny_model):
     assert {t: after.table(tasks=[t]).num_rows for t in names} == before
 
 
+@pytest.mark.slow  # ~15 s alone on 2 cores
+def test_generate_with_transcripts_logs_whole_games_as_states(tmp_path):
+    from models.lm.tiny import build_tiny
+    from tasks.textworld.generate import generate
+
+    model = str(build_tiny(tmp_path / "tiny", width=32, max_positions=8192))
+    out = tmp_path / "tw"
+    cfg = make_config(GenerateConfig, {"out": str(out), "model": model, **TINY, "transcript": True,
+                                       "max_prompt_tokens": 8192, "sft_batch_size": 2, "sft_micro_batch_size": 1})
+    generate(cfg)
+    reader = HistoryReader(out)
+    assert reader.metadata["task_spec"]["transcript"] is True
+    table = reader.table().to_pydict()
+    assert set(table["phase"]) == {"base", "gold", "sft", "ppo"}
+    rows = list(zip(table["task"], table["episode"], table["step"], table["state"], table["action"]))
+    extended = 0
+    for (task, ep, step, state, action), (task2, ep2, step2, state2, _) in zip(rows, rows[1:]):
+        assert "Moves so far" not in state
+        if (task, ep) == (task2, ep2) and step2 == step + 1:  # the next move's prompt extends this one's
+            assert state2.startswith(state + " " + action + "\n# STEP ")
+            extended += 1
+    assert extended > 0
+
+
 @pytest.mark.parametrize("bad", [{"step_limit": 0}, {"game": "zork"}, {"gamma": float("nan")}, {"eval_games": 0},
                                  {"ppo_lr": float("inf")}, {"kl_coef": -1.0},
-                                 {"dtype": "float16"}, {"pinned_commands": [""]}])
+                                 {"dtype": "float16"}, {"pinned_commands": [""]},
+                                 {"transcript": True, "step_limit": 32, "max_prompt_tokens": 512},
+                                 {"sft_batch_size": 8, "sft_micro_batch_size": 3}])
 def test_bad_options_are_user_errors(bad):
     with pytest.raises(UserError):
         make_config(GenerateConfig, bad)

@@ -31,6 +31,10 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
                                         "the move leaves the history (read cookbook = the recipe: which cut and "
                                         "cooking each ingredient needs; a wrong one fails the game); 'none' pins "
                                         "nothing")
+    transcript: bool = option(False, "the whole game so far as the prompt (every earlier move shown; --history and "
+                                     "--pinned-commands then do nothing), each game's keys and values cached between "
+                                     "moves so a move reads only its new tokens; SFT learns a whole game from one "
+                                     "row. Needs --max-prompt-tokens of a whole game: at least 128 x --step-limit")
     max_prompt_tokens: int = option(512, "prompt tokens kept: beyond this the oldest shown steps are cut and the "
                                          "task line, move list and pinned results stay (gold-path prompts at "
                                          "history 1, recipe pinned: mean 278 tokens, 21% over 384, 0.3% over 512)")
@@ -60,6 +64,10 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
     threads: int = option(0, "torch CPU threads (0 = torch's default)")
     progress: bool = option(True, "show progress")
 
+    def prompt_window(self) -> tuple[int, list[str]]:
+        """(earlier moves shown, pinned commands) of the prompts: every move and no pin with ``transcript``."""
+        return (self.step_limit, []) if self.transcript else (self.history, list(self.pinned_commands))
+
     def __post_init__(self) -> None:
         super().__post_init__()
         for name in ("eval_games", "sft_games", "sft_batch_size", "ppo_games", "ppo_epochs", "ppo_batch_size",
@@ -70,6 +78,10 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
                                              self.sft_batch_size % self.sft_micro_batch_size):
             raise UserError(f"--sft-micro-batch-size must divide --sft-batch-size ({self.sft_batch_size}) or be 0, "
                             f"got {self.sft_micro_batch_size}")
+        if self.transcript and self.max_prompt_tokens < 128 * self.step_limit:
+            raise UserError(f"--transcript keeps whole games in the prompt: give --max-prompt-tokens at least 128 x "
+                            f"--step-limit = {128 * self.step_limit} (got {self.max_prompt_tokens}); SmolLM2's "
+                            "context is 8192")
         if [c.strip().lower() for c in self.pinned_commands] == ["none"]:
             self.pinned_commands = []
         if any(not c.strip() for c in self.pinned_commands):

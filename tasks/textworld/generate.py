@@ -59,7 +59,7 @@ def dataset_metadata(cfg: GenerateConfig, test_games: Sequence[Game], sft_games:
         "task_spec": {"env": "textworld", "gym_id": "ad/CookingWorld-v0",
                       "env_class": "tasks.textworld.env:CookingWorldEnv", **options.game_dict(),
                       "game_params": options.game_params(), "template": "textworld", "history": cfg.history,
-                      "pinned_commands": list(cfg.pinned_commands),
+                      "pinned_commands": list(cfg.pinned_commands), "transcript": cfg.transcript,
                       "max_prompt_tokens": cfg.max_prompt_tokens,
                       "state": "the prompt the policy scored commands after (tasks.textworld.prompts)",
                       "action": "the command", "reward": "change of the game's normalised score (0..1)"},
@@ -120,7 +120,8 @@ class Run:
 
         bar = progress_bar(None, desc=desc, unit="move") if self.cfg.progress else None
         try:
-            return play(policy, games, self.options, self.cfg.history, pinned=self.cfg.pinned_commands,
+            history, pinned = self.cfg.prompt_window()
+            return play(policy, games, self.options, history, pinned=pinned,
                         on_move=(lambda n: bar.update(n)) if bar is not None else None, **kwargs)
         finally:
             if bar is not None:
@@ -159,7 +160,7 @@ def generate(cfg: GenerateConfig) -> Path | str:
         policy = training.policy_factory(cfg, tokenizer)
         run.evaluate("base", 0, lambda: policy(model, None))
 
-        demos = gold_demonstrations(run.sft_games, run.options, cfg.history, cfg.pinned_commands)
+        demos = gold_demonstrations(run.sft_games, run.options, *cfg.prompt_window())
         if run.done("gold") is None:
             run.write("gold", demos, "gold", 0)
         run.results["gold"] = summary(demos)

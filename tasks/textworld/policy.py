@@ -4,6 +4,10 @@
 (:func:`tasks.textworld.scoring.score_candidates`), then picks the best (greedy) or samples from the scores
 renormalised over the valid commands (``temperature``), so it never issues an invalid command. It returns what the
 history store logs: the chosen command, its per-token log-probabilities and the value estimate of the prompt.
+
+With ``transcript=True`` the prompts are whole games so far and each game's keys and values stay cached between
+moves (:class:`tasks.textworld.transcript.TranscriptScorer`): call :meth:`TextWorldPolicy.begin` before a new set
+of games and pass each game's ``key`` to ``act``.
 """
 from __future__ import annotations
 
@@ -12,7 +16,8 @@ from typing import Any, Sequence
 
 import torch
 
-from tasks.textworld.scoring import score_candidates
+from tasks.textworld.scoring import Scored, score_candidates
+from tasks.textworld.transcript import TranscriptScorer
 
 
 @dataclass
@@ -31,20 +36,37 @@ class TextWorldPolicy:
     """Scores valid commands with ``model`` (a causal LM, maybe peft-wrapped) and picks one per game."""
 
     def __init__(self, model: Any, tokenizer: Any, value_head: torch.nn.Module | None = None,
-                 max_prompt_tokens: int = 640, batch: int = 64):
+                 max_prompt_tokens: int = 640, batch: int = 64, transcript: bool = False):
         self.model, self.tokenizer, self.value_head = model, tokenizer, value_head
         self.max_prompt_tokens, self.batch = int(max_prompt_tokens), int(batch)
+        self.transcript = TranscriptScorer(model, tokenizer, max_prompt_tokens) if transcript else None
+
+    def begin(self) -> None:
+        """Before a new set of games: forget the cached transcripts (nothing to do for windowed prompts)."""
+        if self.transcript is not None:
+            self.transcript.reset()
+
+    def _score(self, prompts: Sequence[str], valid: Sequence[Sequence[str]], keys: Sequence[Any] | None,
+               part: slice) -> Scored:
+        if self.transcript is None:
+            return score_candidates(self.model, self.tokenizer, prompts[part], valid[part], self.max_prompt_tokens)
+        if keys is None:
+            raise ValueError("a transcript policy needs each game's key")
+        return self.transcript.score(keys, prompts, valid)  # every game in one batch: one cache
 
     @torch.no_grad()
     def act(self, prompts: Sequence[str], valid: Sequence[Sequence[str]], greedy: bool = True,
-            temperature: float = 1.0, generator: torch.Generator | None = None) -> list[Choice]:
-        """One command per game; games are scored ``batch`` at a time."""
+            temperature: float = 1.0, generator: torch.Generator | None = None,
+            keys: Sequence[Any] | None = None) -> list[Choice]:
+        """One command per game; games are scored ``batch`` at a time (all at once with transcripts, whose
+        ``keys`` name the games)."""
         was_training = self.model.training
         self.model.eval()
         choices: list[Choice] = []
-        for start in range(0, len(prompts), self.batch):
-            part = slice(start, start + self.batch)
-            scored = score_candidates(self.model, self.tokenizer, prompts[part], valid[part], self.max_prompt_tokens)
+        step = self.batch if self.transcript is None else max(1, len(prompts))
+        for start in range(0, len(prompts), step):
+            part = slice(start, start + step)
+            scored = self._score(prompts, valid, keys, part)
             values = (self.value_head(scored.hidden.float()).squeeze(-1).tolist() if self.value_head is not None
                       else [float("nan")] * len(scored.scores))  # (B,)
             for b, scores in enumerate(scored.scores):

@@ -62,10 +62,11 @@ def play(policy: Any, games: Sequence[Game], options: GameOptions, history: int,
         observations.append([obs])
         valid.append(info["valid_actions"])
     active = list(range(len(games)))
+    policy.begin()
     while active:
         prompts = [build_prompt(observations[i], episodes[i].actions, history, pinned) for i in active]
         choices = policy.act(prompts, [valid[i] for i in active], greedy=greedy, temperature=temperature,
-                             generator=generator)
+                             generator=generator, keys=active)
         still = []
         for i, prompt, choice in zip(active, prompts, choices):
             obs, reward, terminated, truncated, info = envs[i].step(choice.action)
@@ -121,19 +122,21 @@ def move_accuracy(policy: Any, demos: Sequence[Episode]) -> dict[str, float]:
     """Teacher-forced agreement with the gold path: at every demonstrated move (the gold prompt and the game's
     valid commands), does the greedy policy pick the gold command? ``accuracy`` is over moves, ``all_moves`` the
     share of games whose every move it gets right. Cheap next to playing (one scoring pass per move, no env), and
-    it bounds play: a game of n moves is won greedily only if, off the gold path or on it, every move is right."""
-    prompts = [p for ep in demos for p in ep.prompts]
-    valid = [v for ep in demos for v in ep.valid_actions]
-    gold = [a for ep in demos for a in ep.actions]
-    if len(valid) != len(prompts):
+    it bounds play: a game of n moves is won greedily only if, off the gold path or on it, every move is right.
+    The games advance in lockstep, move by move, as in :func:`play` (so a transcript policy can cache them)."""
+    if any(len(ep.valid_actions) != len(ep) for ep in demos):
         raise ValueError("demonstrations without their valid commands (gold_demonstrations records them)")
-    hits = [c.action == a for c, a in zip(policy.act(prompts, valid, greedy=True), gold)] if prompts else []
-    per_game, j = [], 0
-    for ep in demos:
-        per_game.append(all(hits[j:j + len(ep)]))
-        j += len(ep)
-    return {"moves": len(hits), "accuracy": float(np.mean(hits)) if hits else float("nan"),
-            "all_moves": float(np.mean(per_game)) if per_game else float("nan")}
+    hits = [[False] * len(ep) for ep in demos]
+    policy.begin()
+    for t in range(max((len(ep) for ep in demos), default=0)):
+        active = [i for i, ep in enumerate(demos) if len(ep) > t]
+        choices = policy.act([demos[i].prompts[t] for i in active], [demos[i].valid_actions[t] for i in active],
+                             greedy=True, keys=active)
+        for i, choice in zip(active, choices):
+            hits[i][t] = choice.action == demos[i].actions[t]
+    flat = [h for game in hits for h in game]
+    return {"moves": len(flat), "accuracy": float(np.mean(flat)) if flat else float("nan"),
+            "all_moves": float(np.mean([all(game) for game in hits])) if hits else float("nan")}
 
 
 def fold_games(options: GameOptions, fold: str, count: int, seed: int, salt: int = 0) -> list[Game]:

@@ -63,7 +63,7 @@ def base_model(model: Any) -> Any:
     return model.get_base_model() if hasattr(model, "get_base_model") else model
 
 
-def _additive(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+def additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """A 0 / -large float mask from a bool mask (what both eager and sdpa attention add to the scores)."""
     return torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)
 
@@ -93,11 +93,23 @@ def score_candidates(model: Any, tokenizer: Any, prompts: Sequence[str], candida
     hidden = out.last_hidden_state[:, -1]  # (B, H)
     first_logp = torch.log_softmax(head(hidden).float(), -1)  # (B, V)
 
-    # pack each game's candidates into one row: (B, M) tokens, each knowing its candidate and offset
+    cand_ids, owner, offset = pack_candidates(command_ids, pad)  # (B, M) each
+    cand_pos = mask.sum(1, keepdim=True) + offset  # (B, M) every candidate restarts at the prompt's end
+    out = decoder(input_ids=cand_ids.to(device), position_ids=cand_pos.to(device), cache=cache, use_cache=True,
+                  attention_mask=additive_mask(candidate_attention(mask.bool(), owner)[:, None], dtype).to(device))
+    scores, token_logprobs = candidate_logprobs(head, out.last_hidden_state, first_logp, command_ids)
+    return Scored(scores, token_logprobs, hidden, prompt_ids, command_ids)
+
+
+def pack_candidates(command_ids: Sequence[Sequence[Sequence[int]]], pad: int
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Each game's candidate commands packed into one row: (token ids, candidate index of each token (-1 = pad),
+    position of each token within its candidate), each (B, M) with M the most candidate tokens of any game."""
+    B = len(command_ids)
     M = max(sum(len(c) for c in cands) for cands in command_ids)
     cand_ids = torch.full((B, M), pad, dtype=torch.long)
-    owner = torch.full((B, M), -1, dtype=torch.long)  # (B, M) candidate index of each packed token (-1 = pad)
-    offset = torch.zeros((B, M), dtype=torch.long)  # (B, M) position within its candidate
+    owner = torch.full((B, M), -1, dtype=torch.long)  # (B, M)
+    offset = torch.zeros((B, M), dtype=torch.long)  # (B, M)
     for b, cands in enumerate(command_ids):
         j = 0
         for a, c in enumerate(cands):
@@ -105,15 +117,27 @@ def score_candidates(model: Any, tokenizer: Any, prompts: Sequence[str], candida
             owner[b, j:j + len(c)] = a
             offset[b, j:j + len(c)] = torch.arange(len(c))
             j += len(c)
+    return cand_ids, owner, offset
+
+
+def candidate_attention(prompt_mask: torch.Tensor, owner: torch.Tensor) -> torch.Tensor:
+    """(B, M, L + M) bool: which cached positions (``prompt_mask`` (B, L), True on real tokens) and which packed
+    tokens each packed candidate token may attend to: the prompt, and the earlier tokens of its own candidate."""
+    B, M = owner.shape
+    L = prompt_mask.shape[1]
     same = (owner[:, :, None] == owner[:, None, :]) & (owner[:, :, None] >= 0)  # (B, M, M) same candidate
     causal = torch.ones(M, M, dtype=torch.bool).tril()  # (M, M)
-    allowed = torch.cat([mask.bool()[:, None, :].expand(B, M, L), same & causal], 2)  # (B, M, L + M)
+    allowed = torch.cat([prompt_mask[:, None, :].expand(B, M, L), same & causal], 2)  # (B, M, L + M)
     allowed[:, :, L:] |= torch.eye(M, dtype=torch.bool)  # pads attend to themselves (no empty rows)
-    cand_pos = mask.sum(1, keepdim=True) + offset  # (B, M) every candidate restarts at the prompt's end
-    out = decoder(input_ids=cand_ids.to(device), attention_mask=_additive(allowed[:, None], dtype).to(device),
-                  position_ids=cand_pos.to(device), cache=cache, use_cache=True)
-    packed = out.last_hidden_state  # (B, M, H)
+    return allowed
 
+
+def candidate_logprobs(head: Any, packed: torch.Tensor, first_logp: torch.Tensor,
+                       command_ids: Sequence[Sequence[Sequence[int]]]) -> tuple[list[torch.Tensor],
+                                                                              list[list[torch.Tensor]]]:
+    """(per game (A_b,) summed scores, per game per candidate (n,) token log-probabilities) from the packed
+    candidates' last-layer states ``packed`` (B, M, H) and the first-token log-probabilities after each prompt
+    ``first_logp`` (B, V); on the CPU, where the policy samples and logs them."""
     scores, token_logprobs = [], []
     for b, cands in enumerate(command_ids):
         # one game at a time: (M, V) float32 log-probabilities, not (B, M, V) (64 games x 200 packed tokens x a
@@ -126,9 +150,9 @@ def score_candidates(model: Any, tokenizer: Any, prompts: Sequence[str], candida
             rest = logp[j:j + len(c) - 1].gather(-1, target[1:, None]).squeeze(-1)  # (n-1,)
             per.append(torch.cat([first, rest]))
             j += len(c)
-        token_logprobs.append([t.cpu() for t in per])  # on the CPU, where the policy samples and logs them
+        token_logprobs.append([t.cpu() for t in per])
         scores.append(torch.stack([t.sum() for t in per]).cpu())
-    return Scored(scores, token_logprobs, hidden, prompt_ids, command_ids)
+    return scores, token_logprobs
 
 
 def full_recompute(model: Any, prompt_ids: Sequence[int], command_ids: Sequence[int]) -> torch.Tensor:

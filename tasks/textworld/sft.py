@@ -11,17 +11,36 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from tasks.textworld.rollouts import Episode
+from ad.errors import UserError
 from tasks.textworld.scoring import encode_commands, encode_prompts
+from tasks.textworld.transcript import encode_transcript
 
 
-def sft_rows(tokenizer: Any, demos: Sequence[Episode], max_prompt_tokens: int) -> list[dict[str, list[int]]]:
-    """One pre-tokenized example per demonstrated move: ``input_ids`` and ``labels`` (-100 outside the command)."""
+def sft_rows(tokenizer: Any, demos: Sequence[Episode], max_prompt_tokens: int, transcript: bool = False
+             ) -> list[dict[str, list[int]]]:
+    """Pre-tokenized examples, ``input_ids`` and ``labels`` (-100 outside the commands): one per demonstrated move,
+    or with ``transcript`` one per game, every command labelled
+    (:func:`tasks.textworld.transcript.encode_transcript`)."""
+    if transcript:
+        return [transcript_row(tokenizer, ep, max_prompt_tokens) for ep in demos if len(ep)]
     prompts = [p for ep in demos for p in ep.prompts]
     commands = [a for ep in demos for a in ep.actions]
     rows = []
     for p, c in zip(encode_prompts(tokenizer, prompts, max_prompt_tokens), encode_commands(tokenizer, commands)):
         rows.append({"input_ids": p + c, "labels": [-100] * len(p) + c})
     return rows
+
+
+def transcript_row(tokenizer: Any, demo: Episode, max_tokens: int) -> dict[str, list[int]]:
+    """One game as one SFT example: its transcript through the last command, the commands' tokens labelled."""
+    ids, spans = encode_transcript(tokenizer, demo.prompts, demo.actions)
+    if len(ids) > max_tokens:
+        raise UserError(f"the transcript of {demo.name} is {len(ids)} tokens, over --max-prompt-tokens "
+                        f"{max_tokens}: raise it (within the model's context)")
+    labels = [-100] * len(ids)
+    for start, end in spans:
+        labels[start:end] = ids[start:end]
+    return {"input_ids": ids, "labels": labels}
 
 
 def sft_trainer(model: Any, tokenizer: Any, rows: Sequence[dict[str, list[int]]], out_dir: Path, *, epochs: float,
@@ -64,9 +83,11 @@ def sft_trainer(model: Any, tokenizer: Any, rows: Sequence[dict[str, list[int]]]
 
 def train_sft(model: Any, tokenizer: Any, demos: Sequence[Episode], out_dir: Path, *, epochs: float, lr: float,
               batch_size: int, max_prompt_tokens: int, lora: dict | None, seed: int, progress: bool = True,
-              micro_batch_size: int = 0, callbacks: Sequence[Any] = ()) -> Any:
-    """Fine-tune ``model`` on the demonstrations; returns the trained model (a peft model with ``lora``)."""
-    trainer = sft_trainer(model, tokenizer, sft_rows(tokenizer, demos, max_prompt_tokens), out_dir, epochs=epochs,
+              micro_batch_size: int = 0, callbacks: Sequence[Any] = (), transcript: bool = False) -> Any:
+    """Fine-tune ``model`` on the demonstrations (one row per move, or per game with ``transcript``); returns the
+    trained model (a peft model with ``lora``)."""
+    rows = sft_rows(tokenizer, demos, max_prompt_tokens, transcript)
+    trainer = sft_trainer(model, tokenizer, rows, out_dir, epochs=epochs,
                           lr=lr, batch_size=batch_size, lora=lora, seed=seed, progress=progress,
                           micro_batch_size=micro_batch_size, callbacks=callbacks)
     trainer.train()

@@ -20,7 +20,7 @@ SFT_ADAPTER = "sft-adapter"
 def policy_factory(cfg: GenerateConfig, tokenizer: Any) -> Callable[[Any, Any], TextWorldPolicy]:
     """``make(model, value_head)`` -> a policy with the run's prompt limit and batch."""
     def make(model: Any, value_head: Any) -> TextWorldPolicy:
-        return TextWorldPolicy(model, tokenizer, value_head, cfg.max_prompt_tokens, cfg.act_batch)
+        return TextWorldPolicy(model, tokenizer, value_head, cfg.max_prompt_tokens, cfg.act_batch, cfg.transcript)
     return make
 
 
@@ -38,7 +38,7 @@ def sft_model(cfg: GenerateConfig, model: Any, tokenizer: Any, demos: Sequence[E
         peft = train_sft(model, tokenizer, demos, run_dir / "sft-trainer", epochs=cfg.sft_epochs, lr=cfg.sft_lr,
                          batch_size=cfg.sft_batch_size, max_prompt_tokens=cfg.max_prompt_tokens,
                          lora=cfg.lora_dict(), seed=cfg.seed, progress=cfg.progress,
-                         micro_batch_size=cfg.sft_micro_batch_size)
+                         micro_batch_size=cfg.sft_micro_batch_size, transcript=cfg.transcript)
         tmp = folder.with_name(folder.name + ".tmp")
         peft.save_pretrained(str(tmp))
         os.replace(tmp, folder) if not folder.exists() else None

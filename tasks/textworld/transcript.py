@@ -1,0 +1,158 @@
+"""The whole game so far as the prompt, its keys and values kept across moves (``ad generate textworld
+--transcript``).
+
+With a transcript the prompt at move t is the game from its start: the task, then every step's observation and
+the command taken (:func:`tasks.textworld.prompts.build_prompt` with every earlier move shown, so no ``Moves so
+far`` line and nothing pinned). Move t's prompt then *extends* move t-1's by `` <command>`` and the text of the next
+step, which gives two savings and one gain:
+
+* acting keeps each game's keys and values between moves and feeds only the new tokens (the command and one
+  observation, ~60-100 tokens) instead of re-reading a ~300-token windowed prompt (:class:`TranscriptScorer`);
+* SFT reads a whole game in one row: every command's loss from one forward pass (:func:`encode_transcript`),
+  where windowed prompts cost one ~300-token row per move;
+* the policy sees every room it entered and every container it opened (with one shown move, a greedy policy
+  loops: "move north" / "move south" to the limit).
+
+Tokens are encoded piece by piece, the same way in both: the first prompt, then per move the command as the
+scorer encodes it (a space, then the command) and the text that follows it up to the next ``Action:``; so SFT
+maximises exactly the scores the policy acts on (tests compare the cached scores against a full recompute).
+"""
+from __future__ import annotations
+
+from typing import Any, Hashable, Sequence
+
+import torch
+
+from ad.errors import UserError
+from tasks.textworld.scoring import (Scored, additive_mask, base_model, candidate_attention, candidate_logprobs,
+                                     encode_commands, pack_candidates)
+
+STEP_MARK = "\n# STEP "
+
+
+def split_extension(previous: str, prompt: str) -> tuple[str, str]:
+    """(command, following text) that ``prompt`` appends to ``previous``: ``prompt == previous + " " + command +
+    following``, the following text starting at the next step line. ValueError if ``prompt`` does not extend it."""
+    if not prompt.startswith(previous):
+        raise ValueError("a transcript prompt must extend the same game's previous prompt (build_prompt with every "
+                         "earlier move shown)")
+    added = prompt[len(previous):]
+    at = added.find(STEP_MARK)
+    if not added.startswith(" ") or at < 2:
+        raise ValueError(f"a transcript prompt must add ' <command>' and a step line, got {added[:80]!r}")
+    return added[1:at], added[at:]
+
+
+def encode_transcript(tokenizer: Any, prompts: Sequence[str], actions: Sequence[str]
+                      ) -> tuple[list[int], list[tuple[int, int]]]:
+    """Token ids of one game's transcript through its last command, and each command's (start, end) token span.
+    ``prompts[k]`` is the prompt of move k, ``actions[k]`` the command taken there."""
+    if len(prompts) != len(actions) or not prompts:
+        raise ValueError(f"need one command per prompt, got {len(prompts)} prompts and {len(actions)} commands")
+    ids = list(tokenizer(prompts[0], add_special_tokens=False)["input_ids"])
+    spans = []
+    for k, command in enumerate(actions):
+        if k:
+            taken, following = split_extension(prompts[k - 1], prompts[k])
+            if taken != actions[k - 1]:
+                raise ValueError(f"prompt {k} continues with {taken!r}, but command {k - 1} is {actions[k - 1]!r}")
+            ids += tokenizer(following, add_special_tokens=False)["input_ids"]
+        (cmd,) = encode_commands(tokenizer, [command])
+        spans.append((len(ids), len(ids) + len(cmd)))
+        ids += cmd
+    return ids, spans
+
+
+class TranscriptScorer:
+    """Scores every valid command of many games, each game's transcript kept in one batched KV cache between moves.
+
+    Each call passes the games' keys and their current prompts. The first call (or a call with only keys never
+    seen) starts a fresh cache; later calls may drop games (finished ones) but not add any. Per call, the new
+    tokens of every game (left-padded into one (B, N) chunk, pads masked out) run once over the cache, then the
+    packed candidates as in :func:`tasks.textworld.scoring.score_candidates`; their keys and values are cropped
+    off again.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, max_tokens: int) -> None:
+        self.model, self.tokenizer, self.max_tokens = model, tokenizer, int(max_tokens)
+        self.pad = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every game."""
+        self.keys: list[Hashable] = []
+        self.cache: Any = None
+        self.mask = torch.zeros((0, 0), dtype=torch.bool)  # (B, L) real (True) or pad cached tokens
+        self.count = torch.zeros(0, dtype=torch.long)  # (B,) real tokens cached per game
+        self.texts: list[str] = []
+        self.ids: list[list[int]] = []
+
+    def _keep(self, keys: Sequence[Hashable]) -> None:
+        """Restrict the cache to ``keys`` (in that order), starting afresh when none of them is cached."""
+        if not self.keys or not set(keys) & set(self.keys):
+            self.reset()
+            self.keys = list(keys)
+            self.mask = torch.zeros((len(keys), 0), dtype=torch.bool)
+            self.count = torch.zeros(len(keys), dtype=torch.long)
+            self.texts, self.ids = [""] * len(keys), [[] for _ in keys]
+            return
+        if set(keys) - set(self.keys):
+            raise ValueError("a transcript scorer cannot add games to a running batch: start all games together")
+        if list(keys) != self.keys:
+            rows = [self.keys.index(k) for k in keys]
+            index = torch.tensor(rows, dtype=torch.long)
+            self.cache.batch_select_indices(index.to(self.mask.device) if self.cache is not None else index)
+            self.mask, self.count = self.mask[index], self.count[index]
+            self.texts, self.ids = [self.texts[r] for r in rows], [self.ids[r] for r in rows]
+            self.keys = list(keys)
+
+    def _new_tokens(self, b: int, prompt: str) -> list[int]:
+        """The tokens ``prompt`` adds to game b's cached transcript (the whole prompt for a new game)."""
+        if not self.texts[b]:
+            return list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
+        command, following = split_extension(self.texts[b], prompt)
+        return encode_commands(self.tokenizer, [command])[0] + \
+            list(self.tokenizer(following, add_special_tokens=False)["input_ids"])
+
+    def score(self, keys: Sequence[Hashable], prompts: Sequence[str], candidates: Sequence[Sequence[str]]) -> Scored:
+        """Score every candidate of every game; ``Scored.prompt_ids`` are the whole transcripts' tokens."""
+        from transformers import DynamicCache
+
+        if len(keys) != len(prompts) or len(set(keys)) != len(keys):
+            raise ValueError("give one distinct key per prompt")
+        self._keep(keys)
+        lm = base_model(self.model)
+        decoder, head = lm.get_decoder(), lm.get_output_embeddings()
+        device, dtype = next(lm.parameters()).device, next(lm.parameters()).dtype
+        new = [self._new_tokens(b, p) for b, p in enumerate(prompts)]
+        B, N = len(new), max(len(t) for t in new)
+        for b, tokens in enumerate(new):
+            if int(self.count[b]) + len(tokens) > self.max_tokens:
+                raise UserError(f"the transcript of game {keys[b]} reached {int(self.count[b]) + len(tokens)} "
+                                f"tokens, over the limit of {self.max_tokens}: raise --max-prompt-tokens (within "
+                                "the model's context) or lower --step-limit")
+        ids = torch.full((B, N), self.pad, dtype=torch.long)
+        chunk = torch.zeros((B, N), dtype=torch.bool)  # (B, N) new real tokens, left-padded
+        for b, tokens in enumerate(new):
+            ids[b, N - len(tokens):], chunk[b, N - len(tokens):] = torch.tensor(tokens), True
+        positions = self.count[:, None] + (chunk.long().cumsum(1) - 1).clamp(min=0)  # (B, N) pads skipped
+        mask = torch.cat([self.mask, chunk], 1)  # (B, L + N)
+        if self.cache is None:
+            self.cache = DynamicCache()
+        out = decoder(input_ids=ids.to(device), attention_mask=mask.long().to(device),
+                      position_ids=positions.to(device), cache=self.cache, use_cache=True)
+        hidden = out.last_hidden_state[:, -1]  # (B, H) each game's newest token
+        first_logp = torch.log_softmax(head(hidden).float(), -1)  # (B, V)
+        self.mask, self.count = mask, self.count + chunk.sum(1)
+        for b, (prompt, tokens) in enumerate(zip(prompts, new)):
+            self.texts[b], self.ids[b] = prompt, self.ids[b] + tokens
+
+        command_ids = [encode_commands(self.tokenizer, c) for c in candidates]
+        cand_ids, owner, offset = pack_candidates(command_ids, self.pad)  # (B, M) each
+        cand_pos = self.count[:, None] + offset  # (B, M) every candidate restarts after the transcript
+        out = decoder(input_ids=cand_ids.to(device), position_ids=cand_pos.to(device), cache=self.cache,
+                      use_cache=True,
+                      attention_mask=additive_mask(candidate_attention(mask, owner)[:, None], dtype).to(device))
+        self.cache.crop(-cand_ids.shape[1])  # the candidates' keys and values go: the transcript stays cached
+        scores, token_logprobs = candidate_logprobs(head, out.last_hidden_state, first_logp, command_ids)
+        return Scored(scores, token_logprobs, hidden, [list(t) for t in self.ids], command_ids)

@@ -1,0 +1,123 @@
+"""Transcript prompts (``--transcript``): the whole game so far, its keys and values cached across moves; scores
+equal a full recompute, and SFT reads a game as one row with exactly the scorer's tokens."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tasks.textworld.games import GameOptions
+from tasks.textworld.policy import TextWorldPolicy
+from tasks.textworld.rollouts import fold_games, gold_demonstrations, move_accuracy, play
+from tasks.textworld.scoring import encode_commands, full_recompute
+from tasks.textworld.sft import sft_rows
+from tasks.textworld.transcript import TranscriptScorer, encode_transcript, split_extension
+
+OPTIONS = GameOptions(step_limit=32)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    import tempfile
+    from pathlib import Path
+
+    from ad.pretrained import load_base
+    from models.lm.tiny import build_tiny
+
+    torch.manual_seed(0)
+    return load_base(str(build_tiny(Path(tempfile.mkdtemp()) / "tiny", width=32, max_positions=16384)))
+
+
+@pytest.fixture(scope="module")
+def gold():
+    """Three gold games of different lengths, transcript prompts (every earlier move shown)."""
+    demos = gold_demonstrations(fold_games(OPTIONS, "test", 3, 0), OPTIONS, history=OPTIONS.step_limit)
+    assert len({len(d) for d in demos}) > 1
+    return demos
+
+
+def test_transcript_prompts_extend_each_other(gold):
+    demo = gold[0]
+    assert "Moves so far" not in demo.prompts[-1]
+    for k in range(1, len(demo)):
+        command, following = split_extension(demo.prompts[k - 1], demo.prompts[k])
+        assert command == demo.actions[k - 1] and following.startswith(f"\n# STEP {k}\n")
+        assert following.endswith("Action:")
+    with pytest.raises(ValueError, match="must extend"):
+        split_extension(demo.prompts[1], demo.prompts[0])
+
+
+def test_encode_transcript_spans_hold_the_commands(tiny, gold):
+    _, tokenizer = tiny
+    demo = gold[0]
+    ids, spans = encode_transcript(tokenizer, demo.prompts, demo.actions)
+    assert ids[:spans[0][0]] == tokenizer(demo.prompts[0], add_special_tokens=False)["input_ids"]
+    for (start, end), command in zip(spans, encode_commands(tokenizer, demo.actions)):
+        assert ids[start:end] == command
+    assert spans[-1][1] == len(ids)
+    (row,) = sft_rows(tokenizer, [demo], 100_000, transcript=True)
+    assert row["input_ids"] == ids
+    labelled = [i for i, label in enumerate(row["labels"]) if label != -100]
+    assert labelled == [i for start, end in spans for i in range(start, end)]
+
+
+def test_cached_scores_equal_a_full_recompute_as_games_drop_out(tiny, gold):
+    """Lockstep over the gold games (the shortest drops out first): every candidate's token log-probabilities
+    equal one plain forward over the transcript's tokens + the candidate."""
+    model, tokenizer = tiny
+    model.eval()
+    scorer = TranscriptScorer(model, tokenizer, 100_000)
+    checked = 0
+    with torch.no_grad():
+        for t in range(max(len(d) for d in gold)):
+            active = [i for i, d in enumerate(gold) if len(d) > t]
+            scored = scorer.score(active, [gold[i].prompts[t] for i in active],
+                                  [gold[i].valid_actions[t] for i in active])
+            for b, i in enumerate(active):
+                ids, spans = encode_transcript(tokenizer, gold[i].prompts[:t + 1], gold[i].actions[:t + 1])
+                assert scored.prompt_ids[b] == ids[:spans[-1][0]]  # the transcript through move t's prompt
+                for a in (0, len(gold[i].valid_actions[t]) - 1):  # first and last candidate
+                    ref = full_recompute(model, scored.prompt_ids[b], scored.command_ids[b][a])
+                    torch.testing.assert_close(scored.token_logprobs[b][a], ref, atol=2e-5, rtol=1e-4)
+                    checked += 1
+    assert checked > 40
+
+
+def test_transcript_policy_plays_like_a_full_recompute(tiny):
+    """Greedy play with the cache picks, move by move, the command a full recompute scores best."""
+    model, tokenizer = tiny
+    games = fold_games(OPTIONS, "train", 2, 0)
+    policy = TextWorldPolicy(model, tokenizer, max_prompt_tokens=100_000, transcript=True)
+    episodes = play(policy, games, GameOptions(step_limit=6), history=6)
+    for ep in episodes:
+        for prompt_ids, valid, action in zip(ep.prompt_ids, ep.valid_actions, ep.actions):
+            with torch.no_grad():
+                best = max(valid, key=lambda c: float(full_recompute(model, prompt_ids,
+                                                                     encode_commands(tokenizer, [c])[0]).sum()))
+            assert best == action
+    again = move_accuracy(policy, gold_demonstrations(games, GameOptions(step_limit=6), history=6))
+    assert 0.0 <= again["accuracy"] <= 1.0 and again["moves"] > 0
+
+
+def test_a_transcript_over_the_limit_is_a_user_error(tiny, gold):
+    from ad.errors import UserError
+
+    model, tokenizer = tiny
+    scorer = TranscriptScorer(model, tokenizer, 64)
+    with pytest.raises(UserError, match="--max-prompt-tokens"):
+        with torch.no_grad():
+            for t in range(len(gold[0])):
+                scorer.score([0], [gold[0].prompts[t]], [gold[0].valid_actions[t]])
+    with pytest.raises(UserError, match="--max-prompt-tokens"):
+        sft_rows(tokenizer, gold[:1], 64, transcript=True)
+
+
+def test_transcript_option_needs_a_whole_game_of_tokens():
+    from ad.config import make_config
+    from ad.errors import UserError
+    from tasks.textworld.config import GenerateConfig
+
+    with pytest.raises(UserError, match="at least 128 x --step-limit"):
+        make_config(GenerateConfig, {"transcript": True, "step_limit": 32})
+    cfg = make_config(GenerateConfig, {"transcript": True, "step_limit": 32, "max_prompt_tokens": 4096})
+    assert cfg.prompt_window() == (32, [])
+    assert make_config(GenerateConfig, {}).prompt_window() == (1, ["read cookbook"])
