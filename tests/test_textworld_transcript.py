@@ -121,3 +121,42 @@ def test_transcript_option_needs_a_whole_game_of_tokens():
     cfg = make_config(GenerateConfig, {"transcript": True, "step_limit": 32, "max_prompt_tokens": 4096})
     assert cfg.prompt_window() == (32, [])
     assert make_config(GenerateConfig, {}).prompt_window() == (1, ["read cookbook"])
+
+
+def test_game_logprobs_equal_the_per_move_forward_and_ppo_trains_on_whole_games(tiny):
+    """PPO on transcripts reads each game in one pass: the same token log-probabilities, masks and value states as
+    one forward per move; an update by whole games changes the adapter and the value head."""
+    from peft import get_peft_model
+
+    from ad.options import peft_lora_config
+    from tasks.textworld.ppo import PPOLearner, collect_moves, game_logprobs, move_logprobs, transcript_games
+
+    model, tokenizer = tiny
+    options = GameOptions(step_limit=5)
+    peft = get_peft_model(model, peft_lora_config({"lora_r": 2, "lora_alpha": 4.0, "lora_dropout": 0.0,
+                                                   "target_modules": ["all-linear"]}))
+    head = torch.nn.Linear(model.config.hidden_size, 1)
+    policy = TextWorldPolicy(peft, tokenizer, head, max_prompt_tokens=100_000, transcript=True)
+    episodes = play(policy, fold_games(options, "train", 2, 1), options, history=5, greedy=False,
+                    generator=torch.Generator().manual_seed(0))
+    games = transcript_games(episodes)
+    with torch.no_grad():
+        whole = game_logprobs(peft, [g[0] for g in games], [g[1] for g in games], tokenizer.pad_token_id)
+        per_move = move_logprobs(peft, [p for e in episodes for p in e.prompt_ids],
+                                 [c for e in episodes for c in e.command_ids], tokenizer.pad_token_id)
+    for a, b in zip(whole, per_move):
+        torch.testing.assert_close(a.float(), b.float(), atol=2e-5, rtol=1e-4)
+    acted = torch.tensor([x for e in episodes for lp in e.logprobs for x in lp])  # what acting logged
+    torch.testing.assert_close(whole[0][whole[1]].cpu(), acted, atol=2e-5, rtol=1e-4)
+    with pytest.raises(ValueError, match="not a transcript"):
+        transcript_games([type(episodes[0])(**{**episodes[0].__dict__, "prompt_ids": [[1]] * len(episodes[0])})])
+
+    moves = collect_moves(episodes, peft, gamma=0.99, lam=0.95, pad_id=tokenizer.pad_token_id, transcript=True)
+    assert moves.games is not None and len(moves.games) == 2
+    lora = {n: p.detach().clone() for n, p in peft.named_parameters() if "lora_" in n}
+    learner = PPOLearner(peft, head, lr=1e-2, clip=0.2, value_clip=0.2, vf_coef=0.5, kl_coef=0.05, epochs=1,
+                         batch_size=4, pad_id=tokenizer.pad_token_id, seed=0)
+    stats = learner.update(moves)
+    assert all(map(lambda v: v == v, stats.values()))  # finite statistics
+    assert any(not torch.equal(p, lora[n]) for n, p in peft.named_parameters() if "lora_" in n)
+    peft.unload()  # give the module fixture its plain model back

@@ -80,7 +80,8 @@ def _pad(tokenizer: Any) -> int:
 
 def collect(cfg: GenerateConfig, episodes: Sequence[Episode], model: Any, tokenizer: Any) -> Moves:
     """An iteration's moves with GAE and reference log-probabilities."""
-    return collect_moves(episodes, model, cfg.gamma, cfg.lam, _pad(tokenizer), batch=cfg.ppo_batch_size)
+    return collect_moves(episodes, model, cfg.gamma, cfg.lam, _pad(tokenizer), batch=cfg.ppo_batch_size,
+                         transcript=cfg.transcript)
 
 
 def save_ppo_checkpoint(run_dir: Path, iteration: int, model: Any, learner: PPOLearner) -> None:
