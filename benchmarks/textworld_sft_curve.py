@@ -40,8 +40,10 @@ def _config(seed: int, sets: list[str], out: Path) -> Any:
     return make_config(GenerateConfig, values)
 
 
-def run(seed: int, sets: list[str], out: Path, accuracy_games: int, model_name: str | None = None) -> dict[str, Any]:
-    """SFT with a per-epoch accuracy readout, then greedy play on the held-out games; writes seed<S>.json."""
+def run(seed: int, sets: list[str], out: Path, accuracy_games: int, model_name: str | None = None,
+        play_games: int = 0) -> dict[str, Any]:
+    """SFT with a per-epoch accuracy readout (none with ``accuracy_games`` 0), then greedy play on the held-out
+    games (the first ``play_games`` of them; 0 = all); writes seed<S>.json."""
     import torch
     from transformers import TrainerCallback
 
@@ -61,12 +63,14 @@ def run(seed: int, sets: list[str], out: Path, accuracy_games: int, model_name: 
     history, pinned = cfg.prompt_window()
     demos = gold_demonstrations(sft_games, options, history, pinned)
     held_gold = gold_demonstrations(test_games[:accuracy_games], options, history, pinned)
-    train_gold = demos[:max(1, accuracy_games // 2)]
+    train_gold = demos[:accuracy_games // 2]
     model, tokenizer = load_base(cfg.model, dtype=cfg.dtype)
     make = training.policy_factory(cfg, tokenizer)
     curve: list[dict[str, Any]] = []
 
     def readout(m: Any, epoch: float) -> None:
+        if not held_gold:
+            return
         point = {"epoch": epoch, "seconds": time.time() - started,
                  "heldout": move_accuracy(make(m, None), held_gold), "train": move_accuracy(make(m, None), train_gold)}
         curve.append(point)
@@ -87,7 +91,7 @@ def run(seed: int, sets: list[str], out: Path, accuracy_games: int, model_name: 
     peft.save_pretrained(str(out / f"seed{seed}-sft-adapter"))  # what ad generate textworld's _run/sft-adapter holds
     merged = peft.merge_and_unload()
     merged.eval()
-    episodes = play(make(merged, None), test_games, options, history, pinned=pinned)
+    episodes = play(make(merged, None), test_games[:play_games or None], options, history, pinned=pinned)
     ends = {"success": sum(e.success for e in episodes),
             "failed": sum(e.terminated[-1] and not e.success for e in episodes if e.terminated),
             "at_limit": sum(bool(e.truncated and e.truncated[-1]) for e in episodes)}
@@ -105,25 +109,32 @@ def run(seed: int, sets: list[str], out: Path, accuracy_games: int, model_name: 
 
 
 def plot(results: list[dict[str, Any]], path: Path) -> None:
-    """Per-move accuracy (held-out solid, train dashed) against epochs, one colour per seed."""
+    """Left: per-move accuracy (held-out solid, SFT games dashed) against epochs, one colour per seed (when read);
+    right: held-out success and score of greedy play after SFT per seed."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     for r, colour in zip(results, ["C0", "C1", "C2", "C3"]):
         epochs = [p["epoch"] for p in r["curve"]]
-        ax.plot(epochs, [p["heldout"]["accuracy"] for p in r["curve"]], "-o", color=colour,
-                label=f"seed {r['seed']} held-out (play: success {r['heldout_play']['success']:.2f})")
-        ax.plot(epochs, [p["train"]["accuracy"] for p in r["curve"]], "--", color=colour,
-                label=f"seed {r['seed']} SFT games")
-    ax.set_xlabel("SFT epochs")
-    ax.set_ylabel("greedy move = gold move (teacher-forced)")
-    ax.set_ylim(0, 1)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    ax.set_title("TextWorld SFT: per-move accuracy on gold paths")
+        left.plot(epochs, [p["heldout"]["accuracy"] for p in r["curve"]], "-o", color=colour,
+                  label=f"seed {r['seed']} held-out")
+        left.plot(epochs, [p["train"]["accuracy"] for p in r["curve"]], "--", color=colour,
+                  label=f"seed {r['seed']} SFT games")
+    left.set(xlabel="SFT epochs", ylabel="greedy move = gold move (teacher-forced)", ylim=(0, 1),
+             title="per-move accuracy on gold paths" + ("" if any(r["curve"] for r in results) else " (not read)"))
+    left.grid(alpha=0.3)
+    if any(r["curve"] for r in results):
+        left.legend(fontsize=7)
+    x = range(len(results))
+    right.bar([i - 0.2 for i in x], [r["heldout_play"]["success"] for r in results], 0.4, label="success")
+    right.bar([i + 0.2 for i in x], [r["heldout_play"]["score"] for r in results], 0.4, label="normalised score")
+    right.set_xticks(list(x), [f"seed {r['seed']}\n{r['heldout_play']['games']} games" for r in results])
+    right.set(ylim=(0, 1), title="held-out greedy play after SFT")
+    right.legend(fontsize=7)
+    fig.suptitle(f"TextWorld SFT ({'transcript' if results[0]['options'].get('transcript') else 'windowed'} prompts)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -134,21 +145,26 @@ def gather(out: Path, seeds: list[int], name: str, quick: bool) -> Path:
     results = [json.loads((out / f"seed{s}.json").read_text()) for s in seeds]
     figures = []
     for r in results:
-        s, last = r["seed"], r["curve"][-1]
-        figures += [
-            figure(f"held-out move accuracy before SFT, seed {s}", "fraction", r["curve"][0]["heldout"]["accuracy"],
-                   None, "diagnostic"),
-            figure(f"held-out move accuracy after SFT ({last['epoch']:.0f} epochs), seed {s}", "fraction",
-                   last["heldout"]["accuracy"], None, "diagnostic"),
-            figure(f"SFT-game move accuracy after SFT, seed {s}", "fraction", last["train"]["accuracy"], None,
-                   "diagnostic"),
-            figure(f"held-out success after SFT, seed {s}", "fraction", r["heldout_play"]["success"], None,
-                   "well above base (0)"),
-            figure(f"held-out score after SFT, seed {s}", "fraction", r["heldout_play"]["score"], None,
-                   "well above base (0)"),
+        s, games = r["seed"], r["heldout_play"]["games"]
+        mine = [
+            figure(f"held-out success after SFT, seed {s} ({games} games)", "fraction", r["heldout_play"]["success"],
+                   None, "well above base (0)"),
+            figure(f"held-out score after SFT, seed {s} ({games} games)", "fraction", r["heldout_play"]["score"],
+                   None, "well above base (0)"),
         ]
-        for fig in figures[-5:]:
-            fig["settings"] = r["options"]
+        if r["curve"]:
+            last = r["curve"][-1]
+            mine += [
+                figure(f"held-out move accuracy before SFT, seed {s}", "fraction",
+                       r["curve"][0]["heldout"]["accuracy"], None, "diagnostic"),
+                figure(f"held-out move accuracy after SFT ({last['epoch']:.0f} epochs), seed {s}", "fraction",
+                       last["heldout"]["accuracy"], None, "diagnostic"),
+                figure(f"SFT-game move accuracy after SFT, seed {s}", "fraction", last["train"]["accuracy"], None,
+                       "diagnostic"),
+            ]
+        for fig in mine:
+            fig["settings"] = {**r["options"], "ends": r["heldout_play"]["ends"], "seconds": round(r["seconds"])}
+        figures += mine
     path = report(name, figures, quick)
     plot(results, (RESULTS / f"{name}{'_quick' if quick else ''}.png"))
     return path
@@ -163,6 +179,8 @@ def main() -> None:
     parser.add_argument("--set", nargs="*", default=[], help="ad generate textworld options as key=value")
     parser.add_argument("--accuracy-games", type=int, default=24, help="held-out gold paths read each epoch "
                                                                         "(half as many SFT games)")
+    parser.add_argument("--play-games", type=int, default=0, help="held-out games played greedily after SFT (the "
+                                                                     "first of --eval-games; 0 = all)")
     parser.add_argument("--name", default="textworld_sft_curve")
     parser.add_argument("--quick", action="store_true", help="a tiny random LM, 4 games, 1 epoch")
     args = parser.parse_args()
@@ -177,7 +195,7 @@ def main() -> None:
         run(0, sets, out, 2, model_name=str(build_tiny(out / "tiny", width=32, max_positions=1024)))
         gather(out, [0], args.name, quick=True)
     elif args.mode == "run":
-        run(args.seed, args.set, args.out, args.accuracy_games)
+        run(args.seed, args.set, args.out, args.accuracy_games, play_games=args.play_games)
     elif args.mode == "report":
         gather(args.out, args.seeds, args.name, quick=False)
     else:
