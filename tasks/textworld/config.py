@@ -41,10 +41,12 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
     sft_games: int = option(32, "train-fold games whose gold action sequences are the SFT demonstrations")
     sft_epochs: float = option(1.0, "passes over the demonstrations (trl SFTTrainer num_train_epochs)")
     sft_lr: float = option(5e-4, "SFT learning rate (LoRA weights)")
-    sft_batch_size: int = option(8, "demonstration moves per SFT optimiser step (activations are kept, so memory "
+    sft_batch_size: int = option(8, "demonstrated moves (whole games with --transcript) per SFT optimiser step "
+                                    "(activations are kept, so memory "
                                     "grows with it and --max-prompt-tokens: a CPU process peaked at 13.8 GB RSS at 8 x "
                                     "512 tokens, and two such runs side by side overran 24 GiB)")
-    sft_micro_batch_size: int = option(0, "moves per forward / backward pass within an SFT step (a divisor of "
+    sft_micro_batch_size: int = option(0, "moves (games with --transcript) per forward / backward pass within an "
+                                          "SFT step (a divisor of "
                                           "--sft-batch-size; 0 = the whole batch): the same gradient, the "
                                           "activations of one micro-batch at a time in memory")
     ppo_iterations: int = option(2, "PPO iterations (collect rollouts on train-fold games, then optimise)")
