@@ -42,6 +42,48 @@ def test_batched_cached_scores_match_a_full_recompute_of_each_command(tiny):
                 assert scored.scores[b][a] == pytest.approx(float(ref.sum()), abs=1e-4)
 
 
+def test_candidate_trie_feeds_shared_prefixes_once_and_scores_like_a_full_recompute(tiny):
+    """Commands sharing a prefix feed it once, no command's last token is fed, and a game whose commands are all
+    one token long feeds nothing; every score still equals a full recompute."""
+    from tasks.textworld.scoring import candidate_trie
+
+    model, tokenizer = tiny
+    cands = [["examine cookbook", "examine counter", "examine", "open fridge"], ["n", "s", "e"]]
+    ids = [[[1, 2, 3], [1, 2, 4], [1], [5, 6]], [[7], [8], [9]]]
+    trie = candidate_trie(ids, pad=0)
+    assert trie.ids.shape == (2, 3)  # (1,), (1, 2) shared; (5,): three nodes in game 0, none in game 1
+    assert trie.nodes[0] == [[0, 1], [0, 1], [], [2]] and trie.nodes[1] == [[], [], []]
+    assert trie.ancestors[0, 1, 0] and trie.ancestors[0, 1, 1] and not trie.ancestors[0, 2, 0]
+    with torch.no_grad():
+        for games in (cands, [cands[1], ["a", "b"]]):  # the second batch feeds no node at all
+            prompts = PROMPTS[:len(games)]
+            scored = score_candidates(model, tokenizer, prompts, games, max_prompt_tokens=60)
+            for b, game in enumerate(games):
+                for a in range(len(game)):
+                    ref = full_recompute(model, scored.prompt_ids[b], scored.command_ids[b][a])
+                    torch.testing.assert_close(scored.token_logprobs[b][a], ref, atol=1e-5, rtol=1e-5)
+
+
+def test_one_token_commands_feed_no_node(tiny):
+    from transformers import DynamicCache
+
+    from tasks.textworld.scoring import score_candidates_after
+
+    model, tokenizer = tiny
+    prompt = tokenizer(PROMPTS[0], add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        cache = DynamicCache()
+        hidden = model.get_decoder()(input_ids=torch.tensor([prompt]), cache=cache, use_cache=True).last_hidden_state
+        first = torch.log_softmax(model.get_output_embeddings()(hidden[:, -1]).float(), -1)  # (1, V)
+        scores, per, fed = score_candidates_after(model.get_decoder(), model.get_output_embeddings(), cache,
+                                                  torch.ones(1, len(prompt), dtype=torch.bool),
+                                                  torch.tensor([len(prompt)]), first, [[[7], [8]]], pad=0)
+        assert fed == 0 and cache.get_seq_length() == len(prompt)
+        for command, got in zip(([7], [8]), per[0]):
+            torch.testing.assert_close(got, full_recompute(model, prompt, command), atol=1e-5, rtol=1e-5)
+        assert scores[0].shape == (2,)
+
+
 def test_acting_logprobs_match_the_training_forward(tiny):
     model, tokenizer = tiny
     policy = TextWorldPolicy(model, tokenizer, torch.nn.Linear(32, 1), max_prompt_tokens=40, batch=2)

@@ -24,8 +24,7 @@ from typing import Any, Hashable, Sequence
 import torch
 
 from ad.errors import UserError
-from tasks.textworld.scoring import (Scored, additive_mask, base_model, candidate_attention, candidate_logprobs,
-                                     encode_commands, pack_candidates)
+from tasks.textworld.scoring import Scored, base_model, encode_commands, score_candidates_after
 
 STEP_MARK = "\n# STEP "
 
@@ -123,7 +122,7 @@ class TranscriptScorer:
         self._keep(keys)
         lm = base_model(self.model)
         decoder, head = lm.get_decoder(), lm.get_output_embeddings()
-        device, dtype = next(lm.parameters()).device, next(lm.parameters()).dtype
+        device = next(lm.parameters()).device
         new = [self._new_tokens(b, p) for b, p in enumerate(prompts)]
         B, N = len(new), max(len(t) for t in new)
         for b, tokens in enumerate(new):
@@ -148,11 +147,7 @@ class TranscriptScorer:
             self.texts[b], self.ids[b] = prompt, self.ids[b] + tokens
 
         command_ids = [encode_commands(self.tokenizer, c) for c in candidates]
-        cand_ids, owner, offset = pack_candidates(command_ids, self.pad)  # (B, M) each
-        cand_pos = self.count[:, None] + offset  # (B, M) every candidate restarts after the transcript
-        out = decoder(input_ids=cand_ids.to(device), position_ids=cand_pos.to(device), cache=self.cache,
-                      use_cache=True,
-                      attention_mask=additive_mask(candidate_attention(mask, owner)[:, None], dtype).to(device))
-        self.cache.crop(-cand_ids.shape[1])  # the candidates' keys and values go: the transcript stays cached
-        scores, token_logprobs = candidate_logprobs(head, out.last_hidden_state, first_logp, command_ids)
+        scores, token_logprobs, fed = score_candidates_after(decoder, head, self.cache, mask, self.count, first_logp,
+                                                             command_ids, self.pad)
+        self.cache.crop(-fed)  # the candidates' keys and values go: the transcript stays cached
         return Scored(scores, token_logprobs, hidden, [list(t) for t in self.ids], command_ids)
