@@ -82,13 +82,22 @@ def run(seed: int, sets: list[str], out: Path, accuracy_games: int, model_name: 
         def on_epoch_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
             readout(model, float(state.epoch))
 
-    readout(model, 0.0)
-    torch.manual_seed(cfg.seed)
-    peft = train_sft(model, tokenizer, demos, out / f"seed{seed}-trainer", epochs=cfg.sft_epochs, lr=cfg.sft_lr,
-                     batch_size=cfg.sft_batch_size, max_prompt_tokens=cfg.max_prompt_tokens, lora=cfg.lora_dict(),
-                     seed=cfg.seed, progress=cfg.progress, micro_batch_size=cfg.sft_micro_batch_size,
-                     callbacks=[EpochReadout()], transcript=cfg.transcript)
-    peft.save_pretrained(str(out / f"seed{seed}-sft-adapter"))  # what ad generate textworld's _run/sft-adapter holds
+    adapter = out / f"seed{seed}-sft-adapter"  # what ad generate textworld's _run/sft-adapter holds
+    if (adapter / "adapter_config.json").is_file():  # a re-run plays with the SFT it already trained
+        from peft import PeftModel
+
+        print(f"[sft-curve seed {seed}] SFT adapter found in {adapter}: not retraining", flush=True)
+        peft = PeftModel.from_pretrained(model, str(adapter))
+    else:
+        readout(model, 0.0)
+        torch.manual_seed(cfg.seed)
+        peft = train_sft(model, tokenizer, demos, out / f"seed{seed}-trainer", epochs=cfg.sft_epochs,
+                         lr=cfg.sft_lr, batch_size=cfg.sft_batch_size, max_prompt_tokens=cfg.max_prompt_tokens,
+                         lora=cfg.lora_dict(), seed=cfg.seed, progress=cfg.progress,
+                         micro_batch_size=cfg.sft_micro_batch_size, callbacks=[EpochReadout()],
+                         transcript=cfg.transcript)
+        peft.save_pretrained(str(adapter))
+    play_started = time.time()
     merged = peft.merge_and_unload()
     merged.eval()
     episodes = play(make(merged, None), test_games[:play_games or None], options, history, pinned=pinned)
@@ -99,7 +108,8 @@ def run(seed: int, sets: list[str], out: Path, accuracy_games: int, model_name: 
                   "sft_games", "sft_epochs", "sft_lr", "sft_batch_size", "sft_micro_batch_size", "step_limit",
                   "history", "transcript", "max_prompt_tokens", "dtype", "eval_games", "lora_r")},
               "accuracy_games": {"heldout": len(held_gold), "train": len(train_gold)},
-              "curve": curve, "heldout_play": {**summary(episodes), "ends": ends},
+              "curve": curve, "heldout_play": {**summary(episodes), "ends": ends,
+                                               "seconds": time.time() - play_started},
               "seconds": time.time() - started}
     out.mkdir(parents=True, exist_ok=True)
     (out / f"seed{seed}.json").write_text(json.dumps(result, indent=2) + "\n")
