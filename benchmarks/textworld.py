@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -108,6 +107,34 @@ def acting_throughput(model_name: str, games: int, moves: int, history: int, rep
             actions[name] = [e.actions for e in episodes]
     return {"batched": float(np.median(rates["batched"])), "single": float(np.median(rates["single"])),
             "same_actions": actions["batched"] == actions["single"]}
+
+
+def transcript_throughput(model_name: str, games: int, moves: int, repeats: int, dtype: str) -> dict[str, Any]:
+    """Moves/s of greedy play with transcript prompts (the whole game, each game's keys and values cached between
+    moves) vs windowed prompts (one earlier move, the recipe pinned, 512 tokens: the default), the same ``games``
+    games in one batch for their first ``moves`` moves, the same model; the two sides interleaved."""
+    from ad.pretrained import load_base
+    from tasks.textworld.games import GameOptions
+    from tasks.textworld.policy import TextWorldPolicy
+    from tasks.textworld.rollouts import fold_games, play
+
+    import torch
+
+    model, tokenizer = load_base(model_name, dtype=dtype)
+    if torch.cuda.is_available():
+        model = model.cuda()
+    options = GameOptions(step_limit=moves)
+    chosen = fold_games(options, "test", games, 0)
+    sides = {"transcript": (TextWorldPolicy(model, tokenizer, max_prompt_tokens=128 * max(moves, 32), batch=games,
+                                            transcript=True), moves, []),
+             "windowed": (TextWorldPolicy(model, tokenizer, max_prompt_tokens=512, batch=games), 1, ["read cookbook"])}
+    rates: dict[str, list[float]] = {name: [] for name in sides}
+    for _ in range(repeats):
+        for name, (policy, history, pinned) in sides.items():
+            start = time.perf_counter()
+            episodes = play(policy, chosen, options, history, pinned=pinned)
+            rates[name].append(sum(len(e) for e in episodes) / (time.perf_counter() - start))
+    return {name: float(np.median(r)) for name, r in rates.items()}
 
 
 def sft_throughput(model_name: str, games: int, steps: int, repeats: int, dtype: str) -> dict[str, Any]:
@@ -211,7 +238,8 @@ def learning(args: argparse.Namespace, options: dict[str, Any]) -> tuple[list[di
 def _part(fig: dict[str, Any]) -> str:
     """Which part of this benchmark a figure comes from."""
     name = fig["figure"]
-    for part, prefix in (("env", "env throughput"), ("acting", "acting"), ("sft", "SFT throughput")):
+    for part, prefix in (("env", "env throughput"), ("transcript", "transcript acting"), ("acting", "acting"),
+                         ("sft", "SFT throughput")):
         if name.startswith(prefix):
             return part
     return "learning"
@@ -240,19 +268,19 @@ def _settings(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
-def _tiny_model() -> str:
+def _tiny_model(max_positions: int = 1024) -> str:
     """A tiny random LM folder (the --quick runs)."""
     import tempfile
 
     from models.lm.tiny import build_tiny
 
-    return str(build_tiny(Path(tempfile.mkdtemp()) / "tiny", width=32, max_positions=1024))
+    return str(build_tiny(Path(tempfile.mkdtemp()) / "tiny", width=32, max_positions=max_positions))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parts", nargs="+", default=["env", "acting", "sft", "learning"],
-                        choices=["env", "acting", "sft", "learning"])
+                        choices=["env", "acting", "transcript", "sft", "learning"])
     parser.add_argument("--model", default="smollm2-135m", help="policy LM (acting and learning parts)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="generate seeds (held-out game draws)")
     parser.add_argument("--out", default="data/bench-textworld", help="work folder (one dataset per seed)")
@@ -261,6 +289,8 @@ def main() -> None:
                         help="ad generate textworld options of the learning part (e.g. eval_games=64 ppo_iterations=4)")
     parser.add_argument("--acting", type=int, nargs=2, default=[16, 1], metavar=("GAMES", "MOVES"),
                         help="acting part: games in the batch and moves per game")
+    parser.add_argument("--transcript", type=int, nargs=2, default=[16, 24], metavar=("GAMES", "MOVES"),
+                        help="transcript part: games in the batch and moves per game")
     parser.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"],
                         help="weights (acting and sft parts)")
     parser.add_argument("--recorded", action="store_true",
@@ -289,6 +319,16 @@ def main() -> None:
         fig = figure(f"acting throughput: {games} games in one batch / one game at a time ({model}, {args.dtype}, "
                      f"same greedy moves: {act['same_actions']}, first {moves} moves of each game)", "moves/s",
                      act["batched"], act["single"], ">= 8x")
+        fig["load"] = LOAD_NOTE
+        figures.append(fig)
+    if "transcript" in args.parts:
+        model = args.model if not args.quick else _tiny_model(max_positions=16384)
+        games, moves, repeats = (2, 3, 1) if args.quick else (*args.transcript, 2)
+        rate = transcript_throughput(model, games, moves, repeats, args.dtype)
+        fig = figure(f"transcript acting throughput: transcript prompts (whole game, keys and values cached across moves) / "
+                     f"windowed prompts (one earlier move, recipe pinned, 512 tokens), {games} games in one batch, "
+                     f"first {moves} moves, greedy ({model}, {args.dtype}, median of {repeats} interleaved repeats)",
+                     "moves/s", rate["transcript"], rate["windowed"], "faster")
         fig["load"] = LOAD_NOTE
         figures.append(fig)
     if "sft" in args.parts:
