@@ -125,7 +125,7 @@ def transcript_throughput(model_name: str, games: int, moves: int, repeats: int,
         model = model.cuda()
     options = GameOptions(step_limit=moves)
     chosen = fold_games(options, "test", games, 0)
-    sides = {"transcript": (TextWorldPolicy(model, tokenizer, max_prompt_tokens=128 * max(moves, 32), batch=games,
+    sides = {"transcript": (TextWorldPolicy(model, tokenizer, max_prompt_tokens=256 * max(moves, 32), batch=games,
                                             transcript=True), moves, []),
              "windowed": (TextWorldPolicy(model, tokenizer, max_prompt_tokens=512, batch=games), 1, ["read cookbook"])}
     rates: dict[str, list[float]] = {name: [] for name in sides}

@@ -116,9 +116,9 @@ def test_transcript_option_needs_a_whole_game_of_tokens():
     from ad.errors import UserError
     from tasks.textworld.config import GenerateConfig
 
-    with pytest.raises(UserError, match="at least 128 x --step-limit"):
+    with pytest.raises(UserError, match="at least 256 x --step-limit"):
         make_config(GenerateConfig, {"transcript": True, "step_limit": 32})
-    cfg = make_config(GenerateConfig, {"transcript": True, "step_limit": 32, "max_prompt_tokens": 4096})
+    cfg = make_config(GenerateConfig, {"transcript": True, "step_limit": 32, "max_prompt_tokens": 8192})
     assert cfg.prompt_window() == (32, [])
     assert make_config(GenerateConfig, {}).prompt_window() == (1, ["read cookbook"])
 

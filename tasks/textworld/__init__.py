@@ -23,7 +23,7 @@ the base phase (64 + 64 games) ~43 min a seed with two 1-thread runs side by sid
 so, or ~21 min alone at 2 threads (0.125 steps/s); SFT then peaks at 13.8 GB RSS, so two runs side by side no longer
 fit a 24 GiB machine (one was OOM-killed).
 
-``--transcript`` (with ``--max-prompt-tokens 4096``) makes the prompt the whole game so far, each game's keys
+``--transcript`` (with ``--max-prompt-tokens 8192``) makes the prompt the whole game so far, each game's keys
 and values cached between moves (:mod:`tasks.textworld.transcript`): a move then reads ~85 new tokens instead of a
 ~300-token window, SFT reads a game (~1,700 tokens, ~20 commands) as one row, PPO reads a game per pass, and the
 policy sees every room and container it has already tried. Candidates are scored as a prefix tree (~46 fed

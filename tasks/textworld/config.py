@@ -34,7 +34,9 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
     transcript: bool = option(False, "the whole game so far as the prompt (every earlier move shown; --history and "
                                      "--pinned-commands then do nothing), each game's keys and values cached between "
                                      "moves so a move reads only its new tokens; SFT learns a whole game from one "
-                                     "row. Needs --max-prompt-tokens of a whole game: at least 128 x --step-limit")
+                                     "row. Needs --max-prompt-tokens of a whole game: at least 256 x --step-limit "
+                                     "(gold moves add ~85 tokens, a move into a room or 'look around' ~200: a "
+                                     "32-move greedy game reached 4,158)")
     max_prompt_tokens: int = option(512, "prompt tokens kept: beyond this the oldest shown steps are cut and the "
                                          "task line, move list and pinned results stay (gold-path prompts at "
                                          "history 1, recipe pinned: mean 278 tokens, 21% over 384, 0.3% over 512)")
@@ -80,9 +82,9 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
                                              self.sft_batch_size % self.sft_micro_batch_size):
             raise UserError(f"--sft-micro-batch-size must divide --sft-batch-size ({self.sft_batch_size}) or be 0, "
                             f"got {self.sft_micro_batch_size}")
-        if self.transcript and self.max_prompt_tokens < 128 * self.step_limit:
-            raise UserError(f"--transcript keeps whole games in the prompt: give --max-prompt-tokens at least 128 x "
-                            f"--step-limit = {128 * self.step_limit} (got {self.max_prompt_tokens}); SmolLM2's "
+        if self.transcript and self.max_prompt_tokens < 256 * self.step_limit:
+            raise UserError(f"--transcript keeps whole games in the prompt: give --max-prompt-tokens at least 256 x "
+                            f"--step-limit = {256 * self.step_limit} (got {self.max_prompt_tokens}); SmolLM2's "
                             "context is 8192")
         if [c.strip().lower() for c in self.pinned_commands] == ["none"]:
             self.pinned_commands = []
