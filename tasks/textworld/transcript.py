@@ -100,7 +100,8 @@ class TranscriptScorer:
         if list(keys) != self.keys:
             rows = [self.keys.index(k) for k in keys]
             index = torch.tensor(rows, dtype=torch.long)
-            self.cache.batch_select_indices(index.to(self.mask.device) if self.cache is not None else index)
+            if self.cache is not None:  # None only before the first forward pass of these games
+                self.cache.batch_select_indices(index)
             self.mask, self.count = self.mask[index], self.count[index]
             self.texts, self.ids = [self.texts[r] for r in rows], [self.ids[r] for r in rows]
             self.keys = list(keys)
