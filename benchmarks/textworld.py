@@ -28,6 +28,15 @@ from benchmarks.common import RESULTS, figure, report  # noqa: E402
 LOAD_NOTE = "CPU shared with other agents' jobs (timings under load; the ratio is measured side by side)"
 
 
+def load_note() -> str:
+    """Where the timings were taken: the GPU's name when one is used, else the shared-CPU note."""
+    import torch
+
+    if torch.cuda.is_available():
+        return f"GPU: {torch.cuda.get_device_name()} (the model and scoring on it; games and Python on the host CPU)"
+    return LOAD_NOTE
+
+
 def _play(reset, step, seeds: list[int], steps: int, rng_seed: int) -> int:
     """Random valid commands (same draws for both sides) in each game; returns moves made."""
     rng = np.random.default_rng(abs(rng_seed) + (rng_seed < 0) * 1000)
@@ -98,6 +107,8 @@ def acting_throughput(model_name: str, games: int, moves: int, history: int, rep
     chosen = fold_games(options, "test", games, 0)
     rates: dict[str, list[float]] = {"batched": [], "single": []}
     actions: dict[str, list[list[str]]] = {}
+    play(TextWorldPolicy(model, tokenizer, max_prompt_tokens=640, batch=2), chosen[:2], GameOptions(step_limit=1),
+         history)  # warm-up (kernels, allocator, the JVM): not timed
     for _ in range(repeats):
         for name, batch in (("batched", games), ("single", 1)):
             policy = TextWorldPolicy(model, tokenizer, max_prompt_tokens=640, batch=batch)
@@ -310,7 +321,7 @@ def main() -> None:
         fig = figure(f"env throughput: our Gymnasium wrapper / raw TextWorldExpressEnv ({games} CookingWorld games, "
                      f"random valid commands, <= {steps} moves, median of {repeats} interleaved repeats)",
                      "moves/s", env["ours"], env["raw"], ">= 0.8x")
-        fig["load"] = LOAD_NOTE
+        fig["load"] = load_note()
         figures.append(fig)
     if "acting" in args.parts:
         model = args.model if not args.quick else _tiny_model()
@@ -319,7 +330,7 @@ def main() -> None:
         fig = figure(f"acting throughput: {games} games in one batch / one game at a time ({model}, {args.dtype}, "
                      f"same greedy moves: {act['same_actions']}, first {moves} moves of each game)", "moves/s",
                      act["batched"], act["single"], ">= 8x")
-        fig["load"] = LOAD_NOTE
+        fig["load"] = load_note()
         figures.append(fig)
     if "transcript" in args.parts:
         model = args.model if not args.quick else _tiny_model(max_positions=16384)
@@ -329,7 +340,7 @@ def main() -> None:
                      f"windowed prompts (one earlier move, recipe pinned, 512 tokens), {games} games in one batch, "
                      f"first {moves} moves, greedy ({model}, {args.dtype}, median of {repeats} interleaved repeats)",
                      "moves/s", rate["transcript"], rate["windowed"], "faster")
-        fig["load"] = LOAD_NOTE
+        fig["load"] = load_note()
         figures.append(fig)
     if "sft" in args.parts:
         model = args.model if not args.quick else _tiny_model()
@@ -340,7 +351,7 @@ def main() -> None:
                      f"{steps} steps of 8 demonstrated moves, median of {repeats} interleaved repeats; training loss "
                      f"ours {sft['loss']['ours']:.4f}, trl {sft['loss']['trl']:.4f})", "moves/s", sft["ours"],
                      sft["trl"], "faster, same loss")
-        fig["load"] = LOAD_NOTE
+        fig["load"] = load_note()
         figures.append(fig)
     if "learning" in args.parts:
         options = {"model": args.model if not args.quick else _tiny_model(), **(LEARNING_QUICK if args.quick

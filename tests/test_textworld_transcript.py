@@ -111,6 +111,33 @@ def test_a_transcript_over_the_limit_is_a_user_error(tiny, gold):
         sft_rows(tokenizer, gold[:1], 64, transcript=True)
 
 
+def test_play_ends_a_game_whose_transcript_fills_the_context(tiny):
+    """A game whose next move would not fit --max-prompt-tokens ends there (truncated, counted as "context"),
+    the other games play on, and no move is scored over the limit."""
+    from tasks.textworld.rollouts import summary
+
+    model, tokenizer = tiny
+    games = fold_games(OPTIONS, "train", 3, 0)
+    options = GameOptions(step_limit=8)
+    free = play(TextWorldPolicy(model, tokenizer, max_prompt_tokens=100_000, transcript=True), games, options, 8)
+    need = [max(len(ids) + max(map(len, encode_commands(tokenizer, valid)))
+                for ids, valid in zip(ep.prompt_ids, ep.valid_actions)) for ep in free]  # tokens each game needs
+    limit = max(need) - 1  # the game that needs the most no longer fits at its last move
+    assert min(need) <= limit, need
+    policy = TextWorldPolicy(model, tokenizer, max_prompt_tokens=limit, transcript=True)
+    cut = play(policy, games, options, 8)
+    assert any(ep.context_full for ep in cut) and not all(ep.context_full for ep in cut)
+    for ep, whole in zip(cut, free):
+        assert ep.actions == whole.actions[:len(ep)]  # the same greedy moves up to the cut
+        assert all(len(ids) + max(map(len, encode_commands(tokenizer, valid))) <= limit
+                   for ids, valid in zip(ep.prompt_ids, ep.valid_actions))
+        if ep.context_full:
+            assert ep.truncated[-1] and not ep.terminated[-1] and ep.end() == "context" and len(ep) < len(whole)
+    counts = summary(cut)
+    assert counts["ended_context"] == sum(ep.context_full for ep in cut)
+    assert sum(counts[f"ended_{e}"] for e in ("success", "failed", "limit", "context")) == len(cut)
+
+
 def test_transcript_option_needs_a_whole_game_of_tokens():
     from ad.config import make_config
     from ad.errors import UserError

@@ -46,6 +46,17 @@ class TextWorldPolicy:
         if self.transcript is not None:
             self.transcript.reset()
 
+    def fits(self, prompts: Sequence[str], valid: Sequence[Sequence[str]], keys: Sequence[Any] | None = None
+             ) -> list[bool]:
+        """Whether each game's next move fits the context: always with windowed prompts (cut to the budget);
+        with transcripts, whether the cached transcript plus the new tokens and the longest command stay within
+        ``max_prompt_tokens`` (a game that does not fit ends there, truncated)."""
+        if self.transcript is None:
+            return [True] * len(prompts)
+        if keys is None:
+            raise ValueError("a transcript policy needs each game's key")
+        return self.transcript.fits(keys, prompts, valid)
+
     def _score(self, prompts: Sequence[str], valid: Sequence[Sequence[str]], keys: Sequence[Any] | None,
                part: slice) -> Scored:
         if self.transcript is None:

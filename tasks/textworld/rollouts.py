@@ -38,6 +38,16 @@ class Episode:
     valid_actions: list[list[str]] = field(default_factory=list)  #: per move, the commands the game accepted
     score: float = 0.0  #: final normalised score (0..1)
     success: bool = False
+    context_full: bool = False  #: ended (truncated) because the next move no longer fitted the policy's context
+
+    def end(self) -> str:
+        """How the game ended: "success", "failed" (the game ended it otherwise), "context" (the transcript filled
+        the policy's context) or "limit" (the step limit)."""
+        if self.success:
+            return "success"
+        if self.terminated and self.terminated[-1]:
+            return "failed"
+        return "context" if self.context_full else "limit"
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -65,6 +75,15 @@ def play(policy: Any, games: Sequence[Game], options: GameOptions, history: int,
     policy.begin()
     while active:
         prompts = [build_prompt(observations[i], episodes[i].actions, history, pinned) for i in active]
+        fits = policy.fits(prompts, [valid[i] for i in active], keys=active)
+        for i, fit in zip(active, fits):
+            if not fit and episodes[i].actions:  # the context is full: the game ends here, truncated
+                episodes[i].truncated[-1], episodes[i].context_full = True, True
+        if not all(fits):
+            keep = [k for k, (i, fit) in enumerate(zip(active, fits)) if fit or not episodes[i].actions]
+            active, prompts = [active[k] for k in keep], [prompts[k] for k in keep]
+            if not active:
+                break
         choices = policy.act(prompts, [valid[i] for i in active], greedy=greedy, temperature=temperature,
                              generator=generator, keys=active)
         still = []
@@ -150,5 +169,7 @@ def summary(episodes: Sequence[Episode]) -> dict[str, float]:
     """Success rate, mean normalised score and mean moves of a set of episodes."""
     if not episodes:
         return {"games": 0, "success": float("nan"), "score": float("nan"), "moves": float("nan")}
+    ends = [e.end() for e in episodes]
     return {"games": len(episodes), "success": float(np.mean([e.success for e in episodes])),
-            "score": float(np.mean([e.score for e in episodes])), "moves": float(np.mean([len(e) for e in episodes]))}
+            "score": float(np.mean([e.score for e in episodes])), "moves": float(np.mean([len(e) for e in episodes])),
+            **{f"ended_{end}": ends.count(end) for end in ("success", "failed", "limit", "context")}}

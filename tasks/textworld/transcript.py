@@ -114,6 +114,25 @@ class TranscriptScorer:
         return encode_commands(self.tokenizer, [command])[0] + \
             list(self.tokenizer(following, add_special_tokens=False)["input_ids"])
 
+    def fits(self, keys: Sequence[Hashable], prompts: Sequence[str], candidates: Sequence[Sequence[str]]
+             ) -> list[bool]:
+        """Whether each game's transcript can take ``prompt`` and its longest candidate command within
+        ``max_tokens`` (games not yet cached count from nothing). Changes nothing."""
+        rows = {k: r for r, k in enumerate(self.keys)} if set(keys) & set(self.keys) else {}  # else: a new batch
+        out = []
+        for key, prompt, commands in zip(keys, prompts, candidates):
+            r = rows.get(key)
+            cached, text = (int(self.count[r]), self.texts[r]) if r is not None else (0, "")
+            if not text:
+                new = len(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
+            else:
+                command, following = split_extension(text, prompt)
+                new = len(encode_commands(self.tokenizer, [command])[0]) + \
+                    len(self.tokenizer(following, add_special_tokens=False)["input_ids"])
+            longest = max((len(c) for c in encode_commands(self.tokenizer, list(commands))), default=0)
+            out.append(cached + new + longest <= self.max_tokens)
+        return out
+
     def score(self, keys: Sequence[Hashable], prompts: Sequence[str], candidates: Sequence[Sequence[str]]) -> Scored:
         """Score every candidate of every game; ``Scored.prompt_ids`` are the whole transcripts' tokens."""
         from transformers import DynamicCache
