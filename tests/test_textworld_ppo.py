@@ -195,6 +195,35 @@ def test_one_ppo_update_trains_lora_and_value_head_only(tiny):
     assert not torch.equal(head.weight, head_before)
 
 
+def test_target_kl_stops_the_update_once_the_policy_moved(tiny):
+    """With a tiny --ppo-target-kl the first minibatch passes (approx_kl ~ 0: nothing moved yet) and the update stops
+    at the next one without taking its step; with 0 every epoch runs."""
+    import copy
+
+    from peft import get_peft_model
+
+    from ad.options import peft_lora_config
+
+    base, tokenizer = tiny
+    options = GameOptions(step_limit=3)
+    results = {}
+    for target in (0.0, 1e-9):
+        model = get_peft_model(copy.deepcopy(base), peft_lora_config(
+            {"lora_r": 4, "lora_alpha": 8.0, "lora_dropout": 0.0, "target_modules": ["all-linear"]}))
+        torch.manual_seed(0)
+        head = torch.nn.Linear(32, 1)
+        policy = TextWorldPolicy(model, tokenizer, head, max_prompt_tokens=120)
+        episodes = play(policy, fold_games(options, "train", 2, 0), options, history=1, greedy=False,
+                        generator=torch.Generator().manual_seed(0))
+        moves = collect_moves(episodes, model, gamma=0.99, lam=0.95, pad_id=tokenizer.pad_token_id)
+        learner = PPOLearner(model, head, lr=1e-2, clip=0.2, value_clip=0.2, vf_coef=0.5, kl_coef=0.1, epochs=2,
+                             batch_size=2, pad_id=tokenizer.pad_token_id, seed=0, target_kl=target)
+        results[target] = learner.update(moves)
+    assert results[0.0]["steps"] == 2 * 3 and results[0.0]["stopped_early"] == 0.0  # 6 moves, batches of 2, 2 epochs
+    assert results[1e-9]["steps"] == 1 and results[1e-9]["stopped_early"] == 1.0
+    assert results[1e-9]["approx_kl"] > 0
+
+
 def test_merged_ppo_adapter_acts_like_the_unmerged_one(tiny):
     """The final PPO evaluation merges the adapter (training.merge_for_evaluation): same greedy commands, same
     per-token log-probabilities and values as the unmerged adapter, and the adapter really changed the policy."""

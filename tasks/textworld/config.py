@@ -56,6 +56,9 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
     ppo_epochs: int = option(1, "optimisation passes over each iteration's moves")
     ppo_batch_size: int = option(16, "moves per PPO optimiser step")
     ppo_lr: float = option(1e-4, "PPO learning rate (LoRA weights and the value head)")
+    ppo_target_kl: float = option(0.0, "stop an iteration's PPO update once the policy moved more than 1.5 x this "
+                                  "approximate KL from the one that played (checked before each minibatch step; "
+                                  "0 = off, run every epoch)")
     clip: float = option(0.2, "PPO clip range of the policy ratio")
     value_clip: float = option(0.2, "clip range of the value update (0 = no clipping)")
     vf_coef: float = option(0.5, "weight of the value loss")
@@ -97,7 +100,7 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise UserError(f"--{name.replace('_', '-')} must be a positive number, got {value}")
-        for name in ("clip", "value_clip", "vf_coef", "kl_coef"):
+        for name in ("clip", "value_clip", "vf_coef", "kl_coef", "ppo_target_kl"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise UserError(f"--{name.replace('_', '-')} must be a finite number >= 0, got {value}")

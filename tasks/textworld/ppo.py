@@ -49,6 +49,8 @@ def ppo_loss(new_logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch.Ten
     policy: mean over moves of max(-A r, -A clip(r, 1 - clip, 1 + clip)), r = exp(sum new - sum old);
     value: 0.5 mean max((v - R)^2, (old_v + clip(v - old_v, +-value_clip) - R)^2) (plain squared error if 0);
     KL: mean over moves of the summed per-token k3 estimate exp(ref - new) - (ref - new) - 1 (>= 0).
+    Statistics also hold ``approx_kl``, how far the updated policy moved from the one that played: the mean over
+    moves of (r - 1) - log r (k3 of the behaviour policy against the current one, >= 0; CleanRL's approx_kl).
     """
     token_mask = token_mask.to(new_logp.dtype)
     log_ratio = ((new_logp - old_logp) * token_mask).sum(-1)  # (B,)
@@ -63,7 +65,8 @@ def ppo_loss(new_logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch.Ten
     kl = ((d.exp() - d - 1) * token_mask).sum(-1).mean()
     loss = policy + vf_coef * value + kl_coef * kl
     stats = {"policy_loss": float(policy.detach()), "value_loss": float(value.detach()), "kl": float(kl.detach()),
-             "clip_fraction": float(((ratio - 1).abs() > clip).float().mean())}
+             "clip_fraction": float(((ratio - 1).abs() > clip).float().mean()),
+             "approx_kl": float(((ratio - 1) - log_ratio).mean().detach())}
     return loss, stats
 
 
@@ -199,13 +202,14 @@ class PPOLearner:
 
     def __init__(self, model: Any, value_head: torch.nn.Module, *, lr: float, clip: float, value_clip: float,
                  vf_coef: float, kl_coef: float, epochs: int, batch_size: int, pad_id: int, seed: int,
-                 max_grad_norm: float = 1.0):
+                 max_grad_norm: float = 1.0, target_kl: float = 0.0):
         self.model, self.value_head = model, value_head
         params = [p for p in model.parameters() if p.requires_grad] + list(value_head.parameters())
         self.optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
         self.params = params
         self.clip, self.value_clip, self.vf_coef, self.kl_coef = clip, value_clip, vf_coef, kl_coef
         self.epochs, self.batch_size, self.pad_id, self.max_grad_norm = epochs, batch_size, pad_id, max_grad_norm
+        self.target_kl = target_kl  #: > 0: stop an update once approx_kl passes 1.5 x this (SB3's rule)
         self.generator = torch.Generator().manual_seed(seed)
 
     def _minibatches(self, moves: Moves) -> Any:
@@ -232,9 +236,12 @@ class PPOLearner:
                                      [moves.games[g][1] for g in chosen], self.pad_id)
 
     def update(self, moves: Moves) -> dict[str, float]:
-        """``epochs`` passes over the moves in shuffled minibatches; mean statistics of the last pass."""
+        """``epochs`` passes over the moves in shuffled minibatches; mean statistics of the last pass, plus
+        ``steps`` (optimiser steps taken) and ``stopped_early`` (1 when ``target_kl`` ended the update: a minibatch
+        whose approx_kl passed 1.5 x target_kl, checked before its step, which is not taken)."""
         self.model.train()
         stats: list[dict[str, float]] = []
+        steps, stopped = 0, False
         for _ in range(self.epochs):
             stats = []
             for idx, (logp, mask, hidden) in self._minibatches(moves):
@@ -246,9 +253,18 @@ class PPOLearner:
                                     self.kl_coef)
                 if not torch.isfinite(loss):
                     raise FloatingPointError("PPO loss is not finite; lower --ppo-lr")
+                stats.append({**st, "loss": float(loss.detach())})
+                if self.target_kl > 0 and st["approx_kl"] > 1.5 * self.target_kl:
+                    stopped = True
+                    break
                 self.optimizer.zero_grad()
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm)
                 self.optimizer.step()
-                stats.append({**st, "loss": float(loss.detach())})
-        return {k: sum(s[k] for s in stats) / len(stats) for k in stats[0]} if stats else {}
+                steps += 1
+            if stopped:
+                break
+        if not stats:
+            return {}
+        return {**{k: sum(s[k] for s in stats) / len(stats) for k in stats[0]}, "steps": float(steps),
+                "stopped_early": float(stopped)}
