@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import numpy as np
 import torch
 
 from tasks.textworld.prompts import split_head
@@ -120,15 +121,14 @@ def candidate_trie(command_ids: Sequence[Sequence[Sequence[int]]], pad: int) -> 
         nodes.append([[table.setdefault(tuple(c[:k + 1]), len(table)) for k in range(len(c) - 1)] for c in cands])
         tables.append(table)
     B, M = len(command_ids), max((len(t) for t in tables), default=0)
-    ids = torch.full((B, M), pad, dtype=torch.long)
-    depth = torch.zeros((B, M), dtype=torch.long)
-    ancestors = torch.zeros((B, M, M), dtype=torch.bool)
+    ids = np.full((B, M), pad, dtype=np.int64)  # filled in numpy: per-element torch writes cost ~100x more
+    depth = np.zeros((B, M), dtype=np.int64)
+    ancestors = np.zeros((B, M, M), dtype=bool)
     for b, table in enumerate(tables):
         for prefix, i in table.items():
             ids[b, i], depth[b, i] = prefix[-1], len(prefix) - 1
-            for k in range(1, len(prefix) + 1):
-                ancestors[b, i, table[prefix[:k]]] = True  # every shorter prefix is a node too
-    return CandidateTrie(ids, depth, ancestors, nodes)
+            ancestors[b, i, [table[prefix[:k]] for k in range(1, len(prefix) + 1)]] = True  # shorter prefixes
+    return CandidateTrie(torch.from_numpy(ids), torch.from_numpy(depth), torch.from_numpy(ancestors), nodes)
 
 
 def score_candidates_after(decoder: Any, head: Any, cache: Any, prompt_mask: torch.Tensor,
@@ -152,16 +152,26 @@ def score_candidates_after(decoder: Any, head: Any, cache: Any, prompt_mask: tor
         hidden = decoder(input_ids=trie.ids.to(device), position_ids=(prompt_length[:, None] + trie.depth).to(device),
                          attention_mask=additive_mask(allowed[:, None], dtype).to(device), cache=cache,
                          use_cache=True).last_hidden_state  # (B, M, H)
-    scores, token_logprobs = [], []
+    # every command's first token is read after its prompt, each later token at the node of the prefix before it;
+    # gathered on the device in one index per game, brought to the CPU once
+    game = torch.tensor([b for b, cands in enumerate(command_ids) for _ in cands], dtype=torch.long)  # (A,)
+    firsts = torch.tensor([c[0] for cands in command_ids for c in cands], dtype=torch.long)  # (A,)
+    first = first_logp[game.to(device), firsts.to(device)]  # (A,)
+    rest = []
     for b, cands in enumerate(command_ids):
-        # one game at a time: (M, V) float32 log-probabilities, not (B, M, V)
-        logp = torch.log_softmax(head(hidden[b]).float(), -1) if hidden is not None else None  # (M, V)
+        rows = [node for path in trie.nodes[b] for node in path]
+        if rows:  # one game at a time: (M, V) float32 log-probabilities, not (B, M, V)
+            logp = torch.log_softmax(head(hidden[b]).float(), -1)  # (M, V)
+            later = [t for c in cands for t in c[1:]]
+            rest.append(logp[torch.tensor(rows, device=device), torch.tensor(later, device=device)])  # (n_b,)
+    first = first.cpu()
+    rest_all = torch.cat(rest).cpu() if rest else first[:0]  # (sum of later tokens,) in command order
+    scores, token_logprobs, a, r = [], [], 0, 0
+    for cands in command_ids:
         per = []
-        for c, path in zip(cands, trie.nodes[b]):
-            first = first_logp[b, c[:1]]  # (1,) first token after the prompt
-            rest = (logp[torch.tensor(path, device=device), torch.tensor(c[1:], device=device)] if path
-                    else first[:0])  # (n-1,) each later token, read at the node of the prefix before it
-            per.append(torch.cat([first, rest]).cpu())
+        for c in cands:
+            per.append(torch.cat([first[a:a + 1], rest_all[r:r + len(c) - 1]]))  # (n,)
+            a, r = a + 1, r + len(c) - 1
         token_logprobs.append(per)
         scores.append(torch.stack([t.sum() for t in per]))
     return scores, token_logprobs, M
