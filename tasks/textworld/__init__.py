@@ -7,14 +7,19 @@ every phase logged as a learning history (``ad generate textworld``).
     ad train lm --data data/textworld               # the Language format (template "textworld")
 
 The defaults fit a CPU (SmolLM2-135M, 16 games per fold, ~4000 scored moves). The figures' run (>= 64 held-out
-games, the issue's goal) is
+games, the issue's goal), as measured on one H200 (2026-11-26: held-out success 0 -> 0.22 / 0.34 after SFT on
+seeds 0 / 1, score 0 -> 0.50 / 0.55; BENCHMARKS.md), is
 
-    ad generate textworld --out data/textworld-64 --eval-games 64 --sft-games 160 --sft-epochs 2 \
-        --ppo-iterations 4 --ppo-games 32 --ppo-epochs 2 --step-limit 32 --history 2 --max-prompt-tokens 640
+    ad generate textworld --out data/textworld-64 --dtype bfloat16 --transcript --max-prompt-tokens 8192 \
+        --step-limit 32 --eval-games 64 --sft-games 400 --sft-epochs 2 --sft-batch-size 8 \
+        --ppo-iterations 8 --ppo-games 64 --ppo-epochs 2 --ppo-batch-size 64
 
-with the recipe pinned in the prompt (``--pinned-commands``, default ``read cookbook``): the seed's 16-move limit
-cuts most gold paths short (they take 10-26 moves), and without the recipe in view a wrong cut or cooking ends most
-games in failure. Minutes on one GPU. Measured on a 2-core CPU with AMX (``--dtype bfloat16``, 2026-11-25): greedy
+There each evaluation fold took 40-100 s, SFT 55 s and a PPO iteration ~70 s with two seeds sharing the GPU
+(``benchmarks/device/`` carries the packages, a JRE and the model to a bare GPU machine). PPO at these settings
+moved the policy fast (KL to the SFT policy 0.1 -> 0.6 in 3 iterations); ``--ppo-target-kl`` stops an iteration's
+update once it has moved that far from the policy that played. The seed's 16-move limit cuts most gold paths short
+(they take 10-26 moves), and without the recipe in view (windowed prompts: ``--pinned-commands``, default ``read
+cookbook``) a wrong cut or cooking ends most games in failure. Measured on a 2-core CPU with AMX (``--dtype bfloat16``, 2026-11-25): greedy
 play 5-6.5 moves/s alone (2.5-4 a process with two 1-thread runs side by side); SFT ~0.75 demonstrated moves/s a
 1-thread process (command-token loss, activations kept: 1.75x trl's SFTTrainer defaults); one PPO iteration of 16
 games x 16 moves ~6.5 min. ``benchmarks/textworld.py``'s CPU run (``--eval-games 64 --sft-games 64
@@ -26,7 +31,8 @@ fit a 24 GiB machine (one was OOM-killed).
 ``--transcript`` (with ``--max-prompt-tokens 8192``) makes the prompt the whole game so far, each game's keys
 and values cached between moves (:mod:`tasks.textworld.transcript`): a move then reads ~85 new tokens instead of a
 ~300-token window, SFT reads a game (~1,700 tokens, ~20 commands) as one row, PPO reads a game per pass, and the
-policy sees every room and container it has already tried. Candidates are scored as a prefix tree (~46 fed
+policy sees every room and container it has already tried (a game whose transcript would outgrow
+``--max-prompt-tokens`` ends there, truncated, counted as ``ended_context`` in the phase summaries). Candidates are scored as a prefix tree (~46 fed
 tokens a move instead of ~128). On an AVX2-only CPU (no AMX / AVX512-BF16, e.g. the AMD EPYC of 2026-11-26)
 bfloat16 is emulated and ~8x slower than float32: use ``--dtype float32`` there (a warning says so).
 
