@@ -28,5 +28,7 @@ wait; echo "learning done at $(( $(date +%s) - T0 )) s"
 timeout 40 python3 benchmarks/textworld.py --parts learning --seeds 0 1 --out /tmp/tw --recorded \
     --name textworld_gpu_learning > "$OUT/learning.log" 2>&1; echo "recorded rc $?"
 cp benchmarks/results/textworld_gpu_learning.json benchmarks/results/textworld_gpu_learning.png "$OUT/" 2>/dev/null
-(cd /tmp/tw && find . -name '*.json' | tar czf "$OUT/tw_meta.tar.gz" -T -) 2>/dev/null
+timeout 60 python3 benchmarks/textworld_games.py /tmp/tw/seed0 /tmp/tw/seed1 --json /tmp/tw/games.json \
+    > /tmp/tw/games.log 2>&1; cat /tmp/tw/games.log  # how each game ended (in the tar below)
+(cd /tmp/tw && find . -name '*.json' -o -name '*.log' | tar czf "$OUT/tw_meta.tar.gz" -T -) 2>/dev/null
 tail -n 3 "$OUT"/*.log; echo "run took $(( $(date +%s) - T0 )) s"
