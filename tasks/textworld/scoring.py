@@ -66,8 +66,9 @@ def base_model(model: Any) -> Any:
 
 
 def additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """A 0 / -large float mask from a bool mask (what both eager and sdpa attention add to the scores)."""
-    return torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)
+    """A 0 / -large float mask from a bool mask (what both eager and sdpa attention add to the scores), on the
+    bool mask's device."""
+    return torch.zeros(allowed.shape, dtype=dtype, device=allowed.device).masked_fill(~allowed, torch.finfo(dtype).min)
 
 
 def score_candidates(model: Any, tokenizer: Any, prompts: Sequence[str], candidates: Sequence[Sequence[str]],
@@ -146,11 +147,12 @@ def score_candidates_after(decoder: Any, head: Any, cache: Any, prompt_mask: tor
     hidden = None
     if M:
         L = prompt_mask.shape[1]
-        allowed = torch.cat([prompt_mask[:, None, :].expand(B, M, L), trie.ancestors], 2)  # (B, M, L + M)
-        allowed[:, :, L:] |= torch.eye(M, dtype=torch.bool)  # pad nodes attend to themselves (no empty rows)
+        ancestors = trie.ancestors.to(device) | torch.eye(M, dtype=torch.bool, device=device)  # pads see themselves
+        # (B, M, L + M), built on the device: on a GPU the float mask of long transcripts is ~60 MB a move
+        allowed = torch.cat([prompt_mask.to(device)[:, None, :].expand(B, M, L), ancestors], 2)
         dtype = head.weight.dtype
         hidden = decoder(input_ids=trie.ids.to(device), position_ids=(prompt_length[:, None] + trie.depth).to(device),
-                         attention_mask=additive_mask(allowed[:, None], dtype).to(device), cache=cache,
+                         attention_mask=additive_mask(allowed[:, None], dtype), cache=cache,
                          use_cache=True).last_hidden_state  # (B, M, H)
     # every command's first token is read after its prompt, each later token at the node of the prefix before it;
     # gathered on the device in one index per game, brought to the CPU once
