@@ -50,6 +50,14 @@ def test_generate_logs_every_phase_and_resumes(tmp_path, tiny_model):
     summary = json.loads((out / "_run" / "summary.json").read_text())
     assert {"base-test", "sft-train", "ppo-test"} <= set(summary["results"])
     assert (out / "_run" / "phases.png").is_file()
+    # read back, every evaluation game's end agrees with the counts the run summarised
+    from tasks.textworld.outcomes import game_outcomes
+
+    outcomes = game_outcomes(str(out))
+    for unit in ("base-test", "sft-train", "ppo-test"):
+        games = outcomes[f"{unit} (run 0)"]
+        for end in ("success", "failed", "limit", "context"):
+            assert sum(g["end"] == end for g in games) == summary["results"][unit][f"ended_{end}"]
     # Language format: a row renders as prompt + " command" + reward and parses back
     template = get_template("textworld")
     row = {k: table[k][0] for k in ("state", "action", "reward")}
@@ -87,6 +95,14 @@ def test_generate_with_transcripts_logs_whole_games_as_states(tmp_path):
             assert state2.startswith(state + " " + action + "\n# STEP ")
             extended += 1
     assert extended > 0
+
+
+def test_loops_count_command_pairs_that_come_back():
+    from tasks.textworld.outcomes import loops
+
+    moves = ["go east", "go west", "go east", "go west", "open fridge", "take apple", "open fridge", "close fridge"]
+    assert loops(moves) == {("go east", "go west"): 1}
+    assert loops(["look", "look", "look", "look"]) == {}  # one command repeated is not a pair
 
 
 @pytest.mark.parametrize("bad", [{"step_limit": 0}, {"game": "zork"}, {"gamma": float("nan")}, {"eval_games": 0},
