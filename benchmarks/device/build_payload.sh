@@ -5,7 +5,8 @@
 # here), and the SmolLM2 GGUF xz-compressed in two parts (gguf.a, gguf.b) so that each call's carried files and
 # working tree stay under the device tool's 64 MiB (part a takes what call 1 has left, 1 MB spare). Then: device
 # call 1 `bash benchmarks/device/setup.sh` (carry .dev/site.tar.xz .dev/jre.tar.xz .dev/gguf.a), at once call 2
-# `bash benchmarks/device/run.sh SECONDS` (carry .dev/gguf.b) on the same warm machine. Sizes of 2026-11-26: 8.0 + 15.6 + ~38 MB, then ~52 MB, tree 4.6 MB.
+# `bash benchmarks/device/run.sh SECONDS` (carry .dev/gguf.b) on the same warm machine. Sizes of 2026-11-26:
+# 8.0 + 15.6 + ~38 MB, then ~52 MB, tree 4.6 MB.
 set -eu
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}

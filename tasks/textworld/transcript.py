@@ -106,11 +106,11 @@ class TranscriptScorer:
             self.texts, self.ids = [self.texts[r] for r in rows], [self.ids[r] for r in rows]
             self.keys = list(keys)
 
-    def _new_tokens(self, b: int, prompt: str) -> list[int]:
-        """The tokens ``prompt`` adds to game b's cached transcript (the whole prompt for a new game)."""
-        if not self.texts[b]:
+    def _extension(self, text: str, prompt: str) -> list[int]:
+        """The tokens ``prompt`` adds to a transcript cached as ``text`` (the whole prompt when ``text`` is empty)."""
+        if not text:
             return list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
-        command, following = split_extension(self.texts[b], prompt)
+        command, following = split_extension(text, prompt)
         return encode_commands(self.tokenizer, [command])[0] + \
             list(self.tokenizer(following, add_special_tokens=False)["input_ids"])
 
@@ -123,14 +123,8 @@ class TranscriptScorer:
         for key, prompt, commands in zip(keys, prompts, candidates):
             r = rows.get(key)
             cached, text = (int(self.count[r]), self.texts[r]) if r is not None else (0, "")
-            if not text:
-                new = len(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
-            else:
-                command, following = split_extension(text, prompt)
-                new = len(encode_commands(self.tokenizer, [command])[0]) + \
-                    len(self.tokenizer(following, add_special_tokens=False)["input_ids"])
             longest = max((len(c) for c in encode_commands(self.tokenizer, list(commands))), default=0)
-            out.append(cached + new + longest <= self.max_tokens)
+            out.append(cached + len(self._extension(text, prompt)) + longest <= self.max_tokens)
         return out
 
     def score(self, keys: Sequence[Hashable], prompts: Sequence[str], candidates: Sequence[Sequence[str]]) -> Scored:
@@ -143,7 +137,7 @@ class TranscriptScorer:
         lm = base_model(self.model)
         decoder, head = lm.get_decoder(), lm.get_output_embeddings()
         device = next(lm.parameters()).device
-        new = [self._new_tokens(b, p) for b, p in enumerate(prompts)]
+        new = [self._extension(self.texts[b], p) for b, p in enumerate(prompts)]
         B, N = len(new), max(len(t) for t in new)
         for b, tokens in enumerate(new):
             if int(self.count[b]) + len(tokens) > self.max_tokens:
