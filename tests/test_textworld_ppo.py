@@ -10,7 +10,7 @@ import torch
 
 from tasks.textworld.games import GameOptions
 from tasks.textworld.policy import TextWorldPolicy
-from tasks.textworld.ppo import PPOLearner, collect_moves, gae, move_logprobs, ppo_loss
+from tasks.textworld.ppo import PPOLearner, collect_moves, gae, move_logprobs, ppo_loss, token_terms
 from tasks.textworld.rollouts import fold_games, play
 from tasks.textworld.scoring import full_recompute, score_candidates
 
@@ -149,7 +149,8 @@ def test_ppo_loss_matches_a_per_sample_formula():
     mask = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0], [1, 0, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1], [1, 0, 0, 0]])
     adv, nv, ov, ret = (torch.randn(B, generator=g) for _ in range(4))
     clip, vclip, vf, klc = 0.2, 0.3, 0.5, 0.1
-    loss, stats = ppo_loss(new, old, ref, mask, adv, nv, ov, ret, clip, vclip, vf, klc)
+    log_ratio, terms = token_terms(new, old, ref, mask)
+    loss, stats = ppo_loss(log_ratio, terms, adv, nv, ov, ret, clip, vclip, vf, klc)
     pol, val, kl = [], [], []
     for b in range(B):
         n = int(mask[b].sum())

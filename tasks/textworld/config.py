@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 from ad.config import option, override
 from ad.errors import UserError
@@ -56,6 +57,12 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
     ppo_epochs: int = option(1, "optimisation passes over each iteration's moves")
     ppo_batch_size: int = option(16, "moves per PPO optimiser step")
     ppo_lr: float = option(1e-4, "PPO learning rate (LoRA weights and the value head)")
+    ppo_ratio: Literal["valid-commands", "command-tokens"] = option(
+        "valid-commands", "what PPO's clipped ratio and KL penalty are taken on: valid-commands = the distribution "
+        "the policy acts by (softmax of the valid commands' scores at --temperature; the update rescores every "
+        "valid command, the KL to the SFT policy is exact); command-tokens = the chosen command's token "
+        "log-probabilities over the whole vocabulary (cheaper, but blind to whether a step moved probability "
+        "between valid commands or to text the policy never plays)")
     ppo_target_kl: float = option(0.0, "stop an iteration's PPO update once the policy moved more than 1.5 x this "
                                   "approximate KL from the one that played (checked before each minibatch step; "
                                   "0 = off, run every epoch)")

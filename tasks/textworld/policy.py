@@ -30,6 +30,8 @@ class Choice:
     value: float  #: value head's estimate at the prompt (NaN without a value head)
     prompt_ids: list[int]  #: the prompt tokens the model saw
     command_ids: list[int]  #: the command's tokens
+    scores: list[float]  #: every valid command's score (summed token log-probabilities), in the valid list's order
+    candidate_ids: list[list[int]]  #: every valid command's tokens (PPO rescores them: ``--ppo-ratio``)
 
 
 class TextWorldPolicy:
@@ -87,6 +89,7 @@ class TextWorldPolicy:
                     probs = torch.softmax(scores.double() / temperature, -1)  # (A,) over the valid commands
                     index = int(torch.multinomial(probs, 1, generator=generator))
                 choices.append(Choice(valid[start + b][index], index, scored.token_logprobs[b][index].tolist(),
-                                      float(values[b]), scored.prompt_ids[b], scored.command_ids[b][index]))
+                                      float(values[b]), scored.prompt_ids[b], scored.command_ids[b][index],
+                                      scores.tolist(), scored.command_ids[b]))
         self.model.train(was_training)
         return choices

@@ -36,6 +36,9 @@ class Episode:
     prompt_ids: list[list[int]] = field(default_factory=list)
     command_ids: list[list[int]] = field(default_factory=list)
     valid_actions: list[list[str]] = field(default_factory=list)  #: per move, the commands the game accepted
+    indices: list[int] = field(default_factory=list)  #: per played move, the command's index among them
+    candidate_scores: list[list[float]] = field(default_factory=list)  #: per played move, every one's score
+    candidate_ids: list[list[list[int]]] = field(default_factory=list)  #: per played move, every one's tokens
     score: float = 0.0  #: final normalised score (0..1)
     success: bool = False
     context_full: bool = False  #: ended (truncated) because the next move no longer fitted the policy's context
@@ -100,6 +103,9 @@ def play(policy: Any, games: Sequence[Game], options: GameOptions, history: int,
             ep.prompt_ids.append(choice.prompt_ids)
             ep.command_ids.append(choice.command_ids)
             ep.valid_actions.append(list(valid[i]))
+            ep.indices.append(choice.index)
+            ep.candidate_scores.append(choice.scores)
+            ep.candidate_ids.append(choice.candidate_ids)
             ep.score, ep.success = float(info["score"]), bool(info["success"])
             observations[i].append(obs)
             valid[i] = info["valid_actions"]
