@@ -12,7 +12,8 @@ import torch
 from tasks.textworld.command_scores import Branch, branch_scores, policy_terms
 from tasks.textworld.games import GameOptions
 from tasks.textworld.policy import TextWorldPolicy
-from tasks.textworld.ppo import PPOLearner, collect_moves
+from tasks.textworld.ppo import PPOLearner
+from tasks.textworld.ppo_moves import collect_moves
 from tasks.textworld.rollouts import Episode, fold_games, play
 from tasks.textworld.scoring import encode_commands, full_recompute
 

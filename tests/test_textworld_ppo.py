@@ -10,7 +10,9 @@ import torch
 
 from tasks.textworld.games import GameOptions
 from tasks.textworld.policy import TextWorldPolicy
-from tasks.textworld.ppo import PPOLearner, collect_moves, gae, move_logprobs, ppo_loss, token_terms
+from tasks.textworld.command_tokens import move_logprobs, token_terms
+from tasks.textworld.ppo import PPOLearner, ppo_loss
+from tasks.textworld.ppo_moves import collect_moves, gae
 from tasks.textworld.rollouts import fold_games, play
 from tasks.textworld.scoring import full_recompute, score_candidates
 

@@ -156,7 +156,9 @@ def test_game_logprobs_equal_the_per_move_forward_and_ppo_trains_on_whole_games(
     from peft import get_peft_model
 
     from ad.options import peft_lora_config
-    from tasks.textworld.ppo import PPOLearner, collect_moves, game_logprobs, move_logprobs, transcript_games
+    from tasks.textworld.command_tokens import game_logprobs, move_logprobs
+    from tasks.textworld.ppo import PPOLearner
+    from tasks.textworld.ppo_moves import collect_moves, transcript_games
 
     model, tokenizer = tiny
     options = GameOptions(step_limit=5)

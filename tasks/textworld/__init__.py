@@ -16,17 +16,22 @@ seeds 0 / 1, score 0 -> 0.50 / 0.55; BENCHMARKS.md), is
 
 There each evaluation fold took 40-100 s, SFT 55 s and a PPO iteration ~70 s with two seeds sharing the GPU
 (``benchmarks/device/`` carries the packages, a JRE and the model to a bare GPU machine). PPO at these settings
-moved the policy fast (KL to the SFT policy 0.1 -> 0.6 in 3 iterations); ``--ppo-target-kl`` stops an iteration's
-update once it has moved that far from the policy that played. The seed's 16-move limit cuts most gold paths short
-(they take 10-26 moves), and without the recipe in view (windowed prompts: ``--pinned-commands``, default ``read
-cookbook``) a wrong cut or cooking ends most games in failure. Measured on a 2-core CPU with AMX (``--dtype
-bfloat16``, 2026-11-25): greedy play 5-6.5 moves/s alone (2.5-4 a process with two 1-thread runs side by side); SFT
-~0.75 demonstrated moves/s a 1-thread process (command-token loss, activations kept: 1.75x trl's SFTTrainer
-defaults); one PPO iteration of 16 games x 16 moves ~6.5 min. ``benchmarks/textworld.py``'s CPU run (``--eval-games
-64 --sft-games 64 --ppo-iterations 2 --ppo-games 16``) took ~67 min a seed at 16 moves. At 32 moves and 512 prompt
-tokens (session 17): the base phase (64 + 64 games) ~43 min a seed with two 1-thread runs side by side, SFT (64
-games, 159 steps) ~36 min so, or ~21 min alone at 2 threads (0.125 steps/s); SFT then peaks at 13.8 GB RSS, so two
-runs side by side no longer fit a 24 GiB machine (one was OOM-killed).
+(then with the ratio on the chosen command's tokens, now ``--ppo-ratio command-tokens``) moved the policy fast (KL
+to the SFT policy 0.1 -> 0.6 in 3 iterations) without raising its success on seed 0; ``--ppo-target-kl`` stops an
+iteration's update once it has moved that far from the policy that played. PPO now trains by default the
+distribution the policy acts by (``--ppo-ratio valid-commands``: softmax of the valid commands' scores, every one
+rescored in the update, :mod:`tasks.textworld.command_scores`), as GLAM (Carta et al. 2023) does.
+
+The seed's 16-move limit cuts most gold paths short (they take 10-26 moves), and without the recipe in view
+(windowed prompts: ``--pinned-commands``, default ``read cookbook``) a wrong cut or cooking ends most games in
+failure. Measured on a 2-core CPU with AMX (``--dtype bfloat16``, 2026-11-25): greedy play 5-6.5 moves/s alone
+(2.5-4 a process with two 1-thread runs side by side); SFT ~0.75 demonstrated moves/s a 1-thread process
+(command-token loss, activations kept: 1.75x trl's SFTTrainer defaults); one PPO iteration of 16 games x 16 moves
+~6.5 min. ``benchmarks/textworld.py``'s CPU run (``--eval-games 64 --sft-games 64 --ppo-iterations 2 --ppo-games
+16``) took ~67 min a seed at 16 moves. At 32 moves and 512 prompt tokens (session 17): the base phase (64 + 64
+games) ~43 min a seed with two 1-thread runs side by side, SFT (64 games, 159 steps) ~36 min so, or ~21 min alone at
+2 threads (0.125 steps/s); SFT then peaks at 13.8 GB RSS, so two runs side by side no longer fit a 24 GiB machine
+(one was OOM-killed).
 
 ``--transcript`` (with ``--max-prompt-tokens 8192``) makes the prompt the whole game so far, each game's keys and
 values cached between moves (:mod:`tasks.textworld.transcript`): a move then reads ~85 new tokens instead of a

@@ -10,7 +10,8 @@ import torch
 
 from tasks.textworld.config import GenerateConfig
 from tasks.textworld.policy import TextWorldPolicy
-from tasks.textworld.ppo import Moves, PPOLearner, collect_moves
+from tasks.textworld.ppo import PPOLearner
+from tasks.textworld.ppo_moves import Moves, collect_moves
 from tasks.textworld.rollouts import Episode
 from tasks.textworld.sft import train_sft
 
