@@ -111,9 +111,9 @@ def test_acting_scores_are_what_the_update_rescores(tiny, transcript):
     torch.testing.assert_close(moves.ref_scores, moves.old_scores, atol=1e-4, rtol=1e-5)
     learner = PPOLearner(model, head, lr=1e-2, clip=0.2, value_clip=0.2, vf_coef=0.5, kl_coef=0.1, epochs=1,
                          batch_size=3, pad_id=tokenizer.pad_token_id, seed=0, temperature=1.3)
-    idx, part = next(learner._minibatches(moves))
+    idx, games = next(learner._minibatches(moves))[0]
     with torch.no_grad():
-        log_ratio, terms, _ = learner._terms(moves, idx, part)
+        log_ratio, terms, _ = learner._terms(moves, idx, games)
     assert float(log_ratio.abs().max()) < 1e-4 and float(terms["approx_kl"].max()) < 1e-6
     lora = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
     stats = learner.update(moves)
@@ -153,3 +153,35 @@ def test_ppo_raises_the_probability_of_the_rewarded_command(tiny):
         stats = learner.update(collect_moves(episodes, model, 0.99, 0.95, tokenizer.pad_token_id))
     assert p_target() > start + 0.3 and policy.act([prompt], [valid])[0].action == "take onion"
     assert stats["kl"] > 0
+
+
+@pytest.mark.parametrize("transcript", [False, True])
+def test_micro_batches_give_the_whole_minibatch_gradient(tiny, transcript):
+    """--ppo-micro-batch-size 1 (one move, or one game, per forward / backward pass) takes the same optimiser steps
+    as whole minibatches: the same adapter, value head and statistics after an update."""
+    base, tokenizer = tiny
+    options = GameOptions(step_limit=4)
+    model = _peft(base)
+    torch.manual_seed(0)
+    head = torch.nn.Linear(32, 1)
+    policy = TextWorldPolicy(model, tokenizer, head, max_prompt_tokens=100_000 if transcript else 150,
+                             transcript=transcript)
+    episodes = play(policy, fold_games(options, "train", 3, 0), options, history=4 if transcript else 1,
+                    greedy=False, generator=torch.Generator().manual_seed(0))
+    moves = collect_moves(episodes, model, gamma=0.99, lam=0.95, pad_id=tokenizer.pad_token_id,
+                          transcript=transcript)
+    after = []
+    for micro in (0, 1):
+        m, h = copy.deepcopy(model), copy.deepcopy(head)
+        learner = PPOLearner(m, h, lr=1e-2, clip=0.2, value_clip=0.2, vf_coef=0.5, kl_coef=0.1, epochs=2,
+                             batch_size=6, pad_id=tokenizer.pad_token_id, seed=0, micro_batch_size=micro)
+        stats = learner.update(moves)
+        after.append(({n: p.detach() for n, p in m.named_parameters() if p.requires_grad}, h.weight.detach(), stats))
+    (lora0, head0, stats0), (lora1, head1, stats1) = after
+    assert stats0["steps"] == stats1["steps"] >= 2
+    assert any(not torch.equal(p, dict(model.named_parameters())[n]) for n, p in lora0.items())
+    for n, p in lora0.items():
+        torch.testing.assert_close(lora1[n], p, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(head1, head0, atol=1e-5, rtol=1e-4)
+    for k, v in stats0.items():
+        assert stats1[k] == pytest.approx(v, rel=1e-4, abs=1e-6), k

@@ -108,6 +108,7 @@ def test_loops_count_command_pairs_that_come_back():
 @pytest.mark.parametrize("bad", [{"step_limit": 0}, {"game": "zork"}, {"gamma": float("nan")}, {"eval_games": 0},
                                  {"ppo_lr": float("inf")}, {"kl_coef": -1.0}, {"ppo_target_kl": float("nan")},
                                  {"ppo_target_kl": -0.01}, {"ppo_ratio": "tokens"},
+                                 {"ppo_micro_batch_size": -1},
                                  {"dtype": "float16"}, {"pinned_commands": [""]},
                                  {"transcript": True, "step_limit": 32, "max_prompt_tokens": 512},
                                  {"sft_batch_size": 8, "sft_micro_batch_size": 3}])

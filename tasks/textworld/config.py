@@ -56,6 +56,10 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
     ppo_games: int = option(8, "train-fold games played (sampled) per PPO iteration, in one batch")
     ppo_epochs: int = option(1, "optimisation passes over each iteration's moves")
     ppo_batch_size: int = option(16, "moves per PPO optimiser step")
+    ppo_micro_batch_size: int = option(0, "moves (games with --transcript) per forward / backward pass within a "
+                                          "PPO step (0 = the whole minibatch): the same gradient, the activations "
+                                          "of one micro-batch at a time in memory (a float32 CPU update of 16 "
+                                          "windowed moves of 512 prompt tokens peaked at ~16 GB RSS)")
     ppo_lr: float = option(1e-4, "PPO learning rate (LoRA weights and the value head)")
     ppo_ratio: Literal["valid-commands", "command-tokens"] = option(
         "valid-commands", "what PPO's clipped ratio and KL penalty are taken on: valid-commands = the distribution "
@@ -100,7 +104,7 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
             self.pinned_commands = []
         if any(not c.strip() for c in self.pinned_commands):
             raise UserError(f"--pinned-commands must name commands (or 'none'), got {self.pinned_commands!r}")
-        for name in ("history", "ppo_iterations", "threads"):
+        for name in ("history", "ppo_iterations", "threads", "ppo_micro_batch_size"):
             if getattr(self, name) < 0:
                 raise UserError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
         for name in ("sft_epochs", "sft_lr", "ppo_lr", "temperature"):

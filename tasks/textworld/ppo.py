@@ -63,7 +63,8 @@ class PPOLearner:
 
     def __init__(self, model: Any, value_head: torch.nn.Module, *, lr: float, clip: float, value_clip: float,
                  vf_coef: float, kl_coef: float, epochs: int, batch_size: int, pad_id: int, seed: int,
-                 max_grad_norm: float = 1.0, target_kl: float = 0.0, temperature: float = 1.0):
+                 max_grad_norm: float = 1.0, target_kl: float = 0.0, temperature: float = 1.0,
+                 micro_batch_size: int = 0):
         self.model, self.value_head = model, value_head
         params = [p for p in model.parameters() if p.requires_grad] + list(value_head.parameters())
         self.optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
@@ -72,17 +73,19 @@ class PPOLearner:
         self.epochs, self.batch_size, self.pad_id, self.max_grad_norm = epochs, batch_size, pad_id, max_grad_norm
         self.target_kl = target_kl  #: > 0: stop an update once approx_kl passes 1.5 x this (SB3's rule)
         self.temperature = temperature  #: the acting temperature (the valid-commands distribution is tempered)
+        self.micro_batch_size = micro_batch_size  #: moves (transcript: games) per forward / backward; 0 = all
         self.generator = torch.Generator().manual_seed(seed)
 
     def _minibatches(self, moves: Moves) -> Any:
-        """Shuffled minibatches of ~``batch_size`` moves: (move indices, their rows and branches). Transcripts go
-        by whole games, each game one row."""
-        N = len(moves.prompt_ids)
+        """Shuffled minibatches of ~``batch_size`` moves, each as its micro-batches: lists of (move indices, game
+        indices or None). Transcripts go by whole games, each game one row; windowed moves one row each."""
+        N, micro = len(moves.prompt_ids), self.micro_batch_size
         if moves.games is None:
-            order = torch.randperm(N, generator=self.generator)
+            order = torch.randperm(N, generator=self.generator).tolist()
             for s in range(0, N, self.batch_size):
-                idx = order[s:s + self.batch_size].tolist()
-                yield idx, ([moves.prompt_ids[i] for i in idx], None)
+                idx = order[s:s + self.batch_size]
+                step = micro or len(idx)
+                yield [(idx[m:m + step], None) for m in range(0, len(idx), step)]
             return
         first = game_starts(moves)
         G = len(moves.games)
@@ -90,12 +93,15 @@ class PPOLearner:
         order = torch.randperm(G, generator=self.generator).tolist()
         for s in range(0, G, per):
             chosen = order[s:s + per]
-            yield [i for g in chosen for i in range(first[g], first[g + 1])], (chosen, first)
+            step = micro or len(chosen)
+            yield [([i for g in chosen[m:m + step] for i in range(first[g], first[g + 1])], chosen[m:m + step])
+                   for m in range(0, len(chosen), step)]
 
-    def _terms(self, moves: Moves, idx: list[int], part: Any) -> tuple[torch.Tensor, dict[str, torch.Tensor],
-                                                                          torch.Tensor]:
-        """(log ratio, per-move terms, hidden states at the prompts' ends) of one minibatch, differentiable."""
-        games, first = part if moves.games is not None else (None, None)
+    def _terms(self, moves: Moves, idx: list[int], games: list[int] | None
+               ) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
+        """(log ratio, per-move terms, hidden states at the prompts' ends) of moves ``idx`` (transcripts: they are
+        the moves of ``games``), differentiable."""
+        first = game_starts(moves) if games is not None else None
         if moves.ratio == "valid-commands":
             rows, branches = game_branches(moves, games, first) if games is not None else move_branches(moves, idx)
             out = branch_scores(self.model, rows, branches, self.pad_id)
@@ -115,6 +121,27 @@ class PPOLearner:
                                        mask)
         return log_ratio, terms, hidden
 
+    def _backward(self, moves: Moves, micro_batches: list[tuple[list[int], list[int] | None]]) -> dict[str, float]:
+        """Accumulate one minibatch's gradient over its micro-batches, each loss weighted by its share of the
+        minibatch's moves (every term is a mean over moves, so the sum is the whole minibatch's loss and gradient);
+        returns the minibatch's statistics, weighted alike."""
+        total = sum(len(idx) for idx, _ in micro_batches)
+        stats: dict[str, float] = {}
+        for idx, games in micro_batches:
+            log_ratio, terms, hidden = self._terms(moves, idx, games)
+            device = log_ratio.device
+            new_values = self.value_head(hidden.float()).squeeze(-1)  # (b,)
+            loss, st = ppo_loss(log_ratio, terms, moves.advantages[idx].to(device), new_values,
+                                moves.values[idx].to(device), moves.returns[idx].to(device), self.clip,
+                                self.value_clip, self.vf_coef, self.kl_coef)
+            if not torch.isfinite(loss):
+                raise FloatingPointError("PPO loss is not finite; lower --ppo-lr")
+            w = len(idx) / total
+            (loss * w).backward()
+            for k, v in {**st, "loss": float(loss.detach())}.items():
+                stats[k] = stats.get(k, 0.0) + w * v
+        return stats
+
     def update(self, moves: Moves) -> dict[str, float]:
         """``epochs`` passes over the moves in shuffled minibatches; mean statistics of the last pass, plus
         ``steps`` (optimiser steps taken) and ``stopped_early`` (1 when ``target_kl`` ended the update: a minibatch
@@ -124,21 +151,14 @@ class PPOLearner:
         steps, stopped = 0, False
         for _ in range(self.epochs):
             stats = []
-            for idx, part in self._minibatches(moves):
-                log_ratio, terms, hidden = self._terms(moves, idx, part)
-                device = log_ratio.device
-                new_values = self.value_head(hidden.float()).squeeze(-1)  # (b,)
-                loss, st = ppo_loss(log_ratio, terms, moves.advantages[idx].to(device), new_values,
-                                    moves.values[idx].to(device), moves.returns[idx].to(device), self.clip,
-                                    self.value_clip, self.vf_coef, self.kl_coef)
-                if not torch.isfinite(loss):
-                    raise FloatingPointError("PPO loss is not finite; lower --ppo-lr")
-                stats.append({**st, "loss": float(loss.detach())})
+            for micro_batches in self._minibatches(moves):
+                self.optimizer.zero_grad()
+                st = self._backward(moves, micro_batches)
+                stats.append(st)
                 if self.target_kl > 0 and st["approx_kl"] > 1.5 * self.target_kl:
+                    self.optimizer.zero_grad()
                     stopped = True
                     break
-                self.optimizer.zero_grad()
-                loss.backward()
                 torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm)
                 self.optimizer.step()
                 steps += 1

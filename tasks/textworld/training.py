@@ -73,7 +73,7 @@ def ppo_learner(cfg: GenerateConfig, model: Any, tokenizer: Any) -> PPOLearner:
     return PPOLearner(model, head, lr=cfg.ppo_lr, clip=cfg.clip, value_clip=cfg.value_clip, vf_coef=cfg.vf_coef,
                       kl_coef=cfg.kl_coef, epochs=cfg.ppo_epochs, batch_size=cfg.ppo_batch_size,
                       pad_id=_pad(tokenizer), seed=cfg.seed, target_kl=cfg.ppo_target_kl,
-                      temperature=cfg.temperature)
+                      temperature=cfg.temperature, micro_batch_size=cfg.ppo_micro_batch_size)
 
 
 def _pad(tokenizer: Any) -> int:
