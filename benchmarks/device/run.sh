@@ -14,7 +14,7 @@ cd "$(dirname "$0")/../.."
 BUDGET=${1:-500}; T0=$(date +%s)
 LEARN=${LEARN:---transcript --max-prompt-tokens 8192 --step-limit 32 --eval-games 64 --sft-games 400 --sft-epochs 2
   --sft-batch-size 8 --ppo-iterations 3 --ppo-games 64 --ppo-epochs 2 --ppo-batch-size 64 --act-batch 64
-  --ppo-lr 5e-5 --ppo-target-kl 0.02}
+  --ppo-lr 5e-5 --ppo-target-kl 0.02 --ppo-micro-batch-size 0}
 left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
 source benchmarks/device/env.sh
 mkdir -p /tmp/tw
