@@ -105,6 +105,25 @@ def test_loops_count_command_pairs_that_come_back():
     assert loops(["look", "look", "look", "look"]) == {}  # one command repeated is not a pair
 
 
+def test_paired_outcomes_count_the_games_each_phase_won():
+    """SFT -> PPO on the same games: 3 won by both, 1 by SFT only, 9 by PPO only, 2 by neither; McNemar's exact
+    p = P(at most 1 of 10 discordant games on one side, doubled) = 2 * 11 / 1024; games matched by seed, not order."""
+    from tasks.textworld.outcomes import paired
+
+    ends = [("success", "success")] * 3 + [("success", "failed")] + [("limit", "success")] * 9 + \
+        [("failed", "limit")] * 2
+    before = [{"game_seed": s, "end": a, "score": 1.0 if a == "success" else 0.25} for s, (a, _) in enumerate(ends)]
+    after = [{"game_seed": s, "end": b, "score": 1.0 if b == "success" else 0.5} for s, (_, b) in enumerate(ends)]
+    c = paired(before, list(reversed(after)))
+    assert (c["games"], c["both"], c["before_only"], c["after_only"], c["neither"]) == (15, 3, 1, 9, 2)
+    assert c["mcnemar_p"] == pytest.approx(2 * 11 / 1024)
+    assert c["score_rose"] == 11 and c["score_fell"] == 1
+    assert c["score_change"] == pytest.approx((9 * 0.75 + 2 * 0.25 - 0.5) / 15)
+    assert paired(before, before)["mcnemar_p"] == 1.0
+    with pytest.raises(ValueError, match="different games"):
+        paired(before, after[:-1])
+
+
 @pytest.mark.parametrize("bad", [{"step_limit": 0}, {"game": "zork"}, {"gamma": float("nan")}, {"eval_games": 0},
                                  {"ppo_lr": float("inf")}, {"kl_coef": -1.0}, {"ppo_target_kl": float("nan")},
                                  {"ppo_target_kl": -0.01}, {"ppo_ratio": "tokens"},

@@ -42,3 +42,25 @@ def loops(actions: list[str]) -> Counter:
     """Consecutive command pairs that come back (a, b, a, b): the pair, counted per repeat."""
     return Counter(tuple(sorted(actions[i:i + 2])) for i in range(len(actions) - 3)
                    if actions[i] == actions[i + 2] != actions[i + 1] == actions[i + 3])
+
+
+def paired(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> dict[str, Any]:
+    """Two phases' outcomes on the same games (matched by ``game_seed``; e.g. after SFT and after PPO): successes
+    of both, of one only, of neither; McNemar's exact two-sided p-value on the games only one of them won (is the
+    change in success more than chance, given the games?); the mean score change and in how many games the score
+    rose or fell. ValueError if the two sets hold different games."""
+    from math import comb
+
+    a = {g["game_seed"]: g for g in before}
+    b = {g["game_seed"]: g for g in after}
+    if set(a) != set(b):
+        raise ValueError(f"the two phases played different games ({len(set(a) ^ set(b))} not in both)")
+    won = [(a[s]["end"] == "success", b[s]["end"] == "success") for s in a]
+    only_before, only_after = sum(x and not y for x, y in won), sum(y and not x for x, y in won)
+    n, k = only_before + only_after, min(only_before, only_after)
+    p = min(1.0, 2 * sum(comb(n, i) for i in range(k + 1)) / 2 ** n) if n else 1.0
+    delta = [b[s]["score"] - a[s]["score"] for s in a]
+    return {"games": len(a), "both": sum(x and y for x, y in won), "before_only": only_before,
+            "after_only": only_after, "neither": sum(not x and not y for x, y in won), "mcnemar_p": p,
+            "score_change": float(np.mean(delta)) if delta else float("nan"),
+            "score_rose": sum(d > 1e-9 for d in delta), "score_fell": sum(d < -1e-9 for d in delta)}
