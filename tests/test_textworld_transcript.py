@@ -60,12 +60,14 @@ def test_encode_transcript_spans_hold_the_commands(tiny, gold):
     assert labelled == [i for start, end in spans for i in range(start, end)]
 
 
-def test_cached_scores_equal_a_full_recompute_as_games_drop_out(tiny, gold):
+@pytest.mark.parametrize("compact_at", [1.0, 0.0])
+def test_cached_scores_equal_a_full_recompute_as_games_drop_out(tiny, gold, compact_at):
     """Lockstep over the gold games (the shortest drops out first): every candidate's token log-probabilities
-    equal one plain forward over the transcript's tokens + the candidate."""
+    equal one plain forward over the transcript's tokens + the candidate, also after the cache dropped its padding
+    columns (compact_at 1.0: whenever it has any; 0: never)."""
     model, tokenizer = tiny
     model.eval()
-    scorer = TranscriptScorer(model, tokenizer, 100_000)
+    scorer = TranscriptScorer(model, tokenizer, 100_000, compact_at=compact_at)
     checked = 0
     with torch.no_grad():
         for t in range(max(len(d) for d in gold)):
@@ -80,6 +82,7 @@ def test_cached_scores_equal_a_full_recompute_as_games_drop_out(tiny, gold):
                     torch.testing.assert_close(scored.token_logprobs[b][a], ref, atol=2e-5, rtol=1e-4)
                     checked += 1
     assert checked > 40
+    assert (scorer.compactions > 0) == bool(compact_at)
 
 
 def test_transcript_policy_plays_like_a_full_recompute(tiny):
