@@ -72,12 +72,8 @@ class TranscriptScorer:
     off again.
     """
 
-    def __init__(self, model: Any, tokenizer: Any, max_tokens: int, compact_at: float = 1.25) -> None:
+    def __init__(self, model: Any, tokenizer: Any, max_tokens: int) -> None:
         self.model, self.tokenizer, self.max_tokens = model, tokenizer, int(max_tokens)
-        #: drop the cache's padding columns (:meth:`_compact`) once it is longer than this x the longest game's
-        #: tokens (0 = never)
-        self.compact_at = float(compact_at)
-        self.compactions = 0  #: how often it did
         self.pad = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0)
         self.reset()
 
@@ -109,28 +105,6 @@ class TranscriptScorer:
             self.mask, self.count = self.mask[index], self.count[index]
             self.texts, self.ids = [self.texts[r] for r in rows], [self.ids[r] for r in rows]
             self.keys = list(keys)
-
-    def _compact(self) -> None:
-        """Move every game's cached tokens to the right end of a cache as long as the longest game, dropping the
-        padding columns. Each move left-pads its new tokens to the batch's longest (a "look around" adds ~200, most
-        moves ~80), so the cache grows by the longest each move: on 64 gold paths 4,106 columns for at most 2,369
-        real tokens, and every new token attends over all of them. The keys keep the rotary positions they were
-        cached at (pads never advanced them) and attention ignores the order of masked keys, so the scores are
-        unchanged (tests compare with a full recompute)."""
-        B, L = self.mask.shape
-        keep = int(self.count.max())
-        slots = torch.arange(keep)  # (keep,)
-        order = torch.argsort(self.mask.int(), dim=1, stable=True)  # (B, L) pads first, then real tokens in order
-        index = order[:, L - keep:]  # (B, keep) each game's real tokens, right-aligned (pads before them)
-        mask = slots[None, :] >= keep - self.count[:, None]  # (B, keep)
-        for layer in self.cache.layers:
-            rows = torch.arange(B, device=layer.keys.device)[:, None]  # (B, 1)
-            at = index.to(layer.keys.device)
-            # (B, H, L, D) -> (B, L, H, D) [rows, at] -> (B, keep, H, D) -> (B, H, keep, D)
-            layer.keys = layer.keys.transpose(1, 2)[rows, at].transpose(1, 2).contiguous()
-            layer.values = layer.values.transpose(1, 2)[rows, at].transpose(1, 2).contiguous()
-        self.mask = mask
-        self.compactions += 1
 
     def _extension(self, text: str, prompt: str) -> list[int]:
         """The tokens ``prompt`` adds to a transcript cached as ``text`` (the whole prompt when ``text`` is empty)."""
@@ -190,6 +164,4 @@ class TranscriptScorer:
         scores, token_logprobs, fed = score_candidates_after(decoder, head, self.cache, mask, self.count, first_logp,
                                                              command_ids, self.pad)
         self.cache.crop(-fed)  # the candidates' keys and values go: the transcript stays cached
-        if self.compact_at and self.mask.shape[1] > self.compact_at * int(self.count.max()):
-            self._compact()
         return Scored(scores, token_logprobs, hidden, [list(t) for t in self.ids], command_ids)
