@@ -127,13 +127,31 @@ def test_paired_outcomes_count_the_games_each_phase_won():
 @pytest.mark.parametrize("bad", [{"step_limit": 0}, {"game": "zork"}, {"gamma": float("nan")}, {"eval_games": 0},
                                  {"ppo_lr": float("inf")}, {"kl_coef": -1.0}, {"ppo_target_kl": float("nan")},
                                  {"ppo_target_kl": -0.01}, {"ppo_ratio": "tokens"},
-                                 {"ppo_micro_batch_size": -1},
+                                 {"ppo_micro_batch_size": -1}, {"train_eval_games": -1},
+                                 {"train_eval_games": 1001},
                                  {"dtype": "float16"}, {"pinned_commands": [""]},
                                  {"transcript": True, "step_limit": 32, "max_prompt_tokens": 512},
                                  {"sft_batch_size": 8, "sft_micro_batch_size": 3}])
 def test_bad_options_are_user_errors(bad):
     with pytest.raises(UserError):
         make_config(GenerateConfig, bad)
+
+
+def test_train_eval_games_sets_the_train_fold_evaluation_apart_from_the_held_out_one(tmp_path):
+    """--train-eval-games 2 with --eval-games 3: 3 held-out games, the first 2 SFT games evaluated on the train
+    fold (also when they are more than --sft-games), recorded in the dataset's metadata."""
+    from tasks.textworld.generate import Run
+
+    for extra, expect in (({"train_eval_games": 2}, 2), ({}, 3), ({"train_eval_games": 5, "sft_games": 1}, 5)):
+        cfg = make_config(GenerateConfig, {"out": str(tmp_path / str(expect)), "eval_games": 3, "sft_games": 4,
+                                           **extra})
+        run = Run(cfg)
+        try:
+            assert len(run.test_games) == 3 and len(run.train_eval) == expect
+            assert run.train_eval[:len(run.sft_games)] == run.sft_games[:expect]
+            assert run.writer.metadata["games"]["train_eval"] == [s for _, s in run.train_eval]
+        finally:
+            run.writer.close()
 
 
 def test_pinned_commands_none_pins_nothing():

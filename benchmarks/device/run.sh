@@ -7,12 +7,14 @@
 # scoring fixes and before --ppo-ratio valid-commands): model load ~6 s, base evaluation 70 s a fold, gold paths 3 s,
 # SFT of 400 games x 2 epochs 55 s, SFT evaluation ~40 s a fold, each PPO iteration of 64 games 63-77 s (play 45-58 s,
 # update ~20 s; the valid-commands update rescores every valid command: ~1.4x the command-tokens update on a CPU).
-# The default $LEARN (3 iterations, then the after-PPO evaluation, ~80 s) needs ~580 s at those speeds: if the budget
-# stops it, a second call with the same $LEARN resumes from the complete units (the options must match).
+# The default $LEARN (3 iterations, then the after-PPO evaluation; 64 held-out games, 32 train-fold games beside them)
+# needs ~500 s at those speeds: if the budget stops it, a second call with the same $LEARN resumes from the complete
+# units (the options must match).
 set -u
 cd "$(dirname "$0")/../.."
 BUDGET=${1:-500}; T0=$(date +%s)
-LEARN=${LEARN:---transcript --max-prompt-tokens 8192 --step-limit 32 --eval-games 64 --sft-games 400 --sft-epochs 2
+LEARN=${LEARN:---transcript --max-prompt-tokens 8192 --step-limit 32 --eval-games 64 --train-eval-games 32
+  --sft-games 400 --sft-epochs 2
   --sft-batch-size 8 --ppo-iterations 3 --ppo-games 64 --ppo-epochs 2 --ppo-batch-size 64 --act-batch 64
   --ppo-lr 5e-5 --ppo-target-kl 0.02 --ppo-micro-batch-size 0}
 left() { echo $(( BUDGET - ($(date +%s) - T0) )); }

@@ -26,6 +26,9 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
                           "are held out), sampling and initial weights; recorded as run")
     eval_games: int = option(16, "games of each fold (test = held out, train) played greedily after each phase "
                                  "(the figures use 64: see tasks.textworld's docstring)")
+    train_eval_games: int = option(0, "train-fold games (the first SFT games: games the policy was trained on) "
+                                      "played greedily after each phase beside the held-out ones, to show a train / "
+                                      "held-out gap; 0 = as many as --eval-games")
     history: int = option(1, "earlier moves shown in full in the prompt (seed 002: 11; each costs ~60-150 prompt "
                              "tokens); older commands are listed on one 'Moves so far' line")
     pinned_commands: list[str] = option(["read cookbook"], "commands whose newest result stays in the prompt after "
@@ -83,6 +86,10 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
     threads: int = option(0, "torch CPU threads (0 = torch's default)")
     progress: bool = option(True, "show progress")
 
+    def train_eval_count(self) -> int:
+        """Train-fold games evaluated after each phase."""
+        return self.train_eval_games or self.eval_games
+
     def prompt_window(self) -> tuple[int, list[str]]:
         """(earlier moves shown, pinned commands) of the prompts: every move and no pin with ``transcript``."""
         return (self.step_limit, []) if self.transcript else (self.history, list(self.pinned_commands))
@@ -105,7 +112,7 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
             self.pinned_commands = []
         if any(not c.strip() for c in self.pinned_commands):
             raise UserError(f"--pinned-commands must name commands (or 'none'), got {self.pinned_commands!r}")
-        for name in ("history", "ppo_iterations", "threads", "ppo_micro_batch_size"):
+        for name in ("history", "ppo_iterations", "threads", "ppo_micro_batch_size", "train_eval_games"):
             if getattr(self, name) < 0:
                 raise UserError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
         for name in ("sft_epochs", "sft_lr", "ppo_lr", "temperature"):
@@ -120,6 +127,6 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
             value = getattr(self, name)
             if not (math.isfinite(value) and 0 <= value <= 1):
                 raise UserError(f"--{name} must be in [0, 1], got {value}")
-        if self.eval_games > 1000 or self.sft_games > 1000 or self.ppo_games > 1000:
-            raise UserError("a TextWorldExpress fold has 1000 games: keep --eval-games, --sft-games and --ppo-games "
-                            "at most 1000")
+        if max(self.eval_games, self.train_eval_games, self.sft_games, self.ppo_games) > 1000:
+            raise UserError("a TextWorldExpress fold has 1000 games: keep --eval-games, --train-eval-games, "
+                            "--sft-games and --ppo-games at most 1000")

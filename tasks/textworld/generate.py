@@ -13,8 +13,8 @@ Units of the dataset (task = phase part, run = ``--seed``), in the order they ar
     ppo-i0000 ...             each PPO iteration's sampled rollouts on train-fold games (with values)
     ppo-test, ppo-train       after PPO (its adapter merged)
 
-The train-fold evaluation games are the first ``--eval-games`` SFT games (games the policy was trained on), so
-a train / held-out gap shows. Resume: a complete unit is never rewritten; the SFT adapter and every PPO
+The train-fold evaluation games are the first ``--train-eval-games`` (default: ``--eval-games``) SFT games (games
+the policy was trained on), so a train / held-out gap shows. Resume: a complete unit is never rewritten; the SFT adapter and every PPO
 iteration's weights, value head and optimiser are saved in ``<out>/_run`` before the next unit starts, and an
 iteration whose rollouts are on disk but whose update is not replays them with the same seeded draws.
 """
@@ -52,7 +52,8 @@ def unit_names(cfg: GenerateConfig) -> dict[str, list[str]]:
     return {"train": train, "heldout": ["base-test", "sft-test", "ppo-test"]}
 
 
-def dataset_metadata(cfg: GenerateConfig, test_games: Sequence[Game], sft_games: Sequence[Game]) -> dict[str, Any]:
+def dataset_metadata(cfg: GenerateConfig, test_games: Sequence[Game], sft_games: Sequence[Game],
+                     train_eval: Sequence[Game]) -> dict[str, Any]:
     """task_spec, source config, seeds, split and the games of each role."""
     options = game_options(cfg)
     return {
@@ -69,7 +70,7 @@ def dataset_metadata(cfg: GenerateConfig, test_games: Sequence[Game], sft_games:
         "seeds": {"seed": cfg.seed, "run": cfg.seed},
         "split": unit_names(cfg),
         "games": {"test": [s for _, s in test_games], "sft": [s for _, s in sft_games],
-                  "train_eval": [s for _, s in sft_games[:cfg.eval_games]]},
+                  "train_eval": [s for _, s in train_eval]},
     }
 
 
@@ -79,12 +80,12 @@ class Run:
     def __init__(self, cfg: GenerateConfig) -> None:
         self.cfg, self.options = cfg, game_options(cfg)
         self.test_games = fold_games(self.options, "test", cfg.eval_games, cfg.seed)
-        self.sft_games = fold_games(self.options, "train", max(cfg.sft_games, cfg.eval_games), cfg.seed)
-        self.train_eval = self.sft_games[:cfg.eval_games]
+        self.sft_games = fold_games(self.options, "train", max(cfg.sft_games, cfg.train_eval_count()), cfg.seed)
+        self.train_eval = self.sft_games[:cfg.train_eval_count()]
         self.sft_games = self.sft_games[:cfg.sft_games]
         self.location = Location.of(cfg.out)
         self.writer = HistoryWriter(self.location, spec=SPEC, family=FAMILY,
-                                    metadata=dataset_metadata(cfg, self.test_games, self.sft_games))
+                                    metadata=dataset_metadata(cfg, self.test_games, self.sft_games, self.train_eval))
         self.run_dir = run_folder(cfg.out, self.location)
         self.results: dict[str, dict[str, Any]] = {}
         self.started = time.time()
