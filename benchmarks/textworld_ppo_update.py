@@ -23,8 +23,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from benchmarks.common import figure, report  # noqa: E402
-
-RATIOS = ("valid-commands", "command-tokens")
+from tasks.textworld.ppo_moves import RATIOS  # noqa: E402
 
 
 def update_seconds(model: Any, tokenizer: Any, episodes: Any, ratio: str, transcript: bool) -> tuple[float, dict]:

@@ -10,6 +10,9 @@ from ad.errors import UserError
 from ad.options import LoRAOptions, WeightsDtypeOptions
 from tasks.textworld.games import GameOptions
 
+#: What PPO's ratio and KL are taken on (``--ppo-ratio``; :mod:`tasks.textworld.ppo`).
+PPORatio = Literal["valid-commands", "command-tokens"]
+
 
 @dataclass
 class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
@@ -65,7 +68,7 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
                                           "of 16 windowed moves of <= 512 prompt tokens: peak RSS 17.2 GB whole, "
                                           "6.4 GB in micro-batches of 4); on a GPU 0 or a larger value is faster")
     ppo_lr: float = option(1e-4, "PPO learning rate (LoRA weights and the value head)")
-    ppo_ratio: Literal["valid-commands", "command-tokens"] = option(
+    ppo_ratio: PPORatio = option(
         "valid-commands", "what PPO's clipped ratio and KL penalty are taken on: valid-commands = the distribution "
         "the policy acts by (softmax of the valid commands' scores at --temperature; the update rescores every "
         "valid command, the KL to the SFT policy is exact); command-tokens = the chosen command's token "

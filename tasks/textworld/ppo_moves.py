@@ -7,12 +7,13 @@ disabled (the SFT policy). :func:`gae` is tested against a plain loop.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Sequence, get_args
 
 import torch
 
 from tasks.textworld.command_scores import MASKED_SCORE, Branch, branch_scores, pad_scores
 from tasks.textworld.command_tokens import game_logprobs, move_logprobs
+from tasks.textworld.config import PPORatio
 
 
 def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float, lam: float
@@ -49,8 +50,7 @@ def transcript_games(episodes: Sequence[Any]) -> list[tuple[list[int], list[tupl
     return games
 
 
-#: What the PPO ratio and KL are taken on (``--ppo-ratio``).
-RATIOS = ("valid-commands", "command-tokens")
+RATIOS = get_args(PPORatio)
 
 
 @dataclass
