@@ -13,7 +13,7 @@ from tasks.textworld.command_scores import Branch, branch_scores, policy_terms
 from tasks.textworld.games import GameOptions
 from tasks.textworld.policy import TextWorldPolicy
 from tasks.textworld.ppo import PPOLearner
-from tasks.textworld.ppo_moves import collect_moves
+from tasks.textworld.ppo_moves import collect_moves, game_starts
 from tasks.textworld.rollouts import Episode, fold_games, play
 from tasks.textworld.scoring import encode_commands, full_recompute
 
@@ -111,9 +111,10 @@ def test_acting_scores_are_what_the_update_rescores(tiny, transcript):
     torch.testing.assert_close(moves.ref_scores, moves.old_scores, atol=1e-4, rtol=1e-5)
     learner = PPOLearner(model, head, lr=1e-2, clip=0.2, value_clip=0.2, vf_coef=0.5, kl_coef=0.1, epochs=1,
                          batch_size=3, pad_id=tokenizer.pad_token_id, seed=0, temperature=1.3)
-    idx, games = next(learner._minibatches(moves))[0]
+    first = game_starts(moves)
+    idx, games = next(learner._minibatches(moves, first))[0]
     with torch.no_grad():
-        log_ratio, terms, _ = learner._terms(moves, idx, games)
+        log_ratio, terms, _ = learner._terms(moves, idx, games, first)
     assert float(log_ratio.abs().max()) < 1e-4 and float(terms["approx_kl"].max()) < 1e-6
     lora = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
     stats = learner.update(moves)

@@ -127,9 +127,9 @@ def policy_terms(scores: torch.Tensor, mask: torch.Tensor, chosen: torch.Tensor,
     return log_ratio, terms
 
 
-def pad_scores(rows: Sequence[Sequence[float]], A: int) -> torch.Tensor:
-    """(N, A) float tensor of variable-length score rows, MASKED_SCORE past each row."""
-    out = torch.full((len(rows), A), MASKED_SCORE)
+def pad_rows(rows: Sequence[Sequence[float]], width: int, fill: float = 0.0) -> torch.Tensor:
+    """(N, width) float32 tensor of variable-length rows, ``fill`` past each row (MASKED_SCORE for score tables)."""
+    out = torch.full((len(rows), width), fill)
     for i, r in enumerate(rows):
         out[i, :len(r)] = torch.tensor(list(r), dtype=torch.float32)
     return out

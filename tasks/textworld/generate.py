@@ -14,9 +14,10 @@ Units of the dataset (task = phase part, run = ``--seed``), in the order they ar
     ppo-test, ppo-train       after PPO (its adapter merged)
 
 The train-fold evaluation games are the first ``--train-eval-games`` (default: ``--eval-games``) SFT games (games
-the policy was trained on), so a train / held-out gap shows. Resume: a complete unit is never rewritten; the SFT adapter and every PPO
-iteration's weights, value head and optimiser are saved in ``<out>/_run`` before the next unit starts, and an
-iteration whose rollouts are on disk but whose update is not replays them with the same seeded draws.
+the policy was trained on), so a train / held-out gap shows. Resume: a complete unit is never rewritten; the SFT
+adapter and every PPO iteration's weights, value head and optimiser are saved in ``<out>/_run`` before the next
+unit starts, and an iteration whose rollouts are on disk but whose update is not replays them with the same seeded
+draws.
 """
 from __future__ import annotations
 

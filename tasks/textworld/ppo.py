@@ -76,9 +76,10 @@ class PPOLearner:
         self.micro_batch_size = micro_batch_size  #: moves (transcript: games) per forward / backward; 0 = all
         self.generator = torch.Generator().manual_seed(seed)
 
-    def _minibatches(self, moves: Moves) -> Any:
+    def _minibatches(self, moves: Moves, first: list[int]) -> Any:
         """Shuffled minibatches of ~``batch_size`` moves, each as its micro-batches: lists of (move indices, game
-        indices or None). Transcripts go by whole games, each game one row; windowed moves one row each."""
+        indices or None). Transcripts go by whole games (game g's moves start at ``first[g]``: :func:`game_starts`),
+        each game one row; windowed moves one row each."""
         N, micro = len(moves.prompt_ids), self.micro_batch_size
         if moves.games is None:
             order = torch.randperm(N, generator=self.generator).tolist()
@@ -87,7 +88,6 @@ class PPOLearner:
                 step = micro or len(idx)
                 yield [(idx[m:m + step], None) for m in range(0, len(idx), step)]
             return
-        first = game_starts(moves)
         G = len(moves.games)
         per = max(1, round(self.batch_size * G / N))  # games per minibatch
         order = torch.randperm(G, generator=self.generator).tolist()
@@ -97,11 +97,10 @@ class PPOLearner:
             yield [([i for g in chosen[m:m + step] for i in range(first[g], first[g + 1])], chosen[m:m + step])
                    for m in range(0, len(chosen), step)]
 
-    def _terms(self, moves: Moves, idx: list[int], games: list[int] | None
+    def _terms(self, moves: Moves, idx: list[int], games: list[int] | None, first: list[int]
                ) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
         """(log ratio, per-move terms, hidden states at the prompts' ends) of moves ``idx`` (transcripts: they are
-        the moves of ``games``), differentiable."""
-        first = game_starts(moves) if games is not None else None
+        the moves of ``games``, game g's from ``first[g]``), differentiable."""
         if moves.ratio == "valid-commands":
             rows, branches = game_branches(moves, games, first) if games is not None else move_branches(moves, idx)
             out = branch_scores(self.model, rows, branches, self.pad_id)
@@ -121,14 +120,15 @@ class PPOLearner:
                                        mask)
         return log_ratio, terms, hidden
 
-    def _backward(self, moves: Moves, micro_batches: list[tuple[list[int], list[int] | None]]) -> dict[str, float]:
+    def _backward(self, moves: Moves, micro_batches: list[tuple[list[int], list[int] | None]], first: list[int]
+                  ) -> dict[str, float]:
         """Accumulate one minibatch's gradient over its micro-batches, each loss weighted by its share of the
         minibatch's moves (every term is a mean over moves, so the sum is the whole minibatch's loss and gradient);
         returns the minibatch's statistics, weighted alike."""
         total = sum(len(idx) for idx, _ in micro_batches)
         stats: dict[str, float] = {}
         for idx, games in micro_batches:
-            log_ratio, terms, hidden = self._terms(moves, idx, games)
+            log_ratio, terms, hidden = self._terms(moves, idx, games, first)
             device = log_ratio.device
             new_values = self.value_head(hidden.float()).squeeze(-1)  # (b,)
             loss, st = ppo_loss(log_ratio, terms, moves.advantages[idx].to(device), new_values,
@@ -149,11 +149,12 @@ class PPOLearner:
         self.model.train()
         stats: list[dict[str, float]] = []
         steps, stopped = 0, False
+        first = game_starts(moves)  # transcripts: where each game's moves start ([0] without games)
         for _ in range(self.epochs):
             stats = []
-            for micro_batches in self._minibatches(moves):
+            for micro_batches in self._minibatches(moves, first):
                 self.optimizer.zero_grad()
-                st = self._backward(moves, micro_batches)
+                st = self._backward(moves, micro_batches, first)
                 stats.append(st)
                 if self.target_kl > 0 and st["approx_kl"] > 1.5 * self.target_kl:
                     self.optimizer.zero_grad()

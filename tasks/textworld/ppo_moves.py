@@ -11,7 +11,7 @@ from typing import Any, Sequence, get_args
 
 import torch
 
-from tasks.textworld.command_scores import MASKED_SCORE, Branch, branch_scores, pad_scores
+from tasks.textworld.command_scores import MASKED_SCORE, Branch, branch_scores, pad_rows
 from tasks.textworld.command_tokens import game_logprobs, move_logprobs
 from tasks.textworld.config import PPORatio
 
@@ -76,14 +76,6 @@ class Moves:
     ref_scores: torch.Tensor | None = None  #: (N, A) reference scores
 
 
-def pad_tokens(rows: Sequence[Sequence[float]], K: int) -> torch.Tensor:
-    """(N, K) float tensor of variable-length rows, zero-padded."""
-    out = torch.zeros(len(rows), K)
-    for i, r in enumerate(rows):
-        out[i, :len(r)] = torch.tensor(list(r), dtype=torch.float32)
-    return out
-
-
 def move_branches(moves: Moves, idx: Sequence[int]) -> tuple[list[list[int]], list[Branch]]:
     """Rows and branches (:func:`tasks.textworld.command_scores.branch_scores`) of windowed moves ``idx``: each
     move's prompt is a row with one branch at its end."""
@@ -143,7 +135,7 @@ def _candidate_tables(moves: Moves, episodes: Sequence[Any], model: Any, pad_id:
     moves.candidate_ids = [c for e in episodes for c in e.candidate_ids]
     moves.chosen = torch.tensor([i for e in episodes for i in e.indices], dtype=torch.long)
     A = max(len(c) for c in moves.candidate_ids)
-    moves.old_scores = pad_scores([s for e in episodes for s in e.candidate_scores], A)
+    moves.old_scores = pad_rows([s for e in episodes for s in e.candidate_scores], A, MASKED_SCORE)
     parts = []
     with torch.no_grad(), model.disable_adapter():
         if moves.games is not None:
@@ -161,7 +153,7 @@ def _candidate_tables(moves: Moves, episodes: Sequence[Any], model: Any, pad_id:
 def _token_tables(moves: Moves, episodes: Sequence[Any], model: Any, pad_id: int, batch: int) -> None:
     """Fill the "command-tokens" fields: the played and the reference (adapter off) per-token log-probabilities."""
     K = max(len(c) for c in moves.command_ids)
-    moves.old_logp = pad_tokens([lp for e in episodes for lp in e.logprobs], K)
+    moves.old_logp = pad_rows([lp for e in episodes for lp in e.logprobs], K)
     refs = []
     with torch.no_grad(), model.disable_adapter():
         if moves.games is not None:
@@ -174,4 +166,4 @@ def _token_tables(moves: Moves, episodes: Sequence[Any], model: Any, pad_id: int
                                            pad_id)
                 refs.append(torch.nn.functional.pad(logp.cpu(), (0, K - logp.shape[1])))
     moves.ref_logp = torch.cat(refs)
-    moves.token_mask = pad_tokens([[1.0] * len(c) for c in moves.command_ids], K)
+    moves.token_mask = pad_rows([[1.0] * len(c) for c in moves.command_ids], K)
