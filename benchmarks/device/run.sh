@@ -1,8 +1,9 @@
 #!/bin/bash
 # Device call 2 (right after setup.sh, same warm machine): the second GGUF part; the acting-throughput figure alone on
 # the GPU; then `ad generate textworld` (base -> SFT -> PPO, $LEARN) on seeds 0 and 1 side by side until 55 s before
-# the budget ($1 seconds); to $OUT: the figures they recorded, the logs, the units' summaries and per-game outcomes
-# (tw_meta.tar.gz) and the SFT adapters in bfloat16 (their adapter_config.json is in the tar).
+# the budget ($1 seconds); to $OUT: the figures they recorded, the units' summaries, per-game outcomes and the logs
+# (tw_meta.tar.gz), and each seed's SFT adapter and last PPO checkpoint's adapter in bfloat16 (~10 MB each: if the
+# budget stopped a run after PPO, `benchmarks/textworld_saved.py evaluate` plays its evaluation games with them here).
 # PARTS="learning" skips the acting figure. Seen on an H200 (2026-11-26, two seeds side by side, before the host-side
 # scoring fixes and before --ppo-ratio valid-commands): model load ~6 s, base evaluation 70 s a fold, gold paths 3 s,
 # SFT of 400 games x 2 epochs 55 s, SFT evaluation ~40 s a fold, each PPO iteration of 64 games 63-77 s (play 45-58 s,
@@ -31,7 +32,7 @@ T=$(( $(left) - 55 ))
 echo "learning: $T s"
 for s in 0 1; do
   timeout $T python3 -m ad generate textworld --out /tmp/tw/seed$s --seed $s --dtype bfloat16 ${LEARN:-} \
-      > "$OUT/seed$s.log" 2>&1 &
+      > /tmp/tw/seed$s.log 2>&1 &
 done
 wait; echo "learning done at $(( $(date +%s) - T0 )) s"
 timeout 40 python3 benchmarks/textworld.py --parts learning --seeds 0 1 --out /tmp/tw --recorded \
@@ -41,9 +42,9 @@ timeout 60 python3 benchmarks/textworld_games.py /tmp/tw/seed0 /tmp/tw/seed1 --j
     > /tmp/tw/games.log 2>&1; cat /tmp/tw/games.log  # how each game ended (in the tar below)
 cp /tmp/tw-acting.log /tmp/tw/ 2>/dev/null
 (cd /tmp/tw && find . -name '*.json' -o -name '*.log' | tar czf "$OUT/tw_meta.tar.gz" -T -) 2>/dev/null
-for s in 0 1; do  # the SFT adapters in bfloat16 (~10 MB each: the return limit is 16 MB a file, 8 files)
-  timeout 30 python3 -c "import sys, torch; from safetensors.torch import load_file, save_file
-save_file({k: v.to(torch.bfloat16) for k, v in load_file(sys.argv[1]).items()}, sys.argv[2])" \
-    /tmp/tw/seed$s/_run/sft-adapter/adapter_model.safetensors "$OUT/sft-adapter-seed$s.safetensors" 2>/dev/null
+for s in 0 1; do  # the adapters (the return limit is 16 MB a file, 8 files)
+  timeout 60 python3 benchmarks/textworld_saved.py export /tmp/tw/seed$s/_run /tmp/tw/back$s && \
+    for a in sft ppo; do cp /tmp/tw/back$s/$a-adapter.safetensors "$OUT/$a-adapter-seed$s.safetensors" 2>/dev/null; done
 done
-tail -n 3 /tmp/tw-acting.log /tmp/tw/learning.log "$OUT"/*.log; echo "run took $(( $(date +%s) - T0 )) s"
+tail -n 3 /tmp/tw-acting.log /tmp/tw/learning.log /tmp/tw/seed*.log; ls -l "$OUT"
+echo "run took $(( $(date +%s) - T0 )) s"

@@ -15,7 +15,9 @@ seeds 0 / 1, score 0 -> 0.50 / 0.55; BENCHMARKS.md), is
         --ppo-iterations 8 --ppo-games 64 --ppo-epochs 2 --ppo-batch-size 64
 
 There each evaluation fold took 40-100 s, SFT 55 s and a PPO iteration ~70 s with two seeds sharing the GPU
-(``benchmarks/device/`` carries the packages, a JRE and the model to a bare GPU machine). PPO at these settings
+(``benchmarks/device/`` carries the packages, a JRE and the model to a bare GPU machine, and brings back each run's
+SFT and PPO adapters: ``benchmarks/textworld_saved.py evaluate`` plays a run's evaluation games with them on another
+machine, :mod:`tasks.textworld.saved`, should a time budget stop the run before it evaluates). PPO at these settings
 (then with the ratio on the chosen command's tokens, now ``--ppo-ratio command-tokens``) moved the policy fast (KL
 to the SFT policy 0.1 -> 0.6 in 3 iterations) without raising its success on seed 0; ``--ppo-target-kl`` stops an
 iteration's update once it has moved that far from the policy that played. PPO now trains by default the
