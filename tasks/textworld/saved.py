@@ -91,13 +91,17 @@ def with_adapter(model: Any, cfg: GenerateConfig, tensors: dict[str, torch.Tenso
     return peft.merge_and_unload().eval()
 
 
-def _value_head(tensors: dict[str, torch.Tensor], device: Any) -> torch.nn.Linear | None:
-    state = {k[len(_VALUE_HEAD):]: v for k, v in tensors.items() if k.startswith(_VALUE_HEAD)}
-    if not state:
-        return None
-    head = torch.nn.Linear(state["weight"].shape[1], 1, device=device)
-    head.load_state_dict(state)
-    return head
+def _split_ppo(tensors: dict[str, torch.Tensor], sft_tensors: dict[str, torch.Tensor], ppo_file: Path,
+               sft_file: Path) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """A PPO adapter file's (LoRA weights, value head state), checked against the SFT adapter's LoRA weights."""
+    head = {k[len(_VALUE_HEAD):]: v for k, v in tensors.items() if k.startswith(_VALUE_HEAD)}
+    lora = {k: v for k, v in tensors.items() if not k.startswith(_VALUE_HEAD)}
+    if not head:
+        raise UserError(f"{ppo_file} holds no value head: not a PPO adapter written by export_adapters")
+    if {k: v.shape for k, v in lora.items()} != {k: v.shape for k, v in sft_tensors.items()}:
+        raise UserError(f"{ppo_file} and {sft_file} hold different LoRA weights (names or shapes): they are not the "
+                        "PPO and SFT adapters of one run")
+    return lora, head
 
 
 def _sha256(path: Path) -> str:
@@ -114,12 +118,8 @@ def evaluate_saved(cfg: GenerateConfig, sft_file: Path, ppo_file: Path | None = 
 
     sft_tensors, _ = load_adapter(sft_file)
     ppo_tensors, ppo_meta = load_adapter(ppo_file) if ppo_file is not None else ({}, {})
-    lora = {k: v for k, v in ppo_tensors.items() if not k.startswith(_VALUE_HEAD)}
-    if ppo_file is not None and not any(k.startswith(_VALUE_HEAD) for k in ppo_tensors):
-        raise UserError(f"{ppo_file} holds no value head: not a PPO adapter written by export_adapters")
-    if ppo_file is not None and {k: v.shape for k, v in lora.items()} != {k: v.shape for k, v in sft_tensors.items()}:
-        raise UserError(f"{ppo_file} and {sft_file} hold different LoRA weights (names or shapes): they are not the "
-                        "PPO and SFT adapters of one run")
+    lora, head_state = _split_ppo(ppo_tensors, sft_tensors, ppo_file, sft_file) if ppo_file is not None else ({}, {})
+    iterations = int(ppo_meta["iteration"]) if "iteration" in ppo_meta else None
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     model, tokenizer = load_base(cfg.model, dtype=cfg.dtype)
@@ -131,16 +131,17 @@ def evaluate_saved(cfg: GenerateConfig, sft_file: Path, ppo_file: Path | None = 
     try:
         run.evaluate("sft", 1, lambda: policy(sft, None))
         if ppo_file is not None:
-            head = _value_head(ppo_tensors, next(sft.parameters()).device)
+            head = torch.nn.Linear(head_state["weight"].shape[1], 1, device=next(sft.parameters()).device)
+            head.load_state_dict(head_state)
             ppo = with_adapter(sft, cfg, lora, ppo_file)
-            iterations = int(ppo_meta.get("iteration", cfg.ppo_iterations))
-            run.evaluate("ppo", 2 + iterations, lambda: policy(ppo, head))
+            done = cfg.ppo_iterations if iterations is None else iterations
+            run.evaluate("ppo", 2 + done, lambda: policy(ppo, head))
     finally:
         run.writer.close()
     files = {"sft": sft_file, **({"ppo": ppo_file} if ppo_file is not None else {})}
     record = {"seed": cfg.seed, "results": run.results, "dtype": cfg.dtype,
               "adapters": {k: {"file": str(p), "sha256": _sha256(p)} for k, p in files.items()},
-              "ppo_iterations": int(ppo_meta["iteration"]) if "iteration" in ppo_meta else None}
+              "ppo_iterations": iterations}
     (run.run_dir / "saved.json").write_text(json.dumps(record, indent=2))
     run.log(f"done -> {cfg.out} (adapters: {', '.join(str(p) for p in files.values())})")
     return run.results
