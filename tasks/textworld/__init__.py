@@ -7,22 +7,24 @@ every phase logged as a learning history (``ad generate textworld``).
     ad train lm --data data/textworld               # the Language format (template "textworld")
 
 The defaults fit a CPU (SmolLM2-135M, 16 games per fold, ~4000 scored moves). The figures' run (>= 64 held-out
-games, the issue's goal), as measured on one H200 (2026-11-26: held-out success 0 -> 0.22 / 0.34 after SFT on
-seeds 0 / 1, score 0 -> 0.50 / 0.55; BENCHMARKS.md), is
+games, the issue's goal), as measured on one H100 (2026-11-26: held-out success 0 -> 0.20 / 0.31 after SFT ->
+0.27 / 0.47 after PPO on seeds 0 / 1, score 0 -> 0.49 / 0.54 -> 0.57 / 0.68; BENCHMARKS.md), is
 
     ad generate textworld --out data/textworld-64 --dtype bfloat16 --transcript --max-prompt-tokens 8192 \
-        --step-limit 32 --eval-games 64 --sft-games 400 --sft-epochs 2 --sft-batch-size 8 \
-        --ppo-iterations 8 --ppo-games 64 --ppo-epochs 2 --ppo-batch-size 64
+        --step-limit 32 --eval-games 64 --train-eval-games 32 --sft-games 400 --sft-epochs 2 --sft-batch-size 8 \
+        --ppo-iterations 3 --ppo-games 64 --ppo-epochs 2 --ppo-batch-size 64 --ppo-micro-batch-size 0 \
+        --ppo-lr 5e-5 --ppo-target-kl 0.02
 
-There each evaluation fold took 40-100 s, SFT 55 s and a PPO iteration ~70 s with two seeds sharing the GPU
-(``benchmarks/device/`` carries the packages, a JRE and the model to a bare GPU machine, and brings back each run's
-SFT and PPO adapters: ``benchmarks/textworld_saved.py evaluate`` plays a run's evaluation games with them on another
-machine, :mod:`tasks.textworld.saved`, should a time budget stop the run before it evaluates). PPO at these settings
-(then with the ratio on the chosen command's tokens, now ``--ppo-ratio command-tokens``) moved the policy fast (KL
-to the SFT policy 0.1 -> 0.6 in 3 iterations) without raising its success on seed 0; ``--ppo-target-kl`` stops an
-iteration's update once it has moved that far from the policy that played. PPO now trains by default the
-distribution the policy acts by (``--ppo-ratio valid-commands``: softmax of the valid commands' scores, every one
-rescored in the update, :mod:`tasks.textworld.command_scores`), as GLAM (Carta et al. 2023) does.
+There a seed took ~6 min with two seeds sharing the GPU: SFT 68 s, an evaluation fold 9-20 s, a PPO iteration
+34-52 s (``benchmarks/device/`` carries the packages, a JRE and the model to a bare GPU machine, and brings back
+each run's SFT and PPO adapters: ``benchmarks/textworld_saved.py evaluate`` plays a run's evaluation games with them
+on another machine, :mod:`tasks.textworld.saved`, should a time budget stop the run before it evaluates). PPO trains
+by default the distribution the policy acts by (``--ppo-ratio valid-commands``: softmax of the valid commands'
+scores, every one rescored in the update, :mod:`tasks.textworld.command_scores`), as GLAM (Carta et al. 2023) does;
+there its KL to the SFT policy stayed under 0.03 over 3 iterations. An earlier run (H200, lr 1e-4, the ratio on
+the chosen command's tokens, now ``--ppo-ratio command-tokens``, no ``--ppo-target-kl``) moved the policy fast (KL
+0.1 -> 0.6 in 3 iterations) without raising its success on seed 0; ``--ppo-target-kl`` stops an iteration's update
+once it has moved that far from the policy that played.
 
 The seed's 16-move limit cuts most gold paths short (they take 10-26 moves), and without the recipe in view
 (windowed prompts: ``--pinned-commands``, default ``read cookbook``) a wrong cut or cooking ends most games in
