@@ -1,0 +1,112 @@
+"""A Stable-Baselines3 callback that records ``model.learn`` as a learning history.
+
+What each column means per algorithm (env slot ``i`` of SB3's vector env is stream ``i``):
+
+- ``update``: the number of training phases (calls of the algorithm's ``train``) made before the action was
+  chosen: one per rollout for PPO and A2C; for SAC and DQN one per rollout (``train_freq`` steps) once
+  ``learning_starts`` steps were collected.
+- ``logprob``:
+  PPO / A2C: the log-probability of the sampled action under the policy's distribution (for Box actions the
+  Gaussian log-density of the unclipped sample; the stored action is the clipped one the env received).
+  SAC: the log-density of the action under the squashed (tanh) Gaussian, in the policy's [-1, 1] action scale;
+  during the uniform warm-up, the uniform density there (``-dim * log 2``).
+  DQN: the epsilon-greedy probability, ``eps / n + (1 - eps) * [action is greedy]`` (``1 / n`` in the warm-up).
+- ``value`` (extra column): PPO / A2C the critic's V(s); SAC the smaller of its twin Q(s, a); DQN Q(s, a).
+
+Observations are the ones the policy acted on (after SB3's own wrappers such as VecNormalize).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+from stable_baselines3.common.callbacks import BaseCallback
+
+from ad.errors import UserError
+from ad.record.recorder import HistoryRecorder
+
+SUPPORTED = ("PPO", "A2C", "SAC", "DQN")
+
+
+class HistoryCallback(BaseCallback):
+    """Records every env step of an SB3 ``learn`` call into a :class:`HistoryRecorder` (commit it with
+    ``recorder.close()`` after ``learn`` returns)."""
+
+    def __init__(self, recorder: HistoryRecorder, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        self.recorder = recorder
+        self.updates = 0
+        self._rollouts = 0
+        self._trained = False
+
+    def _on_training_start(self) -> None:
+        name = type(self.model).__name__
+        if name not in SUPPORTED:
+            raise UserError(f"the history callback records {', '.join(SUPPORTED)}, not {name}")
+        self._kind = name
+
+    def _on_rollout_start(self) -> None:
+        if self._rollouts and self._trained:
+            self.updates += 1
+        self._rollouts += 1
+
+    def _on_rollout_end(self) -> None:
+        model = self.model
+        if self._kind in ("PPO", "A2C"):
+            self._trained = True
+        else:
+            self._trained = model.num_timesteps > model.learning_starts and model.gradient_steps != 0
+
+    def _on_step(self) -> bool:
+        loc = self.locals
+        dones = np.asarray(loc["dones"], dtype=bool)
+        truncated = np.array([bool(info.get("TimeLimit.truncated", False)) for info in loc["infos"]]) & dones
+        terminated = dones & ~truncated
+        if self._kind in ("PPO", "A2C"):
+            obs = _numpy(loc["obs_tensor"])
+            action = loc["clipped_actions"]
+            logprob = _numpy(loc["log_probs"])
+            value = _numpy(loc["values"]).reshape(-1)
+        else:
+            obs = self.model._last_obs  # the observation the action was sampled in (SB3 keeps it until after this call)
+            action = loc["actions"]
+            logprob, value = (self._sac if self._kind == "SAC" else self._dqn)(obs, loc)
+        self.recorder.step(obs, action, loc["rewards"], terminated, truncated, logprob=logprob,
+                           update=self.updates, value=value if self.recorder.value else None)
+        return True
+
+    def _warmup(self) -> bool:
+        """Whether this step's action was sampled in the warm-up (uniformly at random)."""
+        model = self.model
+        return model.num_timesteps - model.n_envs < model.learning_starts
+
+    @torch.no_grad()
+    def _sac(self, obs: Any, loc: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        policy = self.model.policy
+        obs_t = policy.obs_to_tensor(obs)[0]
+        scaled = torch.as_tensor(np.asarray(loc["buffer_actions"]), dtype=torch.float32)
+        if self._warmup():
+            logprob = np.full(len(scaled), -scaled.shape[1] * math.log(2.0))
+        else:
+            mean, log_std, kwargs = policy.actor.get_action_dist_params(obs_t)
+            dist = policy.actor.action_dist.proba_distribution(mean, log_std, **kwargs)
+            logprob = _numpy(dist.log_prob(scaled.clamp(-1 + 1e-6, 1 - 1e-6)))
+        q = torch.cat(policy.critic(obs_t, scaled), dim=1).min(dim=1).values
+        return logprob, _numpy(q)
+
+    @torch.no_grad()
+    def _dqn(self, obs: Any, loc: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        policy = self.model.policy
+        q = policy.q_net(policy.obs_to_tensor(obs)[0])  # (n_envs, n_actions)
+        actions = np.asarray(loc["actions"]).reshape(-1)
+        n = q.shape[1]
+        eps = 1.0 if self._warmup() else float(self.model.exploration_rate)
+        greedy = _numpy(q.argmax(dim=1)) == actions
+        prob = eps / n + (1.0 - eps) * greedy
+        return np.log(prob), _numpy(q[torch.arange(len(actions)), torch.as_tensor(actions)])
+
+
+def _numpy(value: Any) -> np.ndarray:
+    return value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
