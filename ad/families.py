@@ -29,6 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
+
 from ad.errors import UserError
 from ad.registry import load_plugins, register, register_demo, register_env_factory
 
@@ -76,3 +78,13 @@ def get_family(name: str) -> TaskFamily:
     if name not in known:
         raise UserError(f"unknown task family {name!r}; known: {', '.join(known) or 'none'}")
     return known[name]
+
+
+def seeded_split(n: int, heldout_fraction: float, seed: int) -> tuple[list[int], list[int]]:
+    """The held-out split a family's generator records: ids ``0..n-1`` permuted with ``seed``, the first
+    ``round(heldout_fraction * n)`` held out (at least one id stays in train). Both lists come back sorted."""
+    n_heldout = min(int(round(heldout_fraction * n)), n - 1) if n > 1 else 0
+    order = np.random.default_rng([seed, n]).permutation(n)
+    heldout = sorted(order[:n_heldout].tolist())
+    chosen = set(heldout)
+    return [i for i in range(n) if i not in chosen], heldout

@@ -12,6 +12,7 @@ import re
 import numpy as np
 
 from ad.errors import UserError
+from ad.families import seeded_split
 
 KINDS = ("bernoulli", "gaussian")
 #: What the agent observes before each pull: "last-pull" = the previous pull's outcome (see
@@ -64,13 +65,8 @@ def task_means(names: list[str]) -> np.ndarray:
 
 
 def split_instances(n: int, heldout_fraction: float, seed: int) -> tuple[list[int], list[int]]:
-    """Deterministic train / held-out split of instance ids 0..n-1: a seeded permutation, the first
-    ``round(f * n)`` held out (at least one instance stays in train). Both lists come back sorted."""
-    n_heldout = min(int(round(heldout_fraction * n)), n - 1) if n > 1 else 0
-    order = np.random.default_rng([seed, n]).permutation(n)
-    heldout = sorted(order[:n_heldout].tolist())
-    chosen = set(heldout)
-    return [i for i in range(n) if i not in chosen], heldout
+    """Deterministic train / held-out split of instance ids 0..n-1 (:func:`ad.families.seeded_split`)."""
+    return seeded_split(n, heldout_fraction, seed)
 
 
 def optimal_return(means: np.ndarray) -> np.ndarray:
