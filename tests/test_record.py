@@ -76,8 +76,9 @@ def test_bad_input_is_a_user_error_and_loses_nothing(tmp_path):
     for bad in (dict(reward=float("nan")), dict(logprob=float("inf")), dict(obs=[np.inf, 0.0]),
                 dict(action=2.5), dict(obs=[0.0, 0.0, 0.0])):
         args = dict(obs=[0.0, 0.0], action=0, reward=1.0, logprob=-0.1) | bad
-        with pytest.raises(UserError):
+        with pytest.raises(UserError):  # refused at the latest when the buffered rows are checked
             rec.step(args["obs"], args["action"], args["reward"], False, False, logprob=args["logprob"])
+            rec.flush()
     rec.abort()
     with pytest.raises(UserError, match="different settings"):  # another spec on the same dataset
         HistoryRecorder(tmp_path / "d", task="t", run=1, observation_space=gym.spaces.Box(-1, 1, (3,)),

@@ -19,10 +19,11 @@ import numpy as np
 
 from ad.errors import UserError
 from ad.history import HistorySpec, HistoryWriter
-from ad.record.spaces import column_for_space, space_to_dict, to_column
+from ad.record.spaces import buffer_for, column_for_space, from_space, space_to_dict
 
-#: Rows buffered before they are handed to the unit writer.
+#: Rows buffered before they are checked and handed to the unit writer.
 FLUSH_ROWS = 4096
+_STREAMS = np.arange(FLUSH_ROWS, dtype=np.int32)
 
 
 def recording_spec(observation_space: Any, action_space: Any, value: bool = False) -> HistorySpec:
@@ -69,10 +70,10 @@ class HistoryRecorder:
         self.task, self.run = task, int(run)
         self.complete = self.writer.is_complete(task, self.run)
         self._unit = None if self.complete else self.writer.open_unit(task, self.run)
-        self._episode: np.ndarray | None = None  # per stream: current episode, step within it
-        self._step: np.ndarray | None = None
-        self._rows: list[dict[str, np.ndarray]] = []
-        self._buffered = 0
+        self._episode = np.zeros(0, np.int32)  # per stream: current episode, and step within it
+        self._step = np.zeros(0, np.int32)
+        self._columns = self._empty_columns(FLUSH_ROWS)
+        self._filled = 0
 
     # ------------------------------------------------------------------ writing
     def step(self, obs: Any, action: Any, reward: Any, terminated: Any, truncated: Any, *, logprob: Any,
@@ -82,58 +83,91 @@ class HistoryRecorder:
         ``obs`` is the observation the action was chosen in (not the next one). Scalars record one stream
         (stream 0); arrays with a leading dimension of N record streams ``0..N-1`` (or ``streams``).
         ``logprob`` is the behaviour policy's log-probability of ``action``; ``update`` the number of policy
-        updates made before the action was chosen (one int, or one per stream).
+        updates made before the action was chosen (one int, or one per stream). Values are checked (shape,
+        range, finiteness) when the buffered rows are flushed, before anything is written.
         """
         if self._unit is None:
             raise UserError(f"unit task={self.task} run={self.run} is already complete in {self.writer.location}; "
                             "skip its training (check HistoryRecorder.complete) or record another run")
-        reward_arr = np.asarray(reward, dtype=np.float64).reshape(-1)
-        n = reward_arr.size
-        stream = np.arange(n, dtype=np.int32) if streams is None else np.asarray(streams, np.int32).reshape(-1)
-        if stream.size != n:
-            raise UserError(f"streams has {stream.size} entries for {n} rewards")
-        self._grow(int(stream.max()) + 1)
-        columns = {
-            "stream": stream,
-            "update": _per_stream(update, n, np.int64, "update"),
-            "episode": self._episode[stream].copy(),
-            "step": self._step[stream].copy(),
-            "state": to_column(obs, self.observation_space, n, "obs"),
-            "action": to_column(action, self.action_space, n, "action"),
-            "reward": _finite(reward_arr, "reward").astype(np.float32),
-            "terminated": _per_stream(terminated, n, np.bool_, "terminated"),
-            "truncated": _per_stream(truncated, n, np.bool_, "truncated"),
-            "logprob": _finite(_per_stream(logprob, n, np.float64, "logprob"), "logprob").astype(np.float32),
-        }
+        reward = np.asarray(reward, dtype=np.float32).reshape(-1)
+        n = reward.shape[0]
+        if self._filled + n > FLUSH_ROWS:
+            self.flush()
+        if n > FLUSH_ROWS:
+            raise UserError(f"one step of {n} streams is more than the recorder buffers ({FLUSH_ROWS}); "
+                            "record fewer envs per recorder")
+        if streams is None:
+            stream, needed = _STREAMS[:n], n
+        else:
+            stream = np.asarray(streams, np.int32).reshape(-1)
+            if stream.shape[0] != n or (n and stream.min() < 0):
+                raise UserError(f"streams must be {n} non-negative ids, one per reward; got {streams!r}")
+            needed = int(stream.max()) + 1 if n else 0
+        if needed > self._episode.shape[0]:
+            self._grow(needed)
+        rows, cols = slice(self._filled, self._filled + n), self._columns
+        try:
+            cols["state"][rows] = np.asarray(obs).reshape(n, *cols["state"].shape[1:])
+            cols["action"][rows] = np.asarray(action).reshape(n, *cols["action"].shape[1:])
+        except ValueError:
+            raise UserError(f"obs / action of shapes {np.shape(obs)} / {np.shape(action)} do not fit {n} stream(s) "
+                            f"of {self.observation_space} / {self.action_space}") from None
+        cols["stream"][rows] = stream
+        cols["update"][rows] = update
+        cols["episode"][rows] = self._episode[stream]
+        cols["step"][rows] = self._step[stream]
+        cols["reward"][rows] = reward
+        cols["terminated"][rows] = terminated
+        cols["truncated"][rows] = truncated
+        cols["logprob"][rows] = logprob
         if self.value:
             if value is None:
                 raise UserError("this recorder records values (value=True): pass value= to step()")
-            columns["value"] = _finite(_per_stream(value, n, np.float64, "value"), "value").astype(np.float32)
-        ended = columns["terminated"] | columns["truncated"]
+            cols["value"][rows] = value
+        ended = cols["terminated"][rows] | cols["truncated"][rows]
         self._step[stream] += 1
-        self._episode[stream[ended]] += 1
-        self._step[stream[ended]] = 0
-        self._rows.append(columns)
-        self._buffered += n
-        if self._buffered >= FLUSH_ROWS:
-            self.flush()
+        if ended.any():
+            self._episode[stream[ended]] += 1
+            self._step[stream[ended]] = 0
+        self._filled += n
 
     def flush(self) -> None:
-        """Hand the buffered rows to the unit writer (still invisible until :meth:`close`)."""
-        if not self._rows or self._unit is None:
+        """Check the buffered rows and hand them to the unit writer (still invisible until :meth:`close`)."""
+        if not self._filled or self._unit is None:
             return
-        merged = {name: np.concatenate([r[name] for r in self._rows]) for name in self._rows[0]}
-        order = np.argsort(merged["stream"], kind="stable")  # a stream's rows stay in time order
-        self._unit.append({name: values[order] for name, values in merged.items()})
-        self._rows.clear()
-        self._buffered = 0
+        cols = {name: values[:self._filled] for name, values in self._columns.items()}
+        self._filled = 0
+        for name in ("state", "action", "reward", "logprob", "value"):
+            if name in cols and cols[name].dtype.kind == "f" and not np.isfinite(cols[name]).all():
+                bad = int(np.flatnonzero(~np.isfinite(cols[name]).reshape(len(cols[name]), -1).all(axis=1))[0])
+                raise UserError(f"{name} of stream {cols['stream'][bad]}, episode {cols['episode'][bad]}, step "
+                                f"{cols['step'][bad]} is not finite; the recorder stores finite values only: check "
+                                "the environment or the algorithm")
+        cols["state"] = from_space(cols["state"], self.observation_space, "obs")
+        cols["action"] = from_space(cols["action"], self.action_space, "action")
+        order = np.argsort(cols["stream"], kind="stable")  # a stream's rows stay in time order
+        self._unit.append({name: values[order] for name, values in cols.items()})
+
+    def _empty_columns(self, rows: int) -> dict[str, np.ndarray]:
+        columns = {"stream": np.zeros(rows, np.int32), "update": np.zeros(rows, np.int64),
+                   "episode": np.zeros(rows, np.int32), "step": np.zeros(rows, np.int32),
+                   "state": buffer_for(self.observation_space, rows), "action": buffer_for(self.action_space, rows),
+                   "reward": np.zeros(rows, np.float32), "terminated": np.zeros(rows, bool),
+                   "truncated": np.zeros(rows, bool), "logprob": np.zeros(rows, np.float32)}
+        if self.value:
+            columns["value"] = np.zeros(rows, np.float32)
+        return columns
 
     def close(self, info: dict[str, Any] | None = None) -> dict[str, Any] | None:
         """Commit the unit (it becomes visible in one rename) and, if this recorder opened the dataset, release
         it. Returns the unit's record (None if it was already complete)."""
         record = None
         if self._unit is not None:
-            self.flush()
+            try:
+                self.flush()
+            except BaseException:
+                self.abort()
+                raise
             record = self._unit.commit(info)
             self._unit = None
             self.complete = True
@@ -146,7 +180,7 @@ class HistoryRecorder:
         if self._unit is not None:
             self._unit.abort()
             self._unit = None
-        self._rows.clear()
+        self._filled = 0
         if self._owns_writer:
             self.writer.close()
 
@@ -168,26 +202,6 @@ class HistoryRecorder:
         return HistoryCallback(self, verbose=verbose)
 
     def _grow(self, streams: int) -> None:
-        have = 0 if self._episode is None else self._episode.size
-        if streams > have:
-            self._episode = np.concatenate([self._episode if have else np.zeros(0, np.int32),
-                                            np.zeros(streams - have, np.int32)])
-            self._step = np.concatenate([self._step if have else np.zeros(0, np.int32),
-                                         np.zeros(streams - have, np.int32)])
-
-
-def _per_stream(values: Any, n: int, dtype: Any, name: str) -> np.ndarray:
-    arr = np.asarray(values)
-    if arr.size == 1 and n != 1:
-        arr = np.full(n, arr.reshape(()).item())
-    arr = arr.reshape(-1)
-    if arr.size != n:
-        raise UserError(f"{name} has {arr.size} entries for {n} streams")
-    return arr.astype(dtype)
-
-
-def _finite(values: np.ndarray, name: str) -> np.ndarray:
-    if not np.isfinite(values).all():
-        raise UserError(f"{name} holds a non-finite number ({values[~np.isfinite(values)][0]}); the recorder "
-                        "stores finite values only: check the environment or the algorithm")
-    return values
+        grow = streams - self._episode.shape[0]
+        self._episode = np.concatenate([self._episode, np.zeros(grow, np.int32)])
+        self._step = np.concatenate([self._step, np.zeros(grow, np.int32)])

@@ -45,21 +45,25 @@ def _bounds(values: np.ndarray) -> Any:
     return as_json[0] if len(set(as_json)) == 1 else as_json
 
 
-def to_column(values: Any, space: Any, batch: int, what: str) -> np.ndarray:
-    """``batch`` values of ``space`` as the column's array: (batch,) int64 for Discrete, (batch, dim) float32
-    for Box. Raises UserError for values of another shape or non-finite numbers."""
+def buffer_for(space: Any, rows: int) -> np.ndarray:
+    """An empty buffer for ``rows`` values of ``space``: (rows,) float64 for Discrete (checked to be integers when
+    flushed, so a stray fraction is refused rather than truncated), (rows, dim) float32 for Box."""
     from gymnasium import spaces
 
     if isinstance(space, spaces.Discrete):
-        arr = np.asarray(values).reshape(-1)
-        if arr.size != batch or arr.dtype.kind not in "iu":
-            raise UserError(f"{what} must be {batch} integer(s) of {space}, got {np.asarray(values)!r}")
-        return arr.astype(np.int64) - int(space.start)
-    dim = int(np.prod(space.shape)) if space.shape else 1
-    arr = np.asarray(values, dtype=np.float32).reshape(batch, -1) if np.size(values) == batch * dim else None
-    if arr is None:
-        raise UserError(f"{what} must hold {batch} value(s) of shape {space.shape}, got shape {np.shape(values)}")
-    if not np.isfinite(arr).all():
-        raise UserError(f"{what} holds a non-finite number ({arr[~np.isfinite(arr)][0]}); the recorder stores "
-                        "finite values only: check the environment or the policy")
-    return arr
+        return np.zeros(rows, np.float64)
+    return np.zeros((rows, int(np.prod(space.shape)) if space.shape else 1), np.float32)
+
+
+def from_space(values: np.ndarray, space: Any, what: str) -> np.ndarray:
+    """Buffered values of ``space`` as the stored column: Discrete -> int64 from 0 (UserError for a value that is
+    not one of the space's integers), Box -> as is."""
+    from gymnasium import spaces
+
+    if not isinstance(space, spaces.Discrete):
+        return values
+    ints = values.astype(np.int64)
+    bad = np.flatnonzero((ints != values) | (ints < space.start) | (ints >= space.start + space.n))
+    if bad.size:
+        raise UserError(f"{what} {values[bad[0]]:g} is not a value of {space}")
+    return ints - int(space.start)
