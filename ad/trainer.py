@@ -91,14 +91,14 @@ def make_trainer(config: Any, out: Path, validate: bool, strategy: Any = None) -
     :class:`ad.distributed.options.DistributedOptions` fields; ``strategy`` overrides ``config.strategy`` with a
     strategy object. Data modules shard the global batch themselves (``use_distributed_sampler=False``).
     With ``config.progress`` the bar counts steps out of max_steps, and prints plain lines when stdout is not a
-    terminal (:mod:`ad.step_progress`).
+    terminal (:mod:`ad.progress.lightning`).
     """
     import lightning as L
     from lightning.fabric.utilities.exceptions import MisconfigurationException
     from lightning.pytorch.callbacks import ModelCheckpoint
     from lightning.pytorch.loggers import TensorBoardLogger
 
-    from ad.step_progress import StepProgressBar
+    from ad.progress.lightning import StepProgressBar
 
     checkpoint = ModelCheckpoint(dirpath=out / CHECKPOINT_DIR, filename="{step}", save_top_k=1, save_last=True,
                                  every_n_train_steps=config.checkpoint_every)

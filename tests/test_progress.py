@@ -61,3 +61,33 @@ def test_training_prints_plain_progress_lines_to_a_pipe(tmp_path):
     assert re.search(r"^step 6/6 .* done in \d+s$", proc.stdout, flags=re.M)
     assert re.search(r"^validation at step 3: loss [\d.]+", proc.stdout, flags=re.M)
     assert "\r" not in proc.stdout and "Epoch" not in proc.stdout + proc.stderr
+
+
+def test_progress_counter_shows_metrics_and_is_silent_when_off(capsys):
+    from ad.progress import PhaseLog, Progress
+
+    with Progress(4, "A2C", unit="update", every=0) as bar:
+        bar.update(0, env_steps_per_s="1,234", mean_return=0.98765)
+        bar.update(4)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("A2C: update 4/4 env_steps_per_s 1,234 mean_return 0.9877")
+    assert out[-1].endswith("s") and "done in" in out[-1]
+    with Progress(4, "off", show=False) as bar:
+        bar.update(4, loss=1.0)
+        bar.write("hidden")
+    PhaseLog("textworld", show=False)("hidden")
+    assert capsys.readouterr().out == ""
+    PhaseLog("textworld")("SFT done")
+    assert re.fullmatch(r"textworld \d+s: SFT done\n", capsys.readouterr().out)
+
+
+def test_a_stopped_counter_says_so(capsys):
+    from ad.progress import Progress
+
+    try:
+        with Progress(10, "run", every=3600) as bar:
+            bar.update(3)
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        pass
+    assert "stopped after" in capsys.readouterr().out

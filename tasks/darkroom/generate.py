@@ -40,7 +40,7 @@ from tasks.darkroom.batch_writer import BatchWriter
 from tasks.darkroom.config import GenerateConfig
 from tasks.darkroom.goals import (ACTION_NAMES, NUM_ACTIONS, optimal_return, resolve_goals, split_goals,
                                   start_cell, task_name)
-from tasks.darkroom.progress import A2CProgressOff, a2c_progress
+from ad.progress import Progress
 from tasks.darkroom.tracker import ReturnTracker
 
 FAMILY = "darkroom"
@@ -152,7 +152,7 @@ def darkroom_unit(job: UnitJob) -> dict[str, Any]:
     metadata = source.metadata(cfg, source.goals(cfg))
     writer = HistoryWriter(job.out, spec=source.spec(cfg), family=source.family, metadata=metadata,
                            shard_rows=_SHARD_ROWS, row_group_rows=_ROW_GROUP_ROWS, worker=True)
-    info = _train_batch(cfg, job.goals, writer, None, A2CProgressOff(), time.time(), 0, source)
+    info = _train_batch(cfg, job.goals, writer, None, Progress(None, show=False), time.time(), 0, source)
     info["_pid"] = os.getpid()
     return info
 
@@ -188,8 +188,8 @@ def _generate(cfg: GenerateConfig, source: GridSource) -> Path | str:
     units = [WorkUnit(f"{source.task_name(cfg, b[0])}+{len(b) - 1}",
                       UnitJob(job_cfg, b, local or cfg.out, None if source is DARKROOM else source)) for b in todo]
     remote = cfg.backend != "local"
-    with a2c_progress(cfg.progress, total=len(todo) if remote else len(todo) * cfg.updates,
-                   what="A2C batches" if remote else "A2C updates") as bar:
+    with Progress(len(todo) if remote else len(todo) * cfg.updates, "A2C", unit="batch" if remote else "update",
+                  show=cfg.progress) as bar:
 
         def in_process(job: UnitJob) -> dict[str, Any]:
             return _train_batch(cfg, job.goals, writer, tb, bar, started, done["steps"], source)
@@ -204,8 +204,8 @@ def _generate(cfg: GenerateConfig, source: GridSource) -> Path | str:
             curves.update(info["_curves"])
             greedy.update(info["_greedy"])
             if remote:
-                bar.update(advance=1, rate=done["steps"] / max(time.time() - started, 1e-9),
-                           ret=float(np.nanmean([c[1][-1] for c in info["_curves"].values()])))
+                bar.update(1, env_steps_per_s=f"{done['steps'] / max(time.time() - started, 1e-9):,.0f}",
+                           mean_return=float(np.nanmean([c[1][-1] for c in info["_curves"].values()])))
 
         try:
             run_units(darkroom_unit if remote else in_process, units, backend=cfg.backend, address=cfg.address,
@@ -288,10 +288,10 @@ def _train_loop(cfg: GenerateConfig, agent: BatchedA2C, tracker: ReturnTracker, 
             recent = tracker.mean_return(max(0, u + 1 - cfg.log_every), u + 1)  # (G,)
             steps = steps_before + (u + 1) * per_update
             rate = steps / max(time.time() - started, 1e-9)
-            bar.update(advance=0, ret=float(np.nanmean(recent)), rate=rate)
+            bar.update(0, env_steps_per_s=f"{rate:,.0f}", mean_return=float(np.nanmean(recent)))
             if tb is not None:
                 _log_scalars(tb, names, recent, stats, (u + 1) * cfg.num_envs * cfg.num_steps, rate)
-        bar.update(advance=1)
+        bar.update(1)
     if not all(bool(torch.isfinite(p).all()) for p in agent.params):
         _diverged(cfg, "its parameters turned non-finite in the last update", cfg.updates)
 

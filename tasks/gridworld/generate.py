@@ -99,7 +99,7 @@ def _progress(items: range, label: str, show: bool) -> Iterable[int]:
 
 def generate(cfg: GenerateConfig) -> dict[str, Any]:
     """Run (or resume) ``cfg``; returns the summary also written to ``<run folder>/summary.json``."""
-    from ad.hf_progress import library_bars_off_in_logs
+    from ad.progress.hf import library_bars_off_in_logs
 
     library_bars_off_in_logs()
     if cfg.threads:

@@ -108,9 +108,9 @@ def train_shared_prefix_simpo(model: Any, tokenizer: Any, pairs: list[dict[str, 
     steps = [(e, order[i:i + batch]) for e in range(epochs) for order in [rng.permutation(len(pairs))]
              for i in range(0, len(pairs), batch)]
     if progress:
-        from rich.progress import track
+        from ad.progress import track
 
-        steps = track(steps, description="SimPO steps", transient=True)
+        steps = track(steps, "SimPO", unit="step")
     losses, metrics = [], {}
     for _, idx in steps:
         loss, metrics = simpo_loss(model, tokenizer, [pairs[i] for i in idx], beta, gamma, nll)

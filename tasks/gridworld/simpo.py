@@ -106,7 +106,7 @@ def train_simpo(model: Any, tokenizer: Any, pairs: list[dict[str, str]], out_dir
     from datasets import Dataset
     from trl.experimental.cpo import CPOConfig, CPOTrainer
 
-    from ad.hf_progress import trainer_progress
+    from ad.progress.hf import trainer_progress
 
     disable_tqdm, progress_callbacks = trainer_progress(progress, "SimPO (trl)")  # plain lines in a log
     args = CPOConfig(output_dir=out_dir, loss_type="simpo", cpo_alpha=nll, simpo_gamma=gamma, beta=beta,

@@ -97,7 +97,7 @@ def build_trainer(cfg: GenerateConfig, model: Any, tokenizer: Any, train: list[d
     from datasets import Dataset
     from trl import RLOOConfig
 
-    from ad.hf_progress import trainer_progress
+    from ad.progress.hf import trainer_progress
     from tasks.math.trainer import LoggingRLOOTrainer, RefreshReference
 
     disable_tqdm, progress_callbacks = trainer_progress(cfg.progress, "RLOO")
@@ -135,7 +135,7 @@ def training_rows(cfg: GenerateConfig, tokenizer: Any, problems: list[Problem], 
 
 def generate(cfg: GenerateConfig) -> dict[str, Any]:
     """Run (or resume) the math run of ``cfg``; returns the summary also written to ``<run>/summary.json``."""
-    from ad.hf_progress import library_bars_off_in_logs
+    from ad.progress.hf import library_bars_off_in_logs
     from tasks.math.evaluate import evaluate_policy
     from tasks.rlhf.generate import resume_point, load_policy
     from tasks.rlhf.trainer import ChunkCallback

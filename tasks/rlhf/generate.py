@@ -84,7 +84,7 @@ def build_trainer(cfg: GenerateConfig, model: Any, tokenizer: Any, train_prompts
     from datasets import Dataset
     from trl import GRPOConfig
 
-    from ad.hf_progress import trainer_progress
+    from ad.progress.hf import trainer_progress
     from tasks.rlhf.trainer import LoggingGRPOTrainer
 
     disable_tqdm, progress_callbacks = trainer_progress(cfg.progress, "GRPO")  # plain lines in a log
@@ -122,7 +122,7 @@ def load_policy(model: Any, checkpoint: str, lora: bool) -> Any:
 
 def generate(cfg: GenerateConfig) -> dict[str, Any]:
     """Run (or resume) the RLHF run of ``cfg``; returns the summary also written to ``<run>/summary.json``."""
-    from ad.hf_progress import library_bars_off_in_logs
+    from ad.progress.hf import library_bars_off_in_logs
     from tasks.rlhf.trainer import ChunkCallback, TensorBoardCallback
 
     library_bars_off_in_logs()

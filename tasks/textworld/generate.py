@@ -28,6 +28,7 @@ from typing import Any, Callable, Sequence
 
 from ad.config import config_to_dict
 from ad.history import HistoryReader, HistoryWriter, Location
+from ad.progress import PhaseLog
 from ad.runs import run_folder
 from tasks.textworld.config import GenerateConfig
 from tasks.textworld.games import GameOptions
@@ -90,11 +91,7 @@ class Run:
         self.run_dir = run_folder(cfg.out, self.location)
         self.results: dict[str, dict[str, Any]] = {}
         self.started = time.time()
-
-    def log(self, text: str) -> None:
-        """A plain progress line with the elapsed time."""
-        if self.cfg.progress:
-            print(f"[textworld {time.time() - self.started:6.0f}s] {text}", flush=True)
+        self.log = PhaseLog("textworld", show=cfg.progress)  # a timestamped line per phase
 
     def done(self, name: str) -> dict[str, Any] | None:
         """The recorded summary of a complete unit, or None."""

@@ -60,7 +60,7 @@ def sft_trainer(model: Any, tokenizer: Any, rows: Sequence[dict[str, list[int]]]
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
-    from ad.hf_progress import trainer_progress
+    from ad.progress.hf import trainer_progress
     from ad.options import peft_lora_config
     from tasks.textworld.command_loss import CommandLossSFTTrainer
 

@@ -6,7 +6,10 @@ line every ``$AD_PROGRESS_SECONDS`` seconds (default 10) and one when it closes:
 
     step 500/5000 loss 0.123 3.2 step/s eta 23m26s
 
-Importing this module imports neither tqdm nor torch. :mod:`ad.step_progress` is the Lightning callback built on it.
+Every long command reports through this one engine: :func:`progress_bar` / :class:`Progress` (counters with metrics,
+or nothing when ``--progress false``), :func:`track` (an iterable), :class:`PhaseLog` (timestamped lines of a
+multi-phase run). :mod:`ad.progress.lightning` is the Lightning callback of ``ad train`` and :mod:`ad.progress.hf`
+the Hugging Face ``Trainer`` callback (trl), both built on it. Importing this package imports neither tqdm nor torch.
 """
 from __future__ import annotations
 
@@ -164,3 +167,55 @@ def track(items: Iterable[T], desc: str = "", unit: str = "it", total: int | Non
             bar.close(done=finished)
         else:
             bar.close()
+
+
+class Progress:
+    """A counter with metrics on the one engine: a bar on a terminal, plain lines in a log, nothing when ``show`` is
+    false. ``update(n, **metrics)`` advances by ``n`` and shows the metrics (formatted by :func:`format_value`)."""
+
+    def __init__(self, total: int | None, desc: str = "", unit: str = "it", show: bool = True, initial: int = 0,
+                 every: float | None = None) -> None:
+        self.bar = progress_bar(total, desc=desc, unit=unit, initial=initial, every=every) if show else None
+
+    def update(self, n: int = 1, **metrics: Any) -> None:
+        """Advance by ``n`` (0: only show new metrics)."""
+        if self.bar is None:
+            return
+        if metrics:
+            self.bar.set_postfix({k: format_value(v) for k, v in metrics.items()}, refresh=False)
+        if n:
+            self.bar.update(n)
+
+    def write(self, text: str) -> None:
+        """A line of its own above the bar (or between the plain lines)."""
+        if self.bar is not None:
+            self.bar.write(text)
+
+    def close(self, done: bool = True) -> None:
+        """The last line (``done in ...`` or ``stopped after ...``) in a log; the bar's end on a terminal."""
+        bar, self.bar = self.bar, None
+        if isinstance(bar, PlainProgress):
+            bar.close(done=done)
+        elif bar is not None:
+            bar.close()
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> bool:
+        self.close(done=exc_type is None)
+        return False
+
+
+class PhaseLog:
+    """Timestamped lines of a run made of phases (``textworld 1m15s: SFT done, loss 0.057``), or nothing when
+    ``show`` is false."""
+
+    def __init__(self, desc: str, show: bool = True, file: TextIO | None = None) -> None:
+        self.desc, self.show, self.file = desc, show, file
+        self.started = time.perf_counter()
+
+    def __call__(self, text: str) -> None:
+        if self.show:
+            elapsed = format_duration(time.perf_counter() - self.started)
+            print(f"{self.desc} {elapsed}: {text}", file=self.file or sys.stdout, flush=True)
