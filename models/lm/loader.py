@@ -62,7 +62,7 @@ def load(path: Any, greedy: bool = False, seed: int = 0, threads: int | None = N
     """
     import torch
 
-    from ad.hf_progress import library_bars_off_in_logs
+    from ad.progress.hf import library_bars_off_in_logs
     from models.lm.policy import GeneratePolicy, LMPolicy
 
     if threads:

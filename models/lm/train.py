@@ -133,7 +133,7 @@ def train(config: TrainLMConfig) -> Path:
     import lightning as L
     import torch
 
-    from ad.hf_progress import library_bars_off_in_logs
+    from ad.progress.hf import library_bars_off_in_logs
     from ad.history import HistoryReader
     from ad.pretrained import position_limit
     from ad.registry import env_factory
