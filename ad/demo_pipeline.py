@@ -38,12 +38,11 @@ class ADDemoConfig:
     ed_steps: int = option(2000, "optimiser steps for the expert-distillation baseline")
     model_preset: str = option("demo", "model/training preset of `ad train rl`")
     dropout: float = option(-1.0, "dropout of AD and ED on attention weights and on each block's output (`ad train rl "
-                                  "--attn-dropout / --resid-dropout`, replacing the preset's); -1 = the value measured "
-                                  "best for the task family (BENCHMARKS.md, #17; DarkRoom: 0.1 up to 7x7, where few "
-                                  "training goals let AD memorise them, 0 above; Key-to-Door: 0)")
+                                  "--attn-dropout / --resid-dropout`, replacing the preset's); -1 = the task family's "
+                                  "default (DarkRoom: 0.1 up to 7x7, 0 above; Key-to-Door: 0)")
     episodes: int = option(100, "episodes in context at evaluation")
     seeds: int = option(3, "evaluation seeds per held-out task")
-    threads: int = option(1, "torch CPU threads (1 is fastest for these small models on 2 shared cores)")
+    threads: int = option(1, "torch CPU threads")
     seed: int = option(0, "seed of every stage; also picks the held-out tasks")
     train_overrides: dict = option({}, "extra `ad train rl` options for both runs (YAML/JSON config only)")
 

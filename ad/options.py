@@ -89,10 +89,8 @@ class WeightsDtypeOptions:
     """The precision a pretrained LM's weights are loaded in (``ad.pretrained.load_base``)."""
 
     dtype: Literal["float32", "bfloat16"] = option(
-        "float32", "weights of the LM: float32, or bfloat16 (faster matrix products on CPUs with AMX / AVX512-BF16 "
-                   "and on GPUs; measured on a 2-core AMX CPU: SmolLM2-135M scoring ~2.8x, batched grid-world acting "
-                   "~2x, trl SFT the same speed; on a CPU without them, e.g. AVX2 only, torch emulates bfloat16 and it "
-                   "is ~8x slower than float32: a warning says so). LoRA adapters and value heads stay float32; "
+        "float32", "weights of the LM: float32, or bfloat16 (faster on GPUs and on CPUs with AMX / AVX512-BF16; "
+                   "emulated and slower elsewhere, with a warning). LoRA adapters and value heads stay float32; "
                    "log-probabilities then carry bfloat16 rounding")
 
     def __post_init__(self) -> None:

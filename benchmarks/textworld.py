@@ -229,7 +229,7 @@ def learning(args: argparse.Namespace, options: dict[str, Any]) -> tuple[list[di
                 fig["settings"] = per_seed[args.seeds[0]]["settings"]  # ad generate textworld options (seed aside)
                 if games < 64:
                     fig["note"] = (f"{games} games per fold: a smoke-scale run, not the >= 64 games the goal is judged "
-                                   f"on (compute budget: tasks/textworld/__init__.py)")
+                                   f"on (compute budget: docs/experiments/textworld.md)")
                 figures.append(fig)
     gold = [per_seed[s]["gold"]["success"] for s in args.seeds]
     figures.append({**figure("gold-path success within the step limit (the ceiling of success)", "success rate",

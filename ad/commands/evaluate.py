@@ -29,8 +29,7 @@ class EvalConfig:
     seed: int = option(0, "seed of the envs and of action sampling")
     out: str | None = option(None, "output folder (default: <ckpt>/eval)")
     progress: bool = option(True, "show progress bars")
-    threads: int = option(1, "torch CPU threads (0 = torch's default; 1 is fastest for the small models on a "
-                             "shared 2-core machine, more threads slowed an LM ~20x under load)")
+    threads: int = option(1, "torch CPU threads (0 = torch's default)")
 
     def __post_init__(self) -> None:
         if self.threads < 0:

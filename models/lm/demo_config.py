@@ -55,9 +55,8 @@ class LMDemoConfig:
     episodes: int = option(100, "episodes in context at evaluation")
     seeds: int = option(3, "evaluation seeds per held-out goal (the RL demo's)")
     seed: int = option(0, "seed of every stage (also of the RL-format demo and its held-out split)")
-    threads: int = option(0, "torch CPU threads of the LM stages (0: torch's default, every core: on an idle 2-core "
-                             "machine the 4 x 128 LM trains 1.75x and acts 1.5x faster on 2 threads than on 1); the "
-                             "RL-format demo it runs first keeps its own default (1) unless this is set")
+    threads: int = option(0, "torch CPU threads of the LM stages (0: torch's default, every core); the RL-format "
+                             "demo it runs first keeps its own default (1) unless this is set")
     train_overrides: dict = option({}, "extra `ad train lm` options for both LM runs, e.g. {n_layer: 2} "
                                        "(YAML/JSON config only)")
     skip_rl: bool = option(False, "do not run the RL-format demo (the LM still needs <out>/darkroom; the report "

@@ -34,8 +34,8 @@ class GenerateConfig:
     observation: Literal["last-pull", "none"] = option(
         "last-pull", "what the env shows before each pull (the state column): last-pull = the previous pull's outcome "
                      "(Bernoulli: the index 1 + 2*arm + reward; Gaussian: [one_hot(arm), reward * one_hot(arm)]), "
-                     "which lets a one-token-per-transition transformer pair each reward with its arm (AD's regret "
-                     "fell from 2.2x to 1.3-1.5x Thompson sampling's); none = a constant 0")
+                     "which lets a one-token-per-transition transformer pair each reward with its arm; none = a "
+                     "constant 0")
     noise_std: float = option(0.5, "std of the Gaussian reward noise (--kind gaussian; also UCB1's reward scale "
                                    "there)")
     ucb_c: float = option(1.0, "exploration coefficient of UCB1 (1 = the textbook bonus sqrt(2 ln n / n_j))")

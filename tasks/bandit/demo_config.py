@@ -27,17 +27,13 @@ class BanditDemoConfig:
     instances: int = option(1000, "bandit instances (a held-out fraction is never trained on)")
     pulls: int = option(500, "pulls per source history and per in-context evaluation run")
     source: Literal["auto", "thompson", "ucb"] = option(
-        "auto", "source algorithm whose histories AD distils; auto = ucb, the one AD distilled best: AD's regret / "
-                "Thompson sampling's 0.98-1.14 on Bernoulli and 0.77-0.85 on Gaussian bandits (5 and 10 arms) against "
-                "1.17-1.21 and 1.47-1.51 distilled from thompson (BENCHMARKS.md, #17)")
+        "auto", "source algorithm whose histories AD distils; auto = ucb, the one AD distilled best")
     ucb_c: float = option(-1.0, "exploration coefficient of the UCB1 source (1 = the textbook bonus "
                                 "sqrt(2 ln n / n_j)); -1 = the kind's default: 0.3 on Bernoulli, 0.5 on Gaussian "
-                                "bandits (the lowest regret of 1 / 0.5 / 0.3 for each); the evaluation shows UCB1 with "
-                                "this coefficient beside the textbook one")
+                                "bandits. The evaluation shows UCB1 with this coefficient beside the textbook one")
     heldout_fraction: float = option(0.1, "fraction of the instances held out for the evaluation")
     context: int = option(0, "AD context in transitions (pulls); 0 = --pulls, a whole history")
-    ad_steps: int = option(3000, "optimiser steps for AD (measured on 5-armed Bernoulli bandits: 2000 steps gave "
-                                 "1.3-1.5x Thompson sampling's regret, 3000 steps 1.15-1.18x)")
+    ad_steps: int = option(3000, "optimiser steps for AD")
     ed_steps: int = option(500, "optimiser steps for the expert-distillation baseline")
     batch_size: int = option(8, "AD windows per optimiser step (ED takes 4x as many, being 10x shorter)")
     n_layer: int = option(2, "transformer blocks of both models")

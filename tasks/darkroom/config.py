@@ -105,16 +105,13 @@ class GenerateConfig:
     run_dir: str = option("", "local folder for summary.json, learning curves, GIF and TensorBoard (default: "
                               "<out>/_run for a local --out, runs/generate-<name> for a remote URL)")
     logprob_bits: int = option(23, "mantissa bits kept in the stored logprobs: 23 = exact float32; 7 = bfloat16 "
-                                   "precision (relative error <= 2^-8), 27% smaller datasets (2.69 -> 1.97 bytes per "
-                                   "transition, BENCHMARKS.md)")
+                                   "precision (relative error <= 2^-8), smaller datasets")
     threads: int = option(1, "torch CPU threads for the elementwise work (0 = torch's default); the A2C's matrix "
-                             "products always run on one thread, so results do not depend on it (1 is fastest)")
+                             "products always run on one thread, so results do not depend on it")
     background_writing: bool = option(_MULTICORE, "encode the history shards on a background thread (at lower "
-                                                  "CPU priority) while training goes on: a second core takes the "
-                                                  "Parquet encoding (measured on an idle 2-core machine: 1.14-1.23x "
-                                                  "faster runs; no gain when the second core is busy). On by "
-                                                  "default with 2+ cores; Ray workers always write on their "
-                                                  "training thread")
+                                                  "CPU priority) while training goes on, so a second core takes the "
+                                                  "Parquet encoding. On by default with 2+ cores; Ray workers always "
+                                                  "write on their training thread")
     tensorboard: bool = option(True, "write TensorBoard scalars (per goal) under <out>/_run/tb")
     log_every: int = option(500, "updates between TensorBoard / progress-bar statistics")
     plots: bool = option(True, "save learning curves (PNG) and greedy-policy GIFs next to the dataset")

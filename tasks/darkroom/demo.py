@@ -58,19 +58,15 @@ class DarkRoomDemoConfig(ADDemoConfig):
     size: int = option(9, "DarkRoom side length")
     source: Literal["explorer", "a2c"] = option(
         "explorer", "source algorithm whose histories AD distils: explorer (walks to the nearest cell it has never "
-                    "visited until it finds the goal, then to the goal; AD on held-out goals at episodes 36-40: "
-                    "0.92-0.98 from 5x5 to 11x11 rooms on 3 seeds) or a2c (the AD paper's source; 0.60-0.93 over "
-                    "sizes 5-11). BENCHMARKS.md, #17")
+                    "visited until it finds the goal, then to the goal) or a2c (the AD paper's source)")
     streams: int = option(0, "source histories (streams) per goal; 0 = the source's default (explorer: 10, or 30 in "
                              "rooms with fewer than 30 training goals, e.g. 5x5, where AD needs more histories per "
                              "goal to generalise; a2c: 10)")
     steps_per_goal: int = option(0, "env steps per goal over all its streams; 0 = the source's default (explorer "
-                                    "streams x 60 episodes, 12,000 for 10; a2c 240,000: the fast preset learns every "
-                                    "goal in ~50k, longer histories give AD more learning-to-converged windows)")
+                                    "streams x 60 episodes, 12,000 for 10; a2c 240,000)")
     generate_preset: str = option("fast", "A2C preset of `ad generate darkroom` (--source a2c)")
     ent_coef: float = option(0.05, "entropy bonus of the source A2C (`ad generate ... --ent-coef`, whose own default "
-                                   "is 0.01); each demo's default is the value measured best for its task family "
-                                   "(BENCHMARKS.md, #17)")
+                                   "is 0.01); each demo has its own default")
     terminate_on_goal: bool = option(False, "end episodes at the goal (the `ad generate darkroom` default) instead "
                                             "of rewarding every step spent there (the AD paper's Dark Room)")
 

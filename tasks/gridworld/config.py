@@ -58,8 +58,8 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
     simpo_nll: float = option(1.0, "weight of an NLL (behaviour-cloning) term on the chosen move list, trl's "
                               "cpo_alpha (CPO-SimPO); 0 = pure SimPO")
     simpo_trainer: Literal["shared-prefix", "trl"] = option("shared-prefix", "SimPO implementation: 'shared-prefix' (the prompts' common opening "
-                                "runs once per batch, ~4x fewer tokens per step; prompts and completions tokenized as "
-                                "the actor sees them) or 'trl' (trl's CPOTrainer, loss_type=simpo); same loss")
+                                "runs once per batch; prompts and completions tokenized as the actor sees them) or "
+                                "'trl' (trl's CPOTrainer, loss_type=simpo); same loss")
     simpo_lr: float = option(1e-3, "SimPO learning rate (LoRA parameters)")
     simpo_batch: int = option(16, "SimPO pairs per optimiser step")
     target_modules: list[str] = override(LoRAOptions, "target_modules", ["all-linear"])  # the actor's adapter

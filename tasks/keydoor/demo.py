@@ -19,18 +19,14 @@ class KeyDoorDemoConfig(ADDemoConfig):
 
     out: str = override(ADDemoConfig, "out", "data/demo-keydoor")
     tasks: int = option(960, "key/door pairs the A2C source trains on, drawn by --seed from the 6480 of a 9x9 room "
-                             "(a held-out fraction is never distilled); AD generalises to held-out pairs with the "
-                             "number of training pairs (measured, BENCHMARKS.md #17: 240 -> 0.74-0.79, 480 -> "
-                             "0.85-0.87, 960 -> 0.86-0.89 at episodes 46-50; 960 pairs write ~0.9 GB of histories)")
-    steps_per_task: int = option(120_000, "A2C env steps per task (measured: the mean return reaches 1.9 of 2 by "
-                                          "episode ~150 of each of its 10 streams, ~7k steps; 12k steps per stream "
-                                          "leave a converged tail for ED)")
+                             "(a held-out fraction is never distilled)")
+    steps_per_task: int = option(120_000, "A2C env steps per task, over its 10 streams (the converged tail of each "
+                                          "stream is ED's data)")
     ent_coef: float = override(DarkRoomDemoConfig, "ent_coef", 0.01)
     heldout_fraction: float = option(0.1, "fraction of the pairs held out for the in-context evaluation")
     subsample: int = override(ADDemoConfig, "subsample", 40)
     context: int = override(ADDemoConfig, "context", 200)
-    batch_size: int = option(16, "windows per optimiser step of AD and ED (context 200 costs 2.5x the tokens of "
-                                 "DarkRoom's 80 per window)")
+    batch_size: int = option(16, "windows per optimiser step of AD and ED")
     ad_steps: int = override(ADDemoConfig, "ad_steps", 6000)
     ed_steps: int = override(ADDemoConfig, "ed_steps", 600)
     episodes: int = override(ADDemoConfig, "episodes", 50)

@@ -20,24 +20,18 @@ class GenerateConfig(LoRAOptions):
                         "cached hub id")
     problems: str = option("", "GSM8K-format jsonl file (one {'question', 'answer': '... #### n'} per line); "
                                "empty = the built-in generated word problems")
-    level: int = option(1, "difficulty of generated problems: the number of operations in the story, 1-3. "
-                           "SmolLM2-135M, greedy, zero-shot, 96 tokens, measured: level 1 16% (32 problems, all "
-                           "templates) and 6.0% (the 200 held-out problems of seed 0); levels 2-3 0-3% (32 problems)")
+    level: int = option(1, "difficulty of generated problems: the number of operations in the story, 1-3")
     train_problems: int = option(2000, "generated training problems (drawn from the training templates)")
     heldout_fraction: float = option(0.25, "fraction held out: of the templates (generated problems: held-out "
                                            "stories never seen in training) or of the problems of --problems")
     iterations: int = option(60, "training iterations (one RLOO optimiser step each, problems-per-step x "
-                                 "num-generations sampled solutions). The defaults are the run measured on an H100 "
-                                 "(~8.5 min, ~30 GB of GPU memory; seed 1: held-out 0.075 -> 0.575). On a 2-core CPU 16 "
-                                 "solutions took 200-250 s an iteration: scale --problems-per-step and --iterations "
-                                 "down there")
+                                 "num-generations sampled solutions)")
     chunk_steps: int = option(10, "training iterations per committed unit (resume granularity)")
     num_generations: int = option(8, "sampled solutions per problem (the group of the leave-one-out baseline); one "
                                       "history stream per position in the group")
     problems_per_step: int = option(16, "problems per training iteration")
     max_new_tokens: int = option(96, "solution length limit in tokens")
-    temperature: float = option(0.7, "sampling temperature of the behaviour policy (at 1.0 SmolLM2-135M sampled 0 "
-                                     "correct solutions of 48: no learning signal)")
+    temperature: float = option(0.7, "sampling temperature of the behaviour policy")
     lr: float = option(3e-4, "AdamW learning rate (LoRA parameters, or all parameters without LoRA)")
     beta: float = option(0.05, "coefficient of the KL penalty to the reference policy (subtracted from the reward, "
                                "as in the seed; 0 = none)")

@@ -27,33 +27,27 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
                                         "a cached hub id")
     seed: int = option(0, "seed of the game draws (which train-fold games are trained on, which test-fold games "
                           "are held out), sampling and initial weights; recorded as run")
-    eval_games: int = option(16, "games of each fold (test = held out, train) played greedily after each phase "
-                                 "(the figures use 64: see tasks.textworld's docstring)")
+    eval_games: int = option(16, "games of each fold (test = held out, train) played greedily after each phase")
     train_eval_games: int = option(0, "train-fold games (the first SFT games: games the policy was trained on) "
                                       "played greedily after each phase beside the held-out ones, to show a train / "
                                       "held-out gap; 0 = as many as --eval-games")
-    history: int = option(1, "earlier moves shown in full in the prompt (seed 002: 11; each costs ~60-150 prompt "
-                             "tokens); older commands are listed on one 'Moves so far' line")
+    history: int = option(1, "earlier moves shown in full in the prompt; older commands are listed on one "
+                             "'Moves so far' line")
     pinned_commands: list[str] = option(["read cookbook"], "commands whose newest result stays in the prompt after "
                                         "the move leaves the history (read cookbook = the recipe: which cut and "
                                         "cooking each ingredient needs; a wrong one fails the game); 'none' pins "
                                         "nothing")
-    transcript: bool = option(False, "the whole game so far as the prompt (every earlier move shown; --history and "
-                                     "--pinned-commands then do nothing), each game's keys and values cached between "
-                                     "moves so a move reads only its new tokens; SFT learns a whole game from one "
-                                     "row. Needs --max-prompt-tokens of a whole game: at least 256 x --step-limit "
-                                     "(gold moves add ~85 tokens, a move into a room or 'look around' ~200: a "
-                                     "32-move greedy game reached 4,158)")
+    transcript: bool = option(False, "the whole game so far as the prompt (--history and --pinned-commands then do "
+                                     "nothing), each game's keys and values cached between moves; SFT learns a whole "
+                                     "game from one row. Needs --max-prompt-tokens of a whole game: at least 256 x "
+                                     "--step-limit")
     max_prompt_tokens: int = option(512, "prompt tokens kept: beyond this the oldest shown steps are cut and the "
-                                         "task line, move list and pinned results stay (gold-path prompts at "
-                                         "history 1, recipe pinned: mean 278 tokens, 21% over 384, 0.3% over 512)")
+                                         "task line, move list and pinned results stay")
     sft_games: int = option(32, "train-fold games whose gold action sequences are the SFT demonstrations")
     sft_epochs: float = option(1.0, "passes over the demonstrations (trl SFTTrainer num_train_epochs)")
     sft_lr: float = option(5e-4, "SFT learning rate (LoRA weights)")
     sft_batch_size: int = option(8, "demonstrated moves (whole games with --transcript) per SFT optimiser step "
-                                    "(activations are kept, so memory "
-                                    "grows with it and --max-prompt-tokens: a CPU process peaked at 13.8 GB RSS at 8 x "
-                                    "512 tokens, and two such runs side by side overran 24 GiB)")
+                                    "(activations are kept, so memory grows with it and --max-prompt-tokens)")
     sft_micro_batch_size: int = option(0, "moves (games with --transcript) per forward / backward pass within an "
                                           "SFT step (a divisor of "
                                           "--sft-batch-size; 0 = the whole batch): the same gradient, the "
@@ -64,18 +58,12 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
     ppo_batch_size: int = option(16, "moves per PPO optimiser step")
     ppo_micro_batch_size: int = option(4, "moves (games with --transcript) per forward / backward pass within a "
                                           "PPO step (0 = the whole minibatch): the same gradient, the activations "
-                                          "of one micro-batch at a time in memory (SmolLM2 float32 on a CPU, a step "
-                                          "of 16 windowed moves of <= 512 prompt tokens: peak RSS 17.2 GB whole, "
-                                          "6.4 GB in micro-batches of 4; one transcript game of 3,000 tokens and 24 "
-                                          "moves rescored with --ppo-ratio valid-commands: 7.3 GB, so 1 with "
-                                          "--transcript on a CPU); on a GPU 0 or a larger value is faster")
+                                          "of one micro-batch at a time in memory")
     ppo_lr: float = option(1e-4, "PPO learning rate (LoRA weights and the value head)")
     ppo_ratio: PPORatio = option(
         "valid-commands", "what PPO's clipped ratio and KL penalty are taken on: valid-commands = the distribution "
-        "the policy acts by (softmax of the valid commands' scores at --temperature; the update rescores every "
-        "valid command, the KL to the SFT policy is exact); command-tokens = the chosen command's token "
-        "log-probabilities over the whole vocabulary (cheaper, but blind to whether a step moved probability "
-        "between valid commands or to text the policy never plays)")
+        "the policy acts by (softmax of the valid commands' scores at --temperature, every one rescored, exact KL "
+        "to the SFT policy); command-tokens = the chosen command's token log-probabilities (cheaper)")
     ppo_target_kl: float = option(0.0, "stop an iteration's PPO update once the policy moved more than 1.5 x this "
                                   "approximate KL from the one that played (checked before each minibatch step; "
                                   "0 = off, run every epoch)")
