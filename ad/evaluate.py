@@ -128,6 +128,26 @@ def run_in_context(policy: InContextPolicy, setup: EvalEnv, episodes: int, seed:
     return EvalResult(name, list(setup.tasks), shaped, np.asarray(setup.optimal, dtype=np.float64))
 
 
+def evaluate_in_context(ckpt: Any, data: Any, episodes: int = 100, seeds: int = 1, split: str = "heldout",
+                        greedy: bool = False, seed: int = 0, progress: bool = False) -> EvalResult:
+    """Load the model trained in run folder ``ckpt`` and run it in context on the ``split`` tasks of dataset
+    ``data`` (``seeds`` envs per task, ``episodes`` episodes each); returns its ``(tasks, seeds, episodes)`` returns.
+
+    The Python form of ``ad eval`` for one model, writing no files; a UserError where the model and the dataset
+    are of different tasks or the dataset's family has no evaluation environment.
+    """
+    from ad.commands.evaluate import check_compatible, pick_tasks
+    from ad.history import HistoryReader
+    from ad.registry import env_factory, load_policy
+
+    reader = HistoryReader(data)
+    tasks = pick_tasks(reader, split, None)
+    policy = load_policy(ckpt, greedy=greedy, seed=seed)
+    check_compatible(policy, reader, str(ckpt))
+    setup = env_factory(reader.family)(reader.metadata, tasks, seeds)
+    return run_in_context(policy, setup, episodes, seed, "model", progress)
+
+
 def _progress(enabled: bool, total: int, name: str):
     """A bar on a terminal, plain lines in a log or pipe (:func:`ad.progress.progress_bar`)."""
     if not enabled:

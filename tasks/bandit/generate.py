@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -111,6 +111,17 @@ def unit_columns(action: np.ndarray, reward: np.ndarray, logprob: np.ndarray, ar
             "step": np.zeros(P, np.int32), "state": state, "action": action.astype(np.int16),
             "reward": reward.astype(np.float32), "terminated": np.ones(P, bool), "truncated": np.zeros(P, bool),
             "logprob": logprob.astype(np.float32)}
+
+
+def source_histories(cfg: GenerateConfig) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
+    """Each instance's task name and learning history (the columns of its one stream), in instance order: what
+    :func:`generate` writes, for a caller that writes them through :class:`ad.history.HistoryWriter` itself."""
+    for block in range(-(-cfg.instances // BLOCK)):
+        hist = block_histories(cfg, block)
+        for j, i in enumerate(hist["ids"]):
+            yield task_name(cfg.kind, cfg.arms, i), unit_columns(hist["action"][j], hist["reward"][j],
+                                                                 hist["logprob"][j], cfg.arms, cfg.kind,
+                                                                 cfg.observation)
 
 
 def generate(cfg: GenerateConfig) -> Path | str:
