@@ -74,7 +74,7 @@ def heldout_accuracy(args: argparse.Namespace, seed: int, checkpoint: Path | Non
     from tasks.math.evaluate import evaluate_policy
     from tasks.math.generate import load_split
     from tasks.math.prompts import render_prompt
-    from tasks.rlhf.generate import load_policy
+    from tasks.trl_runs.checkpoints import load_policy
 
     cfg = make_cfg(args, seed, Path("unused"), eval_problems=args.eval_problems)
     split = load_split(cfg)
@@ -124,7 +124,7 @@ def step_time(args: argparse.Namespace, logging: bool, work: Path, steps: int) -
 
     on_batch, callbacks = None, [Clock()]
     if logging:
-        from tasks.rlhf.trainer import ChunkCallback
+        from tasks.trl_runs.callbacks import ChunkCallback
 
         log = MathRolloutLog(HistoryWriter(str(work / f"log{time.perf_counter_ns()}"), SPEC, "math", {}), 0,
                              cfg.num_generations, {tokenizer.eos_token_id})

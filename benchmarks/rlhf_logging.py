@@ -30,7 +30,7 @@ def run_side(cfg, logging: bool, workdir: Path) -> float:
     from tasks.rlhf.prompts import load_prompts, split_prompts
     from tasks.rlhf.reward import checked_reward, load_reward
     from tasks.rlhf.rollouts import SPEC, RolloutLog
-    from tasks.rlhf.trainer import ChunkCallback
+    from tasks.trl_runs.callbacks import ChunkCallback
 
     train, _ = split_prompts(load_prompts(cfg.prompts), cfg.heldout_fraction, cfg.seed)
     model, tokenizer = load_base(cfg.model)

@@ -158,16 +158,18 @@ def test_generate_to_a_memory_url_reads_back_and_resumes(tmp_path, tiny_model, m
 
 def test_checkpoint_newer_than_last_unit_is_discarded(tmp_path, tiny_model):
     from ad.history import HistoryWriter
-    from tasks.rlhf.generate import resume_point, dataset_metadata
+    from tasks.rlhf.generate import dataset_metadata
     from tasks.rlhf.prompts import load_prompts, split_prompts
     from tasks.rlhf.rollouts import SPEC
+    from tasks.trl_runs.checkpoints import resume_point
 
     cfg = _cfg(tmp_path / "d", tiny_model, steps=6)
     train, heldout = split_prompts(load_prompts(cfg.prompts), cfg.heldout_fraction, cfg.seed)
     writer = HistoryWriter(cfg.out, SPEC, "rlhf", dataset_metadata(cfg, train, heldout))
     ckpt = tmp_path / "d" / "_run" / "checkpoints"
     (ckpt / "checkpoint-2").mkdir(parents=True)
-    assert resume_point(writer, cfg, ckpt) is None  # saved before a crash, its unit never committed
+    assert resume_point(writer, out=cfg.out, seed=cfg.seed, chunk_steps=cfg.chunk_steps, steps=cfg.steps,
+                        ckpt_dir=ckpt) is None  # saved before a crash, its unit never committed
     assert not (ckpt / "checkpoint-2").exists()
 
 

@@ -12,7 +12,6 @@ import json
 import math
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -137,8 +136,8 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     """Run (or resume) the math run of ``cfg``; returns the summary also written to ``<run>/summary.json``."""
     from ad.progress.hf import library_bars_off_in_logs
     from tasks.math.evaluate import evaluate_policy
-    from tasks.rlhf.generate import resume_point, load_policy
-    from tasks.rlhf.trainer import ChunkCallback
+    from tasks.trl_runs.callbacks import ChunkCallback
+    from tasks.trl_runs.checkpoints import load_policy, resume_point
 
     library_bars_off_in_logs()
     if cfg.threads:
@@ -154,8 +153,8 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     out: Path | str = Path(local) if local is not None else cfg.out
     run_dir = run_folder(cfg.out, location, cfg.run_dir)
     ckpt_dir = run_dir / "checkpoints"
-    resume = resume_point(writer, SimpleNamespace(out=cfg.out, seed=cfg.seed, chunk_steps=cfg.chunk_steps,
-                                                   steps=cfg.iterations), ckpt_dir)
+    resume = resume_point(writer, out=cfg.out, seed=cfg.seed, chunk_steps=cfg.chunk_steps, steps=cfg.iterations,
+                          ckpt_dir=ckpt_dir)
     summary_path = run_dir / "summary.json"
     summary: dict[str, Any] = json.loads(summary_path.read_text()) if summary_path.is_file() and resume else {}
     heldout = split["heldout"][:cfg.eval_problems]
@@ -198,7 +197,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     run_dir.mkdir(parents=True, exist_ok=True)
     summary_path.write_text(json.dumps(summary, indent=2))
     if cfg.plots:
-        from tasks.rlhf.plots import plot_reward_curve
+        from tasks.trl_runs.plots import plot_reward_curve
 
         plot_reward_curve(out, run_dir / "reward_curve.png", title="math reward per training iteration")
     if heldout:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,6 @@ from typing import Any
 import torch
 
 from ad.config import config_to_dict
-from ad.errors import UserError
 from ad.runs import run_folder
 from ad.history import HistoryWriter, Location
 from ad.pretrained import load_base
@@ -32,6 +30,7 @@ from tasks.rlhf.evaluate import evaluate_policy
 from tasks.rlhf.prompts import load_prompts, split_prompts
 from tasks.rlhf.reward import checked_reward, load_reward
 from tasks.rlhf.rollouts import SPEC, RolloutLog, chunk_task
+from tasks.trl_runs.checkpoints import load_policy, resume_point
 
 #: Options that do not change the data (a resume may change them).
 _RUN_ONLY = ("out", "threads", "tensorboard", "plots", "progress", "eval_prompts", "run_dir")
@@ -56,26 +55,6 @@ def dataset_metadata(cfg: GenerateConfig, train: list[str], heldout: list[str]) 
         "prompts": {"train": train, "heldout": heldout},
         "tasks": tasks,
     }
-
-
-def resume_point(writer: HistoryWriter, cfg: Any, ckpt_dir: Path) -> str | None:
-    """Checkpoint to resume from (None = fresh start) of a trl trainer whose every ``cfg.chunk_steps`` optimiser
-    steps commit one unit (``<name>-c<index>``, run ``cfg.seed``); deletes checkpoints newer than the last committed
-    unit. ``cfg`` needs ``out``, ``seed``, ``chunk_steps`` and ``steps`` (RLHF's and math's generators share this)."""
-    done = sorted(int(task.rsplit("-c", 1)[1]) for task, run in writer.completed_units() if run == cfg.seed)
-    if done != list(range(len(done))):
-        raise UserError(f"{cfg.out} holds units {done}, not a prefix 0..k-1; use a new --out folder")
-    step = min(len(done) * cfg.chunk_steps, cfg.steps)
-    for old in ckpt_dir.glob("checkpoint-*") if ckpt_dir.is_dir() else []:
-        if int(old.name.split("-")[1]) > step:
-            shutil.rmtree(old)  # saved, but its unit was never committed: those rows are regenerated
-    if step == 0:
-        return None
-    path = ckpt_dir / f"checkpoint-{step}"
-    if not path.is_dir():
-        raise UserError(f"{cfg.out} has {len(done)} committed units but no {path}; the training state to resume "
-                        "from is gone (or --run-dir names another folder than before): use a new --out")
-    return str(path)
 
 
 def build_trainer(cfg: GenerateConfig, model: Any, tokenizer: Any, train_prompts: list[str], reward_fn: Any,
@@ -108,22 +87,11 @@ def build_trainer(cfg: GenerateConfig, model: Any, tokenizer: Any, train_prompts
     return trainer
 
 
-def load_policy(model: Any, checkpoint: str, lora: bool) -> Any:
-    """The policy saved in a trainer ``checkpoint``: ``model`` with the LoRA adapter found there, or the full
-    weights saved there."""
-    if lora:
-        from peft import PeftModel
-
-        return PeftModel.from_pretrained(model, checkpoint)
-    from transformers import AutoModelForCausalLM
-
-    return AutoModelForCausalLM.from_pretrained(checkpoint, dtype=model.dtype)
-
-
 def generate(cfg: GenerateConfig) -> dict[str, Any]:
     """Run (or resume) the RLHF run of ``cfg``; returns the summary also written to ``<run>/summary.json``."""
     from ad.progress.hf import library_bars_off_in_logs
-    from tasks.rlhf.trainer import ChunkCallback, TensorBoardCallback
+    from tasks.rlhf.trainer import TensorBoardCallback
+    from tasks.trl_runs.callbacks import ChunkCallback
 
     library_bars_off_in_logs()
     if cfg.threads:
@@ -139,7 +107,8 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     out: Path | str = Path(local) if local is not None else cfg.out
     run_dir = run_folder(cfg.out, location, cfg.run_dir)
     ckpt_dir = run_dir / "checkpoints"
-    resume = resume_point(writer, cfg, ckpt_dir)
+    resume = resume_point(writer, out=cfg.out, seed=cfg.seed, chunk_steps=cfg.chunk_steps, steps=cfg.steps,
+                          ckpt_dir=ckpt_dir)
     summary_path = run_dir / "summary.json"
     # a fresh start (no committed unit) does not trust a summary left in the run folder (a remote dataset's run
     # folder outlives the dataset)
@@ -189,9 +158,9 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     run_dir.mkdir(parents=True, exist_ok=True)
     summary_path.write_text(json.dumps(summary, indent=2))
     if cfg.plots:
-        from tasks.rlhf.plots import plot_reward_curve
+        from tasks.trl_runs.plots import plot_reward_curve
 
-        plot_reward_curve(out, run_dir / "reward_curve.png")
+        plot_reward_curve(out, run_dir / "reward_curve.png", title="RLHF reward per training iteration")
     if eval_set:
         print(f"held-out mean reward ({len(eval_set)} prompts): before {summary['before']['mean_reward']:+.3f}, "
               f"after {summary['after']['mean_reward']:+.3f}; distinct-word ratio (fluency check) before "

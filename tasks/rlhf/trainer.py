@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -213,29 +213,6 @@ class LoggingGRPOTrainer(GRPOTrainer):
         outputs.clear()
         recorder.loss_rows(inputs, logps)
         return loss
-
-
-class ChunkCallback(TrainerCallback):
-    """Forces a checkpoint every ``chunk_steps`` iterations and at the end, then commits that chunk's rows.
-
-    Order matters for resume: the trainer writes ``checkpoint-<step>`` first, then ``on_save`` commits the unit.
-    A crash in between leaves a checkpoint newer than the last unit; resume ignores it (see generate.py).
-    """
-
-    def __init__(self, log: RolloutLog, chunk_steps: int, on_commit: Callable[[int, int], None]) -> None:
-        self.log, self.chunk_steps, self.on_commit = log, chunk_steps, on_commit
-
-    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
-        if state.global_step % self.chunk_steps == 0 or state.global_step >= state.max_steps:
-            control.should_save = True
-        return control
-
-    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
-        step = int(state.global_step)
-        chunk = math.ceil(step / self.chunk_steps) - 1
-        rows = self.log.commit(chunk, {"updates": [chunk * self.chunk_steps, step], "checkpoint": f"checkpoint-{step}"})
-        self.on_commit(chunk, rows)
-        return control
 
 
 class TensorBoardCallback(TrainerCallback):

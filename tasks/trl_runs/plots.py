@@ -1,4 +1,4 @@
-"""The reward curve of an RLHF run: mean reward of the completions of each training iteration."""
+"""The reward curve of a TRL-trained source: mean reward of the completions of each training iteration."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,7 +21,7 @@ def reward_per_update(path: Any) -> tuple[np.ndarray, np.ndarray]:
     return updates, sums / np.bincount(inverse)
 
 
-def plot_reward_curve(path: Any, out: str | Path, title: str = "RLHF reward per training iteration") -> Path:
+def plot_reward_curve(path: Any, out: str | Path, title: str = "reward per training iteration") -> Path:
     """Save the per-iteration mean reward (thin) and its smoothed curve (bold) as a PNG."""
     plt = pyplot()
 

@@ -1,0 +1,44 @@
+"""Resuming a TRL trainer whose every ``chunk_steps`` optimiser steps commit one history unit."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ad.errors import UserError
+from ad.history import HistoryWriter
+from tasks.trl_runs.rollout_log import chunk_of
+
+
+def resume_point(writer: HistoryWriter, *, out: str, seed: int, chunk_steps: int, steps: int,
+                 ckpt_dir: Path) -> str | None:
+    """Checkpoint to resume from (None = fresh start); deletes checkpoints newer than the last committed unit.
+
+    Units are ``<prefix>-c<index>`` of run ``seed``, committed after the trainer saved ``checkpoint-<step>``; the
+    resume step is the committed units times ``chunk_steps`` (at most ``steps``)."""
+    done = sorted(chunk_of(task) for task, run in writer.completed_units() if run == seed)
+    if done != list(range(len(done))):
+        raise UserError(f"{out} holds units {done}, not a prefix 0..k-1; use a new --out folder")
+    step = min(len(done) * chunk_steps, steps)
+    for old in ckpt_dir.glob("checkpoint-*") if ckpt_dir.is_dir() else []:
+        if int(old.name.split("-")[1]) > step:
+            shutil.rmtree(old)  # saved, but its unit was never committed: those rows are regenerated
+    if step == 0:
+        return None
+    path = ckpt_dir / f"checkpoint-{step}"
+    if not path.is_dir():
+        raise UserError(f"{out} has {len(done)} committed units but no {path}; the training state to resume "
+                        "from is gone (or --run-dir names another folder than before): use a new --out")
+    return str(path)
+
+
+def load_policy(model: Any, checkpoint: str, lora: bool) -> Any:
+    """The policy saved in a trainer ``checkpoint``: ``model`` with the LoRA adapter found there, or the full
+    weights saved there."""
+    if lora:
+        from peft import PeftModel
+
+        return PeftModel.from_pretrained(model, checkpoint)
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(checkpoint, dtype=model.dtype)
