@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import figure, report  # noqa: E402
+from benchmarks.common import figure, parse_args, report  # noqa: E402
 
 import ad.commands  # noqa: E402,F401  (registers inspect / eval / demo / export / import)
 from ad import cli, registry  # noqa: E402
@@ -127,7 +127,7 @@ def behaviours(make: Callable[[], Any], cls: type) -> dict[str, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="three commands instead of all")
-    args = parser.parse_args()
+    args = parse_args(parser)
     commands = [(f"ad {g + ' ' if g != 'ad' else ''}{n}", c.config_cls) for g in ("ad", *cli.GROUPS)
                 for n, c in sorted(registry.commands(g).items())]
     if args.quick:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import figure, report  # noqa: E402
+from benchmarks.common import figure, parse_args, report  # noqa: E402
 
 
 def run_side(cfg, logging: bool, workdir: Path) -> float:
@@ -65,7 +65,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="tiny random LM, < 1 minute")
     parser.add_argument("--steps", type=int, default=0, help="iterations per side (default: 8 quick, 3 full)")
     parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
+    args = parse_args(parser)
 
     import torch
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import figure, report, timed  # noqa: E402
+from benchmarks.common import figure, parse_args, report, timed  # noqa: E402
 
 from ad.config import make_config  # noqa: E402
 
@@ -54,7 +54,7 @@ def main() -> None:
     parser.add_argument("--context", type=int, default=80, help="LM window in transitions")
     parser.add_argument("--steps", type=int, nargs=2, default=(20, 220), help="short and long run lengths")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    args = parser.parse_args()
+    args = parse_args(parser)
     if args.quick:
         args.steps, args.batch_size = (5, 25), 8
     import torch
