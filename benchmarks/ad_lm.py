@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import RESULTS, figure, report  # noqa: E402
+from benchmarks.common import RESULTS, figure, parse_args, report  # noqa: E402
 
 #: report label -> short name in the figures
 MODELS = {"AD": "RL-format AD", "ED (RL format)": "RL-format ED", "LM AD (Llama from scratch)": "LM from scratch",
@@ -48,7 +48,7 @@ def main() -> None:
     parser.add_argument("--demo-args", nargs=argparse.REMAINDER, default=[],
                         help="extra `ad demo --model lm` options (after everything else)")
     parser.add_argument("--name", default="ad_lm", help="results name: benchmarks/results/<name>.json and .png")
-    args = parser.parse_args()
+    args = parse_args(parser)
     root = Path(args.root)
     per_seed: dict[int, dict[str, np.ndarray]] = {}
     for seed in args.seeds:
