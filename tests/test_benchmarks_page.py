@@ -3,6 +3,7 @@ and the figures carry what the page is generated from."""
 from __future__ import annotations
 
 import copy
+import json
 import re
 import sys
 from pathlib import Path
@@ -132,3 +133,52 @@ def test_goal_met(goal, ours, reference, higher, expected):
     ratio = None if reference in (None, 0) else ours / reference
     fig = {"goal": goal, "ours": ours, "reference": reference, "ratio": ratio, "higher_is_better": higher}
     assert make_table.goal_met(fig) is expected
+
+
+def test_report_records_the_page_fields_and_keeps_headline_marks(tmp_path, monkeypatch):
+    from benchmarks import common
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    monkeypatch.setattr(sys, "argv", ["benchmarks/x.py"])
+    first = common.report("x", [common.figure("speed", "steps/s", 3.0, 1.0, ">= 2x")], quick=False,
+                          capability="X speed", page="darkroom", config="configs/darkroom/demo.yaml")
+    written = json.loads(first.read_text())[0]
+    assert written["current"] is True and re.fullmatch(r"\d+-core \S+ CPU|\d+x .+", written["hardware"])
+    assert (written["capability"], written["page"], written["config"]) == ("X speed", "darkroom",
+                                                                           "configs/darkroom/demo.yaml")
+    written.update(headline=True, short="speed")
+    first.write_text(json.dumps([written]))
+    again = json.loads(common.report("x", [common.figure("speed", "steps/s", 4.0, 1.0, ">= 2x")], quick=False)
+                       .read_text())[0]
+    assert again["headline"] is True and again["short"] == "speed" and again["capability"] == "X speed"
+    quick = json.loads(common.report("x", [common.figure("speed", "steps/s", 4.0, 1.0, ">= 2x")], quick=True)
+                       .read_text())[0]
+    assert quick["current"] is False and "headline" not in quick
+    with pytest.raises(ValueError):
+        common.report("x", [], quick=False, page="no-such-page")
+
+
+def test_parse_args_reads_a_config_and_flags_override(tmp_path, capsys, monkeypatch):
+    import argparse
+
+    from benchmarks import common
+
+    monkeypatch.setattr(common, "_config_file", None)  # parse_args records the file it read for report()
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=int, nargs="+", default=[9])
+    parser.add_argument("--out", type=Path, default=Path("data/x"))
+    config = tmp_path / "c.yaml"
+    config.write_text("sizes: [5, 7]\nout: data/y\n")
+    args = common.parse_args(parser, ["--config", str(config), "--sizes", "11"])
+    assert args.sizes == [11] and args.out == Path("data/y")
+    with pytest.raises(SystemExit) as done:
+        common.parse_args(argparse.ArgumentParser(parents=[], add_help=True), ["--print-config"])
+    assert done.value.code == 0
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("nope: 1\n")
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=int, nargs="+", default=[9])
+    with pytest.raises(SystemExit) as refused:
+        common.parse_args(parser, ["--config", str(bad)])
+    assert refused.value.code == 2 and "unknown option(s) nope" in capsys.readouterr().err
