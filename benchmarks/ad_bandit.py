@@ -111,7 +111,7 @@ def main(args: argparse.Namespace) -> None:
     bench = "ad_bandit" if (args.kind, args.arms) == ("bernoulli", 5) else f"ad_bandit_{args.kind}{args.arms}"
     bench += f"_steps{args.ad_steps}" if args.ad_steps else ""
     bench += variant.replace("-", "_")
-    report(bench, figures, args.quick)
+    report(bench, figures, args.quick, page="bandit")
     if not args.quick:
         plot(runs, RESULTS / f"{bench}.png", setting)
 

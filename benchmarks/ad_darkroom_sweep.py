@@ -169,7 +169,7 @@ def main(args: argparse.Namespace) -> None:
                      f"{row['collapsed_runs']}/{row['runs']} goal x seed runs collapsed)",
                      "return / optimal", row["ep36_40"], None, ">= 0.9")
         figures.append({**fig, **{k: v for k, v in row.items() if k not in fig}})
-    report("ad_darkroom_sweep", figures, args.quick)
+    report("ad_darkroom_sweep", figures, args.quick, page="darkroom")
     if not args.quick:
         plot(rows, RESULTS / "ad_darkroom_sweep.png")
 

@@ -133,7 +133,7 @@ def main(args: argparse.Namespace) -> None:
                           f"DarkRoom's {DARKROOM_CONTEXT} (same data, same run; 2 cores shared with other jobs)",
                           "steps/s", long_rate, short_rate, "cost of the longer context"))
     bench = "ad_keydoor"
-    report(bench, figures, args.quick)
+    report(bench, figures, args.quick, page="keydoor")
     if not args.quick:
         plot(runs, RESULTS / f"{bench}.png", setting)
 

@@ -88,7 +88,7 @@ def main() -> None:
             figures.append(fig)
     plot(per_seed, seeds, names, RESULTS / f"{args.name}.png")
     # --quick runs nothing but reads the same finished runs: the figures are the full ones
-    report(args.name, figures, quick=False)
+    report(args.name, figures, quick=False, page="language-format")
 
 
 def plot(per_seed: dict[int, dict[str, np.ndarray]], seeds: list[int], names: list[str], path: Path) -> Path:

@@ -153,7 +153,7 @@ def main() -> None:
         figures.append(figure(f"commands where: {name} (of {applicable} with such an option)", "commands",
                               sum(scores["ours"][name]), sum(scores["jsonargparse"].get(name, [0])),
                               f"all {applicable}"))
-    report("cli_config", figures, args.quick)
+    report("cli_config", figures, args.quick, page="usability")
 
 
 if __name__ == "__main__":

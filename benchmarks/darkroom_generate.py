@@ -153,7 +153,7 @@ def main(args: argparse.Namespace) -> None:
                f"({steps_per_goal:,} steps/goal, standard preset)", "fraction", summary["learned_fraction"], None,
                ">= 0.95 (default run)"),
     ]
-    report("darkroom_generate", figures, args.quick)
+    report("darkroom_generate", figures, args.quick, page="darkroom")
     print(f"SB3 steps/s by setting: {', '.join(f'{t}: {r:,.0f}' for t, r in sb3_rates.items())}")
     print(f"writing share of our 80-goal run: {1 - all_rate / bare_rate:.0%} of the time "
           f"({1 - other_rate / bare_rate:.0%} with {modes[not default_bg]})")

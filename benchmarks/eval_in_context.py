@@ -96,7 +96,7 @@ def main(args: argparse.Namespace) -> None:
                "KV cache vs one env at a time, full window forward)", "env steps/s", steps / t_ours, steps / t_ref, ">= 20x"),
         figure("greedy actions identical to the reference", "fraction", same, None, "1.0"),
     ]
-    report("eval_in_context", figures, args.quick)
+    report("eval_in_context", figures, args.quick, page="models-and-evaluation")
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ def main(args: argparse.Namespace) -> None:
         figures.append(figure(f"rollout throughput, {episodes} episodes in {envs} batched env slots vs one env at a "
                               f"time ({dtype} weights, {args.state_text} state text)",
                               "turns/s", turns_b / t_batch, turns_s / t_single, ">= 8x"))
-    report("gridworld_rollouts", figures, args.quick)
+    report("gridworld_rollouts", figures, args.quick, page="gridworld")
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ def main() -> None:
     print(f"{steps} steps of {args.batch} pairs: shared-prefix {t_ours:.1f}s, trl CPOTrainer {t_trl:.1f}s")
     report("gridworld_simpo_step", [figure(f"SimPO optimiser steps/s, {args.batch} pairs per step, SmolLM2-135M + "
                                            "LoRA: shared-prefix trainer vs trl CPOTrainer", "steps/s",
-                                           steps / t_ours, steps / t_trl, "faster")], args.quick)
+                                           steps / t_ours, steps / t_trl, "faster")], args.quick, page="gridworld")
 
 
 if __name__ == "__main__":

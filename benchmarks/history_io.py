@@ -234,7 +234,7 @@ def main(args: argparse.Namespace) -> None:
         figure(f"RL windows of {WINDOW} through a DataLoader (batch {BATCH})", "windows/s", n_win / t_win,
                n_nw / t_nw, ">= 100k/s"),
     ]
-    report("history_io", figures, args.quick)
+    report("history_io", figures, args.quick, page="history-store")
 
 
 if __name__ == "__main__":

@@ -272,7 +272,7 @@ def main(args: argparse.Namespace) -> None:
         figures += scratch_acting(reader, args)
     if icl:
         figures += in_context_learning(reader, args.data, args)
-    report(args.name, figures, args.quick)
+    report(args.name, figures, args.quick, page="language-format")
 
 
 if __name__ == "__main__":

@@ -227,7 +227,7 @@ def main() -> None:
         parser.error("--checkpoint evaluates one run: give exactly one --seeds and one --variants")
     if args.merge:
         figures = [fig for path in args.merge for fig in json.loads(Path(path).read_text())]
-        report(args.name, figures, quick=False)
+        report(args.name, figures, quick=False, page="math")
         return
     if args.quick:
         args.eval_problems = min(args.eval_problems, 16)
@@ -247,7 +247,7 @@ def main() -> None:
         Path(args.json).write_text(json.dumps(figures, indent=2, default=str) + "\n")
         print(f"wrote {args.json}")
     else:
-        report(args.name, figures, quick=args.quick)
+        report(args.name, figures, quick=args.quick, page="math")
 
 
 if __name__ == "__main__":

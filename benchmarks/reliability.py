@@ -203,7 +203,7 @@ def main(args: argparse.Namespace) -> None:
                higher_is_better=False),
         figure("resumed dataset's content hash equals the uninterrupted run's", "bool", int(same_hash), None, "1"),
     ]
-    report("reliability", figures, args.quick)
+    report("reliability", figures, args.quick, page="reliability")
 
 
 if __name__ == "__main__":

@@ -86,7 +86,7 @@ def main(args: argparse.Namespace) -> None:
     report("rlhf_incontext", [
         figure(f"held-out reward of the trained LM's completion after k={args.k} late vs early rollout blocks",
                "mean reward", res["late"], res["early"], "ratio > 1 (late context earns more)"),
-    ], args.quick)
+    ], args.quick, page="rlhf")
 
 
 if __name__ == "__main__":

@@ -95,7 +95,7 @@ def main() -> None:
         figure(f"GRPO step time, {cfg.completions_per_step} completions x {cfg.max_new_tokens} tokens "
                f"({'tiny LM' if args.quick else 'SmolLM2-135M + LoRA'}), with history log vs trl alone",
                "s/step", ours, reference, "ratio <= 1.05", higher_is_better=False),
-    ], args.quick)
+    ], args.quick, page="rlhf")
 
 
 if __name__ == "__main__":

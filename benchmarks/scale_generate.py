@@ -313,7 +313,7 @@ def main(args: argparse.Namespace) -> None:
         figure("crash test: transitions duplicated after 5 kills + resumes, and after a Ray worker killed mid-unit",
                "transitions", crash["duplicated"] + crash["ray_duplicated"], None, "0"),
     ]
-    report("scale_generate", figures, args.quick)
+    report("scale_generate", figures, args.quick, page="scale-out")
 
 
 if __name__ == "__main__":

@@ -361,7 +361,7 @@ def main() -> None:
         from tasks.textworld.plots import plot_phases
 
         plot_phases(merged, RESULTS / f"{args.name}{'_quick' if args.quick else ''}.png", args.seeds)
-    report(args.name, _keep_other_parts(figures, args), args.quick)
+    report(args.name, _keep_other_parts(figures, args), args.quick, page="textworld")
 
 
 if __name__ == "__main__":

@@ -90,7 +90,7 @@ def main() -> None:
     figures = [figure(f"training throughput: ad train lm --preset scratch vs ad train rl --layout separate (batch "
                       f"{args.batch_size}, ~{lm_tokens:.0f} tokens per window, subsample 40; 2 shared CPU cores "
                       "under other agents' load)", "tokens/s", lm_rate, rl_rate, ">= 0.8x")]
-    report("train_lm", figures, args.quick)
+    report("train_lm", figures, args.quick, page="language-format")
 
 
 if __name__ == "__main__":

@@ -202,7 +202,7 @@ def main(args: argparse.Namespace) -> None:
     figures += lightning_steps(steps=60 if args.quick else 300, threads=threads)
     if not args.quick:  # large preset size: the reference takes ~20 s per step on one CPU thread
         figures += compare("large", steps=6, chunk=2, pool=6, eval_batches=1)
-    report("train_rl", figures, args.quick)
+    report("train_rl", figures, args.quick, page="models-and-evaluation")
 
 
 if __name__ == "__main__":
