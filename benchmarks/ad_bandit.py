@@ -20,18 +20,12 @@ import sys
 import textwrap
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import RESULTS, figure, report, timed  # noqa: E402
-
-from ad.config import make_config  # noqa: E402
-from tasks.bandit.demo import POLICIES, BanditDemoConfig, run_demo  # noqa: E402
-
-QUICK = dict(instances=200, pulls=100, ad_steps=150, ed_steps=50)
+from benchmarks.common import RESULTS, figure, parse_args, report, timed  # noqa: E402
 
 
-def main() -> None:
+def options() -> argparse.Namespace:
+    """The options (``--config`` / ``--print-config`` answered here, before the heavy imports below)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="demo seeds (held-out splits)")
     parser.add_argument("--kind", default="bernoulli", choices=["bernoulli", "gaussian"])
@@ -44,7 +38,20 @@ def main() -> None:
                         help="source AD distils (auto: the demo's default, UCB1)")
     parser.add_argument("--ucb-c", type=float, default=-1.0,
                         help="exploration coefficient of the UCB1 source (-1: the demo's default for --kind)")
-    args = parser.parse_args()
+    return parse_args(parser)
+
+
+ARGS = options() if __name__ == "__main__" else None
+
+import numpy as np  # noqa: E402
+from ad.config import make_config  # noqa: E402
+from tasks.bandit.demo import POLICIES, BanditDemoConfig, run_demo  # noqa: E402
+
+
+QUICK = dict(instances=200, pulls=100, ad_steps=150, ed_steps=50)
+
+
+def main(args: argparse.Namespace) -> None:
     demo = make_config(BanditDemoConfig, {"kind": args.kind, "source": args.source, "ucb_c": args.ucb_c})
     default = make_config(BanditDemoConfig, {"kind": args.kind})
     options = {"kind": args.kind, "arms": args.arms, "source": demo.source, "ucb_c": demo.ucb_c,
@@ -104,7 +111,7 @@ def main() -> None:
     bench = "ad_bandit" if (args.kind, args.arms) == ("bernoulli", 5) else f"ad_bandit_{args.kind}{args.arms}"
     bench += f"_steps{args.ad_steps}" if args.ad_steps else ""
     bench += variant.replace("-", "_")
-    report(bench, figures, args.quick)
+    report(bench, figures, args.quick, page="bandit")
     if not args.quick:
         plot(runs, RESULTS / f"{bench}.png", setting)
 
@@ -150,4 +157,4 @@ def plot(runs, path: Path, setting: str) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

@@ -86,7 +86,7 @@ def main() -> None:
     walls = [row["seconds"] for row in rows]
     figures.append(figure(f"demo wall time, mean over {setting} (max {max(walls):.0f} s)", "s", float(np.mean(walls)),
                           None, "-", higher_is_better=False))
-    report("ad_darkroom", figures, args.quick)
+    report("ad_darkroom", figures, args.quick, page="darkroom")
     plot(rows, RESULTS / f"ad_darkroom{'_quick' if args.quick else ''}.png")
 
 

@@ -22,13 +22,30 @@ import textwrap
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import RESULTS, figure, report  # noqa: E402
+from benchmarks.common import RESULTS, figure, parse_args, report  # noqa: E402
 
+
+def options() -> argparse.Namespace:
+    """The options (``--config`` / ``--print-config`` answered here, before the heavy imports below)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[5, 7, 9, 11])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--work", default="data/bench-darkroom-sweep", help="datasets, runs and results.jsonl")
+    parser.add_argument("--collect", action="store_true", help="only write the JSON from <work>/results.jsonl")
+    parser.add_argument("--quick", action="store_true", help="a small version of the same work")
+    parser.add_argument("--generate", default="", help="extra `ad generate darkroom` options in one string, e.g. "
+                                                        "--generate='--ent-coef 0.05' (a source variant)")
+    parser.add_argument("extra", nargs="*", help="extra `ad train rl` options after --, e.g. -- --subsample 80")
+    return parse_args(parser)
+
+
+ARGS = options() if __name__ == "__main__" else None
+
+import numpy as np  # noqa: E402
 from ad.config import make_config  # noqa: E402
 from tasks.darkroom.demo import DarkRoomDemoConfig  # noqa: E402
+
 
 QUICK_GENERATE = ["--steps-per-goal", "20000", "--no-terminate-on-goal", "--preset", "fast"]
 QUICK_TRAIN = ["--subsample", "4", "--context", "80", "--max-steps", "100"]
@@ -129,17 +146,7 @@ def plot(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[5, 7, 9, 11])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--work", default="data/bench-darkroom-sweep", help="datasets, runs and results.jsonl")
-    parser.add_argument("--collect", action="store_true", help="only write the JSON from <work>/results.jsonl")
-    parser.add_argument("--quick", action="store_true", help="a small version of the same work")
-    parser.add_argument("--generate", default="", help="extra `ad generate darkroom` options in one string, e.g. "
-                                                        "--generate='--ent-coef 0.05' (a source variant)")
-    parser.add_argument("extra", nargs="*", help="extra `ad train rl` options after --, e.g. -- --subsample 80")
-    args = parser.parse_args()
+def main(args: argparse.Namespace) -> None:
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     sizes, seeds = ([5], [0]) if args.quick else (args.sizes, args.seeds)
@@ -162,10 +169,10 @@ def main() -> None:
                      f"{row['collapsed_runs']}/{row['runs']} goal x seed runs collapsed)",
                      "return / optimal", row["ep36_40"], None, ">= 0.9")
         figures.append({**fig, **{k: v for k, v in row.items() if k not in fig}})
-    report("ad_darkroom_sweep", figures, args.quick)
+    report("ad_darkroom_sweep", figures, args.quick, page="darkroom")
     if not args.quick:
         plot(rows, RESULTS / "ad_darkroom_sweep.png")
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

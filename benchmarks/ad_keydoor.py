@@ -22,14 +22,31 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import RESULTS, figure, report, timed  # noqa: E402
+from benchmarks.common import RESULTS, figure, parse_args, report, timed  # noqa: E402
 
+
+def options() -> argparse.Namespace:
+    """The options (``--config`` / ``--print-config`` answered here, before the heavy imports below)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="demo seeds (pairs and held-out splits)")
+    parser.add_argument("--out", default="data/bench-keydoor", help="work folder (one demo folder per seed)")
+    parser.add_argument("--keep", action="store_true", help="keep demo folders: a finished demo (eval.json and its "
+                                                             "recorded time) is reused, an unfinished one resumes")
+    parser.add_argument("--speed-steps", type=int, default=200, help="optimiser steps timed per context length")
+    parser.add_argument("--parallel", action="store_true", help="run the seeds' demos at once, one process each "
+                                                                   "(their wall times then include sharing the cores)")
+    parser.add_argument("--quick", action="store_true", help="a small version of the same work")
+    return parse_args(parser)
+
+
+ARGS = options() if __name__ == "__main__" else None
+
+import numpy as np  # noqa: E402
 from ad.config import make_config  # noqa: E402
 from ad.demo_pipeline import run_ad_demo  # noqa: E402
 from tasks.keydoor.demo import KeyDoorDemoConfig  # noqa: E402
+
 
 QUICK = dict(tasks=30, steps_per_task=20_000, ad_steps=40, ed_steps=20, episodes=10, seeds=1, context=60, subsample=4)
 #: the in-context episodes of the headline figure (1-based, inclusive)
@@ -55,17 +72,7 @@ def train_speed(data: Path, work: Path, context: int, steps: int, threads: int) 
     return steps / (time.perf_counter() - started)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="demo seeds (pairs and held-out splits)")
-    parser.add_argument("--out", default="data/bench-keydoor", help="work folder (one demo folder per seed)")
-    parser.add_argument("--keep", action="store_true", help="keep demo folders: a finished demo (eval.json and its "
-                                                             "recorded time) is reused, an unfinished one resumes")
-    parser.add_argument("--speed-steps", type=int, default=200, help="optimiser steps timed per context length")
-    parser.add_argument("--parallel", action="store_true", help="run the seeds' demos at once, one process each "
-                                                                   "(their wall times then include sharing the cores)")
-    parser.add_argument("--quick", action="store_true", help="a small version of the same work")
-    args = parser.parse_args()
+def main(args: argparse.Namespace) -> None:
     options = QUICK if args.quick else {}
     window = (1, options["episodes"]) if args.quick else WINDOW
 
@@ -126,7 +133,7 @@ def main() -> None:
                           f"DarkRoom's {DARKROOM_CONTEXT} (same data, same run; 2 cores shared with other jobs)",
                           "steps/s", long_rate, short_rate, "cost of the longer context"))
     bench = "ad_keydoor"
-    report(bench, figures, args.quick)
+    report(bench, figures, args.quick, page="keydoor")
     if not args.quick:
         plot(runs, RESULTS / f"{bench}.png", setting)
 
@@ -184,4 +191,4 @@ def plot(runs, path: Path, setting: str) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

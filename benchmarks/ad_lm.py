@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import RESULTS, figure, report  # noqa: E402
+from benchmarks.common import RESULTS, figure, parse_args, report  # noqa: E402
 
 #: report label -> short name in the figures
 MODELS = {"AD": "RL-format AD", "ED (RL format)": "RL-format ED", "LM AD (Llama from scratch)": "LM from scratch",
@@ -48,7 +48,7 @@ def main() -> None:
     parser.add_argument("--demo-args", nargs=argparse.REMAINDER, default=[],
                         help="extra `ad demo --model lm` options (after everything else)")
     parser.add_argument("--name", default="ad_lm", help="results name: benchmarks/results/<name>.json and .png")
-    args = parser.parse_args()
+    args = parse_args(parser)
     root = Path(args.root)
     per_seed: dict[int, dict[str, np.ndarray]] = {}
     for seed in args.seeds:
@@ -88,7 +88,7 @@ def main() -> None:
             figures.append(fig)
     plot(per_seed, seeds, names, RESULTS / f"{args.name}.png")
     # --quick runs nothing but reads the same finished runs: the figures are the full ones
-    report(args.name, figures, quick=False)
+    report(args.name, figures, quick=False, page="language-format")
 
 
 def plot(per_seed: dict[int, dict[str, np.ndarray]], seeds: list[int], names: list[str], path: Path) -> Path:

@@ -157,7 +157,7 @@ def main() -> None:
             figures.append(figure(f"{folder.name}: AD's P(best arm), pulls {last['pulls']}, {mode.replace('_', ' ')} "
                                   f"(reference: Thompson sampling's, same contexts; KL {last['kl']:.3f})",
                                   "probability", last["ad_best"], last["ts_best"], "ratio near 1 on both"))
-    report("bandit_imitation", figures, args.quick)
+    report("bandit_imitation", figures, args.quick, page="bandit")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import figure, report  # noqa: E402
+from benchmarks.common import figure, parse_args, report  # noqa: E402
 
 import ad.commands  # noqa: E402,F401  (registers inspect / eval / demo / export / import)
 from ad import cli, registry  # noqa: E402
@@ -127,7 +127,7 @@ def behaviours(make: Callable[[], Any], cls: type) -> dict[str, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="three commands instead of all")
-    args = parser.parse_args()
+    args = parse_args(parser)
     commands = [(f"ad {g + ' ' if g != 'ad' else ''}{n}", c.config_cls) for g in ("ad", *cli.GROUPS)
                 for n, c in sorted(registry.commands(g).items())]
     if args.quick:
@@ -153,7 +153,7 @@ def main() -> None:
         figures.append(figure(f"commands where: {name} (of {applicable} with such an option)", "commands",
                               sum(scores["ours"][name]), sum(scores["jsonargparse"].get(name, [0])),
                               f"all {applicable}"))
-    report("cli_config", figures, args.quick)
+    report("cli_config", figures, args.quick, page="usability")
 
 
 if __name__ == "__main__":

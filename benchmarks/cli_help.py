@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from benchmarks.common import figure, report  # noqa: E402
+from benchmarks.common import figure, parse_args, report  # noqa: E402
 
 GOAL_S = 0.5
 QUICK = (["--help"], ["generate", "darkroom", "--help"])
@@ -82,7 +82,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2 commands x 3 runs instead of all x 7")
     parser.add_argument("--runs", type=int, default=None, help="runs per command (median taken)")
     parser.add_argument("--eager", default=EAGER, help="the reference's up-front imports (Python statement)")
-    args = parser.parse_args()
+    args = parse_args(parser)
     runs = args.runs or (3 if args.quick else 7)
     argvs = [list(a) for a in QUICK] if args.quick else all_help_argvs()
     figures = []
@@ -97,7 +97,7 @@ def main() -> None:
         figures.append(figure(f"`{command}` CPU time (user + sys; steadier than wall on a shared machine) vs the "
                               f"same after `{args.eager}`", "s", cpu, cpu_ref, f"ours < {GOAL_S} s",
                               higher_is_better=False))
-    report("cli_help", figures, args.quick)
+    report("cli_help", figures, args.quick, page="usability")
     slow = [f["figure"] for f in figures if f["ours"] >= GOAL_S]
     if slow:
         print(f"over the {GOAL_S} s goal: {len(slow)} figure(s); the wall times suffer most from other load")

@@ -1,4 +1,13 @@
-"""Helpers shared by the benchmark scripts: timing, the results table, the JSON record."""
+"""Helpers shared by the benchmark scripts: options (``--config`` / ``--print-config``), timing, the results table,
+the JSON record.
+
+Every figure written by :func:`report` carries, besides its measurement (``figure``, ``unit``, ``ours``,
+``reference``, ``ratio``, ``goal``, ``command``, ``date``), the fields the headline page is generated from:
+``current`` (the figure stands now), ``capability`` (the headline-page row it belongs to), ``page`` (the slug of its
+experiment page, ``docs/experiments/<page>.md``), ``hardware`` and ``config`` (the ``configs/`` file it was run with,
+or null). ``headline: true`` marks the one figure of a capability shown on ``BENCHMARKS.md``; a re-run keeps a
+figure's headline marks (``headline``, ``short``, ``vs``, ``capability``, ``page``) when its name is unchanged.
+"""
 from __future__ import annotations
 
 import datetime as _dt
@@ -10,6 +19,82 @@ from pathlib import Path
 from typing import Any, Callable
 
 RESULTS = Path(__file__).parent / "results"
+ROOT = Path(__file__).resolve().parents[1]
+# The experiment pages (docs/experiments/<slug>.md) a figure's `page` may name.
+PAGES = ("history-store", "darkroom", "bandit", "keydoor", "language-format", "models-and-evaluation", "scale-out",
+         "rlhf", "gridworld", "textworld", "math", "reliability", "usability")
+# Fields a re-run of a benchmark carries over from the figure of the same name in the file it replaces.
+_KEPT = ("headline", "short", "vs", "capability", "page", "readme", "rank")
+_config_file: str | None = None  # the --config file parse_args read, recorded by report()
+
+
+def parse_args(parser: Any, argv: list[str] | None = None) -> Any:
+    """Parse a benchmark's options with two more: ``--config FILE`` (YAML of option values, flags override it) and
+    ``--print-config`` (print the resolved options as YAML in the format ``--config`` reads, and exit).
+
+    Call it before any heavy import: it needs only argparse and PyYAML. Keys are the options' argparse names
+    (``ad_steps`` for ``--ad-steps``); an unknown key or a file that is not a mapping ends with a one-line error.
+    """
+    global _config_file
+    parser.add_argument("--config", default=None, metavar="FILE",
+                        help="YAML file of option values (the names printed by --print-config); flags override it")
+    parser.add_argument("--print-config", action="store_true",
+                        help="print the resolved options as YAML (a file --config reads) and exit")
+    args = parser.parse_args(argv)
+    if args.config:
+        parser.set_defaults(**_read_config(parser, args.config))
+        args = parser.parse_args(argv)
+        _config_file = _relative(args.config)
+    if args.print_config:
+        import yaml
+
+        values = {k: _plain(v) for k, v in vars(args).items() if k not in ("config", "print_config")}
+        print(yaml.safe_dump(values, sort_keys=False), end="")
+        raise SystemExit(0)
+    return args
+
+
+def _read_config(parser: Any, path: str) -> dict[str, Any]:
+    """The option values of a ``--config`` file, converted by each option's ``type``."""
+    import yaml
+
+    file = Path(path)
+    if not file.is_file():
+        parser.error(f"--config {path}: no such file")
+    try:
+        values = yaml.safe_load(file.read_text())
+    except yaml.YAMLError as err:
+        parser.error(f"--config {path} is not valid YAML: {str(err).splitlines()[0]}")
+    if not isinstance(values, dict):
+        parser.error(f"--config {path} must hold a mapping of option names to values")
+    actions = {a.dest: a for a in parser._actions if a.dest not in ("help", "config", "print_config")}
+    unknown = sorted(set(values) - set(actions))
+    if unknown:
+        parser.error(f"--config {path}: unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(actions))}")
+    for name, value in values.items():
+        convert = actions[name].type
+        if callable(convert) and isinstance(value, str):
+            values[name] = convert(value)
+        elif callable(convert) and isinstance(value, list):
+            values[name] = [convert(v) if isinstance(v, str) else v for v in value]
+    return values
+
+
+def _plain(value: Any) -> Any:
+    """A YAML-safe form of an option value (tuples as lists, paths as strings)."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def _relative(path: str) -> str:
+    """``path`` relative to the repository root when it lies under it."""
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return path
 
 
 def lm_parser(description: str, quick_help: str) -> Any:
@@ -37,14 +122,36 @@ def figure(name: str, unit: str, ours: float, reference: float | None, goal: str
             "higher_is_better": higher_is_better}
 
 
-def report(bench: str, figures: list[dict[str, Any]], quick: bool) -> Path:
-    """Print the table and write benchmarks/results/<bench>.json."""
+def report(bench: str, figures: list[dict[str, Any]], quick: bool, *, capability: str | None = None,
+           page: str | None = None, hardware: str | None = None, config: str | None = None,
+           current: bool | None = None) -> Path:
+    """Print the table and write benchmarks/results/<bench>.json (``<bench>_quick.json`` with ``quick``).
+
+    Each figure gets ``command``, ``date`` and, unless it carries its own: ``capability`` and ``page`` (its
+    headline-page row and experiment-page slug, None when not given), ``hardware`` (default: this machine, e.g.
+    "2-core x86-64 CPU" or "1x NVIDIA H100 80GB HBM3"), ``config`` (default: the ``--config`` file
+    :func:`parse_args` read) and ``current`` (default: True for a full run, False for ``--quick``). A full run keeps
+    the headline marks of the figures of the same name in the file it replaces.
+    """
+    if page is not None and page not in PAGES:
+        raise ValueError(f"page {page!r} is not an experiment page: {', '.join(PAGES)}")
     script = Path(sys.argv[0])  # the benchmark that ran (one script may write several <bench>.json files)
     script_name = script.name if script.suffix == ".py" and script.parent.name == "benchmarks" else f"{bench}.py"
     command = "python " + " ".join([f"benchmarks/{script_name}", *sys.argv[1:]])
     date = _dt.date.today().isoformat()
+    out = RESULTS / f"{bench}{'_quick' if quick else ''}.json"
+    previous = {} if quick or not out.exists() else {f.get("figure"): f for f in json.loads(out.read_text())}
+    defaults = {"capability": capability, "page": page, "hardware": hardware or _hardware(),
+                "config": config if config is not None else _config_file,
+                "current": (not quick) if current is None else current}
     for fig in figures:
         fig.update(command=command, date=date)
+        for key, value in defaults.items():
+            fig.setdefault(key, value)
+        old = previous.get(fig["figure"], {})
+        for key in _KEPT:
+            if key in old and fig.get(key) is None:
+                fig[key] = old[key]
     print(f"\n{bench} ({'quick' if quick else 'full'}; {platform.processor() or platform.machine()}, "
           f"{_cores()} cores)")
     print("| figure | unit | ours | reference | ratio | goal |\n|---|---|---|---|---|---|")
@@ -53,10 +160,17 @@ def report(bench: str, figures: list[dict[str, Any]], quick: bool) -> Path:
         ratio = "-" if fig["ratio"] is None else f"{fig['ratio']:.2f}x"
         print(f"| {fig['figure']} | {fig['unit']} | {fig['ours']:,.3g} | {ref} | {ratio} | {fig['goal']} |")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"{bench}{'_quick' if quick else ''}.json"
     out.write_text(json.dumps(figures, indent=2) + "\n")
     print(f"wrote {out}")
     return out
+
+
+def _hardware() -> str:
+    """This machine in a few words: the GPU a benchmark used (when torch is loaded and sees one), else the CPU."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        return f"{torch.cuda.device_count()}x {torch.cuda.get_device_name(0)}"
+    return f"{_cores()}-core {platform.machine().replace('_', '-')} CPU"
 
 
 def _cores() -> int:

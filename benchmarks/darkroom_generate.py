@@ -25,17 +25,28 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import figure, report, timed  # noqa: E402
+from benchmarks.common import figure, parse_args, report, timed  # noqa: E402
 
+
+def options() -> argparse.Namespace:
+    """The options (``--config`` / ``--print-config`` answered here, before the heavy imports below)."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small version (< 1 minute)")
+    parser.add_argument("--profile", action="store_true", help="print a cProfile of our 80-goal run")
+    return parse_args(parser)
+
+
+ARGS = options() if __name__ == "__main__" else None
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 from ad.config import make_config  # noqa: E402
 from tasks.darkroom.a2c import BatchedA2C, denormals_flushed  # noqa: E402
 from tasks.darkroom.config import GenerateConfig  # noqa: E402
 from tasks.darkroom.generate import generate  # noqa: E402
 from tasks.darkroom.goals import all_goals  # noqa: E402
+
 
 RECIPE_JOB = 80 * 2_500_000  # env steps of the original recipe's full job (80 goals x 2.5M)
 
@@ -100,11 +111,7 @@ def sb3_a2c(steps: int, threads: int = 1, flush_denormal: bool = False) -> float
     return steps / seconds
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="small version (< 1 minute)")
-    parser.add_argument("--profile", action="store_true", help="print a cProfile of our 80-goal run")
-    args = parser.parse_args()
+def main(args: argparse.Namespace) -> None:
     torch.set_num_threads(1)
     steps_per_goal = 50_000 if args.quick else 400_000
     sb3_steps = 20_000 if args.quick else 100_000
@@ -146,7 +153,7 @@ def main() -> None:
                f"({steps_per_goal:,} steps/goal, standard preset)", "fraction", summary["learned_fraction"], None,
                ">= 0.95 (default run)"),
     ]
-    report("darkroom_generate", figures, args.quick)
+    report("darkroom_generate", figures, args.quick, page="darkroom")
     print(f"SB3 steps/s by setting: {', '.join(f'{t}: {r:,.0f}' for t, r in sb3_rates.items())}")
     print(f"writing share of our 80-goal run: {1 - all_rate / bare_rate:.0%} of the time "
           f"({1 - other_rate / bare_rate:.0%} with {modes[not default_bg]})")
@@ -154,4 +161,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     np.seterr(all="ignore")
-    main()
+    main(ARGS)

@@ -11,18 +11,34 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import figure, report, timed  # noqa: E402
+from benchmarks.common import figure, parse_args, report, timed  # noqa: E402
 
+
+def options() -> argparse.Namespace:
+    """The options (``--config`` / ``--print-config`` answered here, before the heavy imports below)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ckpt", default=None, help="run folder of `ad train rl` (default: the demo-size model, "
+                                                     "randomly initialised: speed does not depend on the weights)")
+    parser.add_argument("--episodes", type=int, default=100)
+    parser.add_argument("--goals", type=int, default=20)
+    parser.add_argument("--seeds", type=int, default=3, help="evaluation seeds per goal (as `ad eval` runs them)")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--quick", action="store_true", help="10 episodes, 8 goals")
+    return parse_args(parser)
+
+
+ARGS = options() if __name__ == "__main__" else None
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 from ad.evaluate import run_in_context  # noqa: E402
 from models.rl.config import ADConfig  # noqa: E402
 from models.rl.model import ADTransformer  # noqa: E402
 from models.rl.policy import ADPolicy, ADPolicyReference  # noqa: E402
 from tasks.darkroom.eval_env import make_eval_env  # noqa: E402
 from tasks.darkroom.goals import all_goals, split_goals, task_name  # noqa: E402
+
 
 META = {"task_spec": {"size": 9, "episode_length": 20, "random_start": False, "terminate_on_goal": False}}
 
@@ -43,16 +59,7 @@ class Recorder:
         return actions
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ckpt", default=None, help="run folder of `ad train rl` (default: the demo-size model, "
-                                                     "randomly initialised: speed does not depend on the weights)")
-    parser.add_argument("--episodes", type=int, default=100)
-    parser.add_argument("--goals", type=int, default=20)
-    parser.add_argument("--seeds", type=int, default=3, help="evaluation seeds per goal (as `ad eval` runs them)")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--quick", action="store_true", help="10 episodes, 8 goals")
-    args = parser.parse_args()
+def main(args: argparse.Namespace) -> None:
     if args.quick:
         args.episodes, args.goals, args.seeds = 10, 8, 1
     torch.set_num_threads(args.threads)
@@ -89,8 +96,8 @@ def main() -> None:
                "KV cache vs one env at a time, full window forward)", "env steps/s", steps / t_ours, steps / t_ref, ">= 20x"),
         figure("greedy actions identical to the reference", "fraction", same, None, "1.0"),
     ]
-    report("eval_in_context", figures, args.quick)
+    report("eval_in_context", figures, args.quick, page="models-and-evaluation")
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

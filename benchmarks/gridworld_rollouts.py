@@ -6,17 +6,16 @@ model, same episodes, side by side. Goal: >= 8x more turns per second batched.
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import figure, lm_parser, report, timed  # noqa: E402
+from benchmarks.common import figure, lm_parser, parse_args, report, timed  # noqa: E402
 
 
-def main() -> None:
+def options() -> argparse.Namespace:
+    """The options (``--config`` / ``--print-config`` answered here, before the heavy imports below)."""
     parser = lm_parser(__doc__, "fewer episodes (< 1 min)")
     parser.add_argument("--envs", type=int, default=32, help="env slots of the batched actor")
     parser.add_argument("--episodes", type=int, default=0, help="episodes played by both sides (default 4 x envs; "
@@ -26,8 +25,16 @@ def main() -> None:
                              "on CPUs with AMX / AVX512-BF16 and on GPUs)")
     parser.add_argument("--state-text", default="egocentric",
                         help="state text of the prompts (ad generate gridworld's default)")
-    args = parser.parse_args()
+    return parse_args(parser)
 
+
+ARGS = options() if __name__ == "__main__" else None
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+
+def main(args: argparse.Namespace) -> None:
     from ad.pretrained import load_base
     from tasks.gridworld.actor import LMActor
     from tasks.gridworld.env import split_configs
@@ -52,9 +59,9 @@ def main() -> None:
         figures.append(figure(f"rollout throughput, {episodes} episodes in {envs} batched env slots vs one env at a "
                               f"time ({dtype} weights, {args.state_text} state text)",
                               "turns/s", turns_b / t_batch, turns_s / t_single, ">= 8x"))
-    report("gridworld_rollouts", figures, args.quick)
+    report("gridworld_rollouts", figures, args.quick, page="gridworld")
 
 
 if __name__ == "__main__":
     torch.set_grad_enabled(False)
-    main()
+    main(ARGS)

@@ -11,14 +11,14 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import figure, lm_parser, report, timed  # noqa: E402
+from benchmarks.common import figure, lm_parser, parse_args, report, timed  # noqa: E402
 
 
 def main() -> None:
     parser = lm_parser(__doc__, "2 steps each (< 1.5 min)")
     parser.add_argument("--batch", type=int, default=16, help="pairs per optimiser step")
     parser.add_argument("--steps", type=int, default=4, help="timed optimiser steps per trainer")
-    args = parser.parse_args()
+    args = parse_args(parser)
     steps = 2 if args.quick else args.steps
 
     from peft import LoraConfig, get_peft_model
@@ -50,7 +50,7 @@ def main() -> None:
     print(f"{steps} steps of {args.batch} pairs: shared-prefix {t_ours:.1f}s, trl CPOTrainer {t_trl:.1f}s")
     report("gridworld_simpo_step", [figure(f"SimPO optimiser steps/s, {args.batch} pairs per step, SmolLM2-135M + "
                                            "LoRA: shared-prefix trainer vs trl CPOTrainer", "steps/s",
-                                           steps / t_ours, steps / t_trl, "faster")], args.quick)
+                                           steps / t_ours, steps / t_trl, "faster")], args.quick, page="gridworld")
 
 
 if __name__ == "__main__":

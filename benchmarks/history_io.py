@@ -17,15 +17,25 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import figure, report, timed  # noqa: E402
+from benchmarks.common import figure, parse_args, report, timed  # noqa: E402
 
+
+def options() -> argparse.Namespace:
+    """The options (``--config`` / ``--print-config`` answered here, before the heavy imports below)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1M transitions instead of 10M")
+    return parse_args(parser)
+
+
+ARGS = options() if __name__ == "__main__" else None
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 from ad.data import RLTrajectoryDataset  # noqa: E402
 from ad.history import ColumnSpec, HistoryReader, HistorySpec, HistoryWriter  # noqa: E402
 from ad.synthetic import synthetic_columns  # noqa: E402
+
 
 SPEC = HistorySpec(ColumnSpec.discrete(81), ColumnSpec.discrete(5))
 #: The opt-in lossy logprob precision measured beside the exact default
@@ -152,10 +162,7 @@ def naive_windows(cols, batches: int) -> int:
     return count
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="1M transitions instead of 10M")
-    args = parser.parse_args()
+def main(args: argparse.Namespace) -> None:
     total = 1_000_000 if args.quick else 10_000_000
     per_task = 250_000
     baseline_jsonl = 100_000 if args.quick else 1_000_000
@@ -227,9 +234,9 @@ def main() -> None:
         figure(f"RL windows of {WINDOW} through a DataLoader (batch {BATCH})", "windows/s", n_win / t_win,
                n_nw / t_nw, ">= 100k/s"),
     ]
-    report("history_io", figures, args.quick)
+    report("history_io", figures, args.quick, page="history-store")
 
 
 if __name__ == "__main__":
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    main()
+    main(ARGS)

@@ -35,12 +35,46 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import RESULTS, figure, report, timed  # noqa: E402
+from benchmarks.common import RESULTS, figure, parse_args, report, timed  # noqa: E402
 
+
+def options() -> argparse.Namespace:
+    """The options (``--config`` / ``--print-config`` answered here, before the heavy imports below)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", default="data/darkroom", help="DarkRoom dataset (ad generate darkroom)")
+    parser.add_argument("--model", default="smollm2-135m", help="base model")
+    parser.add_argument("--quick", action="store_true", help="speed only, small sizes (under a minute)")
+    parser.add_argument("--icl", action=argparse.BooleanOptionalAction, default=None,
+                        help="run the in-context-learning part (default: on unless --quick)")
+    parser.add_argument("--speed", action=argparse.BooleanOptionalAction, default=True, help="run the speed part")
+    parser.add_argument("--envs", type=int, default=8, help="envs (held-out tasks) acting together")
+    parser.add_argument("--warmup", type=int, default=30, help="transitions in context before timing")
+    parser.add_argument("--steps", type=int, default=20, help="decisions per env after the warm-up (ours times "
+                        "all: they include a context shift; the reference every --ref-every-th)")
+    parser.add_argument("--ref-every", type=int, default=5, help="time the (slow) reference on every n-th step")
+    parser.add_argument("--context", type=int, default=40, help="transitions per context window")
+    parser.add_argument("--max-tokens", type=int, default=512, help="token budget per context")
+    parser.add_argument("--train-steps", type=int, default=40, help="LoRA optimiser steps of the ICL run")
+    parser.add_argument("--batch-size", type=int, default=2, help="windows per LoRA step")
+    parser.add_argument("--episodes", type=int, default=10, help="episodes in context for the ICL figure")
+    parser.add_argument("--icl-tasks", type=int, default=8, help="held-out goals in the ICL evaluation")
+    parser.add_argument("--run", default="runs/lm_bench", help="run folder of the ICL training")
+    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    parser.add_argument("--scratch", action=argparse.BooleanOptionalAction, default=True,
+                        help="run part 3: acting with an LM from scratch, batched + cached vs full recompute")
+    parser.add_argument("--lm-run", default=None, help="part 3: run folder of `ad train lm --model scratch` (default: "
+                        "an untrained one)")
+    parser.add_argument("--seeds", type=int, default=3, help="part 3: env seeds per held-out goal")
+    parser.add_argument("--ref-envs", type=int, default=3, help="part 3: envs the slow reference acts in")
+    parser.add_argument("--name", default="lm_acting", help="results file name (benchmarks/results/<name>.json)")
+    return parse_args(parser)
+
+
+ARGS = options() if __name__ == "__main__" else None
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 from ad.config import make_config  # noqa: E402
 from ad.history import HistoryReader  # noqa: E402
 
@@ -218,35 +252,7 @@ def in_context_learning(reader, data: str, args) -> list[dict]:
                    float(rmean[-1]), "> 1x")]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default="data/darkroom", help="DarkRoom dataset (ad generate darkroom)")
-    parser.add_argument("--model", default="smollm2-135m", help="base model")
-    parser.add_argument("--quick", action="store_true", help="speed only, small sizes (under a minute)")
-    parser.add_argument("--icl", action=argparse.BooleanOptionalAction, default=None,
-                        help="run the in-context-learning part (default: on unless --quick)")
-    parser.add_argument("--speed", action=argparse.BooleanOptionalAction, default=True, help="run the speed part")
-    parser.add_argument("--envs", type=int, default=8, help="envs (held-out tasks) acting together")
-    parser.add_argument("--warmup", type=int, default=30, help="transitions in context before timing")
-    parser.add_argument("--steps", type=int, default=20, help="decisions per env after the warm-up (ours times "
-                        "all: they include a context shift; the reference every --ref-every-th)")
-    parser.add_argument("--ref-every", type=int, default=5, help="time the (slow) reference on every n-th step")
-    parser.add_argument("--context", type=int, default=40, help="transitions per context window")
-    parser.add_argument("--max-tokens", type=int, default=512, help="token budget per context")
-    parser.add_argument("--train-steps", type=int, default=40, help="LoRA optimiser steps of the ICL run")
-    parser.add_argument("--batch-size", type=int, default=2, help="windows per LoRA step")
-    parser.add_argument("--episodes", type=int, default=10, help="episodes in context for the ICL figure")
-    parser.add_argument("--icl-tasks", type=int, default=8, help="held-out goals in the ICL evaluation")
-    parser.add_argument("--run", default="runs/lm_bench", help="run folder of the ICL training")
-    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
-    parser.add_argument("--scratch", action=argparse.BooleanOptionalAction, default=True,
-                        help="run part 3: acting with an LM from scratch, batched + cached vs full recompute")
-    parser.add_argument("--lm-run", default=None, help="part 3: run folder of `ad train lm --model scratch` (default: "
-                        "an untrained one)")
-    parser.add_argument("--seeds", type=int, default=3, help="part 3: env seeds per held-out goal")
-    parser.add_argument("--ref-envs", type=int, default=3, help="part 3: envs the slow reference acts in")
-    parser.add_argument("--name", default="lm_acting", help="results file name (benchmarks/results/<name>.json)")
-    args = parser.parse_args()
+def main(args: argparse.Namespace) -> None:
     if args.quick:
         args.envs, args.warmup, args.steps, args.ref_every, args.context = 4, 8, 8, 4, 12
         args.episodes = min(args.episodes, 5)
@@ -266,8 +272,8 @@ def main() -> None:
         figures += scratch_acting(reader, args)
     if icl:
         figures += in_context_learning(reader, args.data, args)
-    report(args.name, figures, args.quick)
+    report(args.name, figures, args.quick, page="language-format")
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

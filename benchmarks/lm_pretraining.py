@@ -116,7 +116,7 @@ def main() -> None:
     plot_curves(curves, 1.0, RESULTS / "lm_pretraining.png",
                 title=f"Held-out DarkRoom goals, seeds {args.seeds}: pretrained vs scratch LM, {args.steps} steps x "
                       f"{args.batch_size}")
-    report("lm_pretraining", figures, quick=False)
+    report("lm_pretraining", figures, quick=False, page="language-format")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import figure, report  # noqa: E402
+from benchmarks.common import figure, parse_args, report  # noqa: E402
 
 VARIANTS = {"refresh": {"refresh": True}, "norefresh": {"refresh": False}}
 
@@ -222,12 +222,12 @@ def main() -> None:
     parser.add_argument("--json", default="", help="write the figures to this file instead of benchmarks/results")
     parser.add_argument("--merge", nargs="+", default=[], help="merge figure files written with --json")
     parser.add_argument("--name", default="math", help="results file name (benchmarks/results/<name>.json)")
-    args = parser.parse_args()
+    args = parse_args(parser)
     if args.checkpoint and (len(args.seeds) != 1 or len(args.variants) != 1):
         parser.error("--checkpoint evaluates one run: give exactly one --seeds and one --variants")
     if args.merge:
         figures = [fig for path in args.merge for fig in json.loads(Path(path).read_text())]
-        report(args.name, figures, quick=False)
+        report(args.name, figures, quick=False, page="math")
         return
     if args.quick:
         args.eval_problems = min(args.eval_problems, 16)
@@ -247,7 +247,7 @@ def main() -> None:
         Path(args.json).write_text(json.dumps(figures, indent=2, default=str) + "\n")
         print(f"wrote {args.json}")
     else:
-        report(args.name, figures, quick=args.quick)
+        report(args.name, figures, quick=args.quick, page="math")
 
 
 if __name__ == "__main__":

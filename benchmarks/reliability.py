@@ -27,10 +27,21 @@ from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import figure, report  # noqa: E402
-from benchmarks.scale_generate import ad_command, kill_and_resume, read_with_globs, transition_diff  # noqa: E402
+from benchmarks.common import figure, parse_args, report  # noqa: E402
+
+
+def options() -> argparse.Namespace:
+    """The options (``--config`` / ``--print-config`` answered here, before the heavy imports below)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="5 kills, 20k-step histories (~2 min)")
+    return parse_args(parser)
+
+
+ARGS = options() if __name__ == "__main__" else None
 
 from ad.history import HistoryReader, content_hash  # noqa: E402
+from benchmarks.scale_generate import ad_command, kill_and_resume, read_with_globs, transition_diff  # noqa: E402
+
 
 TINY = ["--size", "3", "--hidden", "16", "--progress", "false", "--plots", "false", "--tensorboard", "false"]
 
@@ -160,10 +171,7 @@ def run_repairs(work: Path, steps: int) -> dict[str, Any]:
             * 2}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="5 kills, 20k-step histories (~2 min)")
-    args = parser.parse_args()
+def main(args: argparse.Namespace) -> None:
     kills, steps = (5, 20_000) if args.quick else (10, 40_000)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -195,8 +203,8 @@ def main() -> None:
                higher_is_better=False),
         figure("resumed dataset's content hash equals the uninterrupted run's", "bool", int(same_hash), None, "1"),
     ]
-    report("reliability", figures, args.quick)
+    report("reliability", figures, args.quick, page="reliability")
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

@@ -13,11 +13,26 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import figure, report  # noqa: E402
+from benchmarks.common import figure, parse_args, report  # noqa: E402
+
+
+def options() -> argparse.Namespace:
+    """The options (``--config`` / ``--print-config`` answered here, before the heavy imports below)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default="data/rlhf")
+    parser.add_argument("--ckpt", default="runs/lm-rlhf")
+    parser.add_argument("--k", type=int, default=4, help="context blocks")
+    parser.add_argument("--prompts", type=int, default=32, help="held-out prompts")
+    parser.add_argument("--fraction", type=float, default=0.2, help="early = first, late = last fraction of updates")
+    parser.add_argument("--quick", action="store_true")
+    return parse_args(parser)
+
+
+ARGS = options() if __name__ == "__main__" else None
+
+import numpy as np  # noqa: E402
 
 
 def incontext_reward(data: str, ckpt: str, k: int, n_prompts: int, fraction: float, seed: int) -> dict[str, float]:
@@ -53,15 +68,7 @@ def incontext_reward(data: str, ckpt: str, k: int, n_prompts: int, fraction: flo
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default="data/rlhf")
-    parser.add_argument("--ckpt", default="runs/lm-rlhf")
-    parser.add_argument("--k", type=int, default=4, help="context blocks")
-    parser.add_argument("--prompts", type=int, default=32, help="held-out prompts")
-    parser.add_argument("--fraction", type=float, default=0.2, help="early = first, late = last fraction of updates")
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
+def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if args.quick:  # a tiny generated run + 3 LM steps: checks the pipeline, the figure means nothing
             from models.lm.tiny import build_tiny
@@ -79,8 +86,8 @@ def main() -> None:
     report("rlhf_incontext", [
         figure(f"held-out reward of the trained LM's completion after k={args.k} late vs early rollout blocks",
                "mean reward", res["late"], res["early"], "ratio > 1 (late context earns more)"),
-    ], args.quick)
+    ], args.quick, page="rlhf")
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import figure, report  # noqa: E402
+from benchmarks.common import figure, parse_args, report  # noqa: E402
 
 
 def run_side(cfg, logging: bool, workdir: Path) -> float:
@@ -65,7 +65,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="tiny random LM, < 1 minute")
     parser.add_argument("--steps", type=int, default=0, help="iterations per side (default: 8 quick, 3 full)")
     parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
+    args = parse_args(parser)
 
     import torch
 
@@ -95,7 +95,7 @@ def main() -> None:
         figure(f"GRPO step time, {cfg.completions_per_step} completions x {cfg.max_new_tokens} tokens "
                f"({'tiny LM' if args.quick else 'SmolLM2-135M + LoRA'}), with history log vs trl alone",
                "s/step", ours, reference, "ratio <= 1.05", higher_is_better=False),
-    ], args.quick)
+    ], args.quick, page="rlhf")
 
 
 if __name__ == "__main__":

@@ -35,9 +35,20 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import figure, report  # noqa: E402
+from benchmarks.common import figure, parse_args, report  # noqa: E402
+
+
+def options() -> argparse.Namespace:
+    """The options (``--config`` / ``--print-config`` answered here, before the heavy imports below)."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small version (< 1 min)")
+    return parse_args(parser)
+
+
+ARGS = options() if __name__ == "__main__" else None
 
 from ad.history import HistoryReader  # noqa: E402
+
 
 KEY_COLUMNS = ["task", "run", "stream", "update", "episode", "step"]
 #: The cluster of the estimate.
@@ -270,10 +281,7 @@ def crash_figures(work: Path, quick: bool) -> dict[str, Any]:
             "ray_killed": int(ray_stats["killed_pid"] is not None), "ray_lost": ray_lost, "ray_duplicated": ray_dup}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="small version (< 1 min)")
-    args = parser.parse_args()
+def main(args: argparse.Namespace) -> None:
     steps = 20_000 if args.quick else 200_000
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -305,8 +313,8 @@ def main() -> None:
         figure("crash test: transitions duplicated after 5 kills + resumes, and after a Ray worker killed mid-unit",
                "transitions", crash["duplicated"] + crash["ray_duplicated"], None, "0"),
     ]
-    report("scale_generate", figures, args.quick)
+    report("scale_generate", figures, args.quick, page="scale-out")
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

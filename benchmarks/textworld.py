@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import RESULTS, figure, report  # noqa: E402
+from benchmarks.common import RESULTS, figure, parse_args, report  # noqa: E402
 
 LOAD_NOTE = "CPU shared with other agents' jobs (timings under load; the ratio is measured side by side)"
 
@@ -310,7 +310,7 @@ def main() -> None:
     parser.add_argument("--name", default="textworld",
                         help="results file benchmarks/results/NAME.json (+ .png); other settings, other names")
     parser.add_argument("--quick", action="store_true", help="a small version of the same work")
-    args = parser.parse_args()
+    args = parse_args(parser)
     import torch
 
     torch.set_num_threads(args.threads)
@@ -361,7 +361,7 @@ def main() -> None:
         from tasks.textworld.plots import plot_phases
 
         plot_phases(merged, RESULTS / f"{args.name}{'_quick' if args.quick else ''}.png", args.seeds)
-    report(args.name, _keep_other_parts(figures, args), args.quick)
+    report(args.name, _keep_other_parts(figures, args), args.quick, page="textworld")
 
 
 if __name__ == "__main__":

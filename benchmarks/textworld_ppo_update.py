@@ -101,7 +101,7 @@ def main() -> None:
                               "moves/s", n / float(np.median(seconds["valid-commands"])),
                               n / float(np.median(seconds["command-tokens"])),
                               "the price of training the acting distribution (report)"))
-    report("textworld_ppo_update", figures, args.quick)
+    report("textworld_ppo_update", figures, args.quick, page="textworld")
 
 
 if __name__ == "__main__":

@@ -94,7 +94,7 @@ def main() -> None:
                      f"runs; same moves: {same})", "moves/s", float(np.median(rates["ours"][prompt])),
                      float(np.median(rates["baseline"][prompt])), "faster, same moves")
         figures.append(fig)
-    report("textworld_scoring_host", figures, args.quick)
+    report("textworld_scoring_host", figures, args.quick, page="textworld")
 
 
 if __name__ == "__main__":

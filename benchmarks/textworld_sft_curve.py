@@ -175,7 +175,7 @@ def gather(out: Path, seeds: list[int], name: str, quick: bool) -> Path:
         for fig in mine:
             fig["settings"] = {**r["options"], "ends": r["heldout_play"]["ends"], "seconds": round(r["seconds"])}
         figures += mine
-    path = report(name, figures, quick)
+    path = report(name, figures, quick, page="textworld")
     plot(results, (RESULTS / f"{name}{'_quick' if quick else ''}.png"))
     return path
 

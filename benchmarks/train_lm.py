@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import figure, report, timed  # noqa: E402
+from benchmarks.common import figure, parse_args, report, timed  # noqa: E402
 
 from ad.config import make_config  # noqa: E402
 
@@ -54,7 +54,7 @@ def main() -> None:
     parser.add_argument("--context", type=int, default=80, help="LM window in transitions")
     parser.add_argument("--steps", type=int, nargs=2, default=(20, 220), help="short and long run lengths")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    args = parser.parse_args()
+    args = parse_args(parser)
     if args.quick:
         args.steps, args.batch_size = (5, 25), 8
     import torch
@@ -90,7 +90,7 @@ def main() -> None:
     figures = [figure(f"training throughput: ad train lm --preset scratch vs ad train rl --layout separate (batch "
                       f"{args.batch_size}, ~{lm_tokens:.0f} tokens per window, subsample 40; 2 shared CPU cores "
                       "under other agents' load)", "tokens/s", lm_rate, rl_rate, ">= 0.8x")]
-    report("train_lm", figures, args.quick)
+    report("train_lm", figures, args.quick, page="language-format")
 
 
 if __name__ == "__main__":

@@ -23,18 +23,29 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import figure, report  # noqa: E402
+from benchmarks.common import figure, parse_args, report  # noqa: E402
 
+
+def options() -> argparse.Namespace:
+    """The options (``--config`` / ``--print-config`` answered here, before the heavy imports below)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="demo size only, few steps (under a minute)")
+    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    return parse_args(parser)
+
+
+ARGS = options() if __name__ == "__main__" else None
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 from ad.config import make_config  # noqa: E402
 from models.rl.config import TrainRLConfig, model_config_of  # noqa: E402
 from models.rl.model import ADTransformer  # noqa: E402
 from ad.training import fast_adamw_kwargs  # noqa: E402
 from models.rl.synthetic import synthetic_batches, write_synthetic_dataset  # noqa: E402
+
 
 NUM_STATES, NUM_ACTIONS, EPISODE_LENGTH = 81, 5, 20  # DarkRoom 9x9 sizes
 
@@ -181,11 +192,7 @@ def lightning_steps(steps: int, threads: int) -> list[dict]:
                    "steps/s", lit_rate, plain.steps / plain.seconds, ">= 0.8x plain loop")]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="demo size only, few steps (under a minute)")
-    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
-    args = parser.parse_args()
+def main(args: argparse.Namespace) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     threads = torch.get_num_threads()
@@ -195,8 +202,8 @@ def main() -> None:
     figures += lightning_steps(steps=60 if args.quick else 300, threads=threads)
     if not args.quick:  # large preset size: the reference takes ~20 s per step on one CPU thread
         figures += compare("large", steps=6, chunk=2, pool=6, eval_batches=1)
-    report("train_rl", figures, args.quick)
+    report("train_rl", figures, args.quick, page="models-and-evaluation")
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)
