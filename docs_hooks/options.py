@@ -11,6 +11,9 @@ the fields' ``ad.config.option`` metadata (a field's ``group``; a field without 
 class declares is listed under that class's first sentence; the rest under "General"). A marker that names no
 command or class fails the build. Commands are found through the ``ad.plugins`` entry points, as ``ad`` finds them.
 
+``<!-- gym-ids: tasks.darkroom -->`` becomes a table of the Gymnasium ids whose entry point lies in that package (read
+from ``gymnasium.registry`` after the plugins are loaded), or a sentence saying it registers none.
+
 It also turns the Sphinx roles of docstrings (``:func:`x```, ``:class:`x```) into plain code in the API reference.
 """
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 from mkdocs.exceptions import PluginError
 
 MARKER = re.compile(r"^<!--[ \t]*options:[ \t]*(?P<target>.+?)[ \t]*-->[ \t]*$", re.MULTILINE)
+GYM_MARKER = re.compile(r"^<!--[ \t]*gym-ids:[ \t]*(?P<package>\S+)[ \t]*-->[ \t]*$", re.MULTILINE)
 ROLE = re.compile(r":(?:func|class|mod|meth|attr|data|obj|exc|const):(?=<code>)")
 CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 GENERAL = "General"
@@ -158,9 +162,35 @@ def options_markdown(config_cls: type, heading: str = "####") -> str:
     return "\n\n".join(blocks)
 
 
+def gym_ids_markdown(package: str) -> str:
+    """A table of the Gymnasium ids registered with an entry point in ``package``."""
+    import gymnasium
+
+    from ad.registry import load_plugins
+
+    load_plugins()
+    try:
+        importlib.import_module(package)
+    except ImportError as err:
+        raise PluginError(f"gym-ids marker {package!r}: {err}") from err
+    specs = [spec for _, spec in sorted(gymnasium.registry.items())
+             if str(spec.entry_point).startswith(package + ".")]
+    if not specs:
+        return f"`{package}` registers no Gymnasium id."
+    lines = ["| Gymnasium id | env | vector env | episode steps | kwargs |", "|---|---|---|---|---|"]
+    for spec in specs:
+        vector = f"`{spec.vector_entry_point}`" if spec.vector_entry_point else "-"
+        steps = spec.max_episode_steps if spec.max_episode_steps is not None else "-"
+        kwargs = ", ".join(f"{key}={value!r}" for key, value in spec.kwargs.items())
+        lines.append(f"| `{spec.id}` | `{spec.entry_point}` | {vector} | {steps} | "
+                     f"{f'`{kwargs}`' if kwargs else '-'} |")
+    return "\n".join(lines)
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
-    """Replace every options marker of a page with its tables."""
-    return MARKER.sub(lambda m: "\n" + options_markdown(resolve(m.group("target"))) + "\n", markdown)
+    """Replace every options and gym-ids marker of a page with its tables."""
+    markdown = MARKER.sub(lambda m: "\n" + options_markdown(resolve(m.group("target"))) + "\n", markdown)
+    return GYM_MARKER.sub(lambda m: "\n" + gym_ids_markdown(m.group("package")) + "\n", markdown)
 
 
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
