@@ -14,7 +14,8 @@ command or class fails the build. Commands are found through the ``ad.plugins`` 
 ``<!-- gym-ids: tasks.darkroom -->`` becomes a table of the Gymnasium ids whose entry point lies in that package (read
 from ``gymnasium.registry`` after the plugins are loaded), or a sentence saying it registers none.
 
-It also turns the Sphinx roles of docstrings (``:func:`x```, ``:class:`x```) into plain code in the API reference.
+It also turns the Sphinx roles of docstrings (``:func:`x```, ``:class:`x```) into plain code in the API reference, and
+their ``::`` before a literal block into ``:``.
 """
 from __future__ import annotations
 
@@ -194,5 +195,6 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
 
 
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
-    """Drop the Sphinx roles docstrings carry (``:func:`` before a code span) from the rendered page."""
-    return ROLE.sub("", html)
+    """Drop the reStructuredText marks docstrings carry from the rendered page: roles (``:func:`` before a code
+    span) and the ``::`` that introduces a literal block."""
+    return ROLE.sub("", html).replace("::</p>", ":</p>")

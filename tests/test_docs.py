@@ -91,6 +91,7 @@ def test_options_tables_list_every_option():
 
     config_cls = hook.resolve("ad generate textworld")
     assert config_cls is GenerateConfig
+    assert hook.resolve("tasks.textworld.config:GenerateConfig") is GenerateConfig
     text = hook.options_markdown(config_cls)
     for field in dataclasses.fields(GenerateConfig):
         assert f"`--{field.name.replace('_', '-')}`" in text
