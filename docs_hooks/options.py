@@ -7,8 +7,9 @@ A page writes a marker on a line of its own::
     <!-- options: tasks.darkroom.config:GenerateConfig -->  any config dataclass, by ``module:Class``
 
 and the hook replaces it with one Markdown table per option group: flag, type, default and help text, read from
-the fields' ``ad.config.option`` metadata (a field's ``group``; a field without one that a shared ``*Options``
-class declares is listed under that class's first sentence; the rest under "General"). A marker that names no
+the fields' ``ad.config.option`` metadata (a field's ``group``; a field without one that a base config declares,
+with its default or another, is listed under the first sentence of that base's docstring; the rest under
+"General"). A marker that names no
 command or class fails the build. Commands are found through the ``ad.plugins`` entry points, as ``ad`` finds them.
 
 ``<!-- gym-ids: tasks.darkroom -->`` becomes a table of the Gymnasium ids whose entry point lies in that package (read
@@ -120,24 +121,24 @@ def _escape(text: str) -> str:
 
 
 def _shared_title(owner: type) -> str:
-    """The first sentence of a shared option class's docstring (its section title)."""
-    doc = " ".join((owner.__doc__ or owner.__name__).split())
+    """The first sentence of a base config's docstring (its section title), else its name."""
+    doc = " ".join((owner.__doc__ or "").split())
+    if not doc or doc.startswith(owner.__name__ + "("):  # dataclass() writes the signature where there is none
+        return owner.__name__
     return re.split(r"(?<!e\.g)[.;](?:\s|$)", doc, maxsplit=1)[0].strip()
 
 
 def sections(config_cls: type) -> dict[str, list[dataclasses.Field]]:
     """The init fields of ``config_cls`` by section title, in ``--help`` order (ungrouped ones first)."""
-    owners: dict[str, type] = {}
-    for klass in reversed(config_cls.__mro__):
-        for name in getattr(klass, "__annotations__", {}):
-            owners[name] = klass  # the last class in the MRO walk that declares it: the one whose default wins
+    shared = [klass for klass in config_cls.__mro__[1:] if dataclasses.is_dataclass(klass)]
     grouped: dict[str, list[dataclasses.Field]] = {GENERAL: []}
     for field in dataclasses.fields(config_cls):
         if not field.init:
             continue
         title = field.metadata.get("group") or ""
-        owner = owners.get(field.name, config_cls)
-        if not title and owner is not config_cls and owner.__name__.endswith("Options"):
+        # a base config (an option group) that declares the field, also where this config overrides its default
+        owner = next((klass for klass in shared if field.name in getattr(klass, "__annotations__", {})), None)
+        if not title and owner is not None:
             title = _shared_title(owner)
         grouped.setdefault(title or GENERAL, []).append(field)
     return {title: fields for title, fields in grouped.items() if fields}
