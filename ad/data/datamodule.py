@@ -24,7 +24,8 @@ class RLDataModule(L.LightningDataModule):
         stride: distance between window starts.
         steps_per_epoch: batches in one "epoch" of random windows.
         val_batches: held-out batches per validation run.
-        num_workers, seed: loader settings.
+        num_workers: data-loader worker processes.
+        seed: seed of the random window draws.
     """
 
     def __init__(self, path: Any, window: int = 80, batch_size: int = 64, subsample: int = 1,

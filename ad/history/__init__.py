@@ -1,4 +1,4 @@
-"""The learning-history store (DESIGN.md, "The learning-history store").
+"""The learning-history store (the design page, docs/design.md: "The learning-history store").
 
 Write with :class:`HistoryWriter`, read with :class:`HistoryReader`; the column
 layout is a :class:`HistorySpec`.

@@ -1,7 +1,7 @@
 """The learning-history schema: which columns a dataset has and their Arrow types.
 
 A :class:`HistorySpec` says how a task encodes states, actions and logprobs
-(DESIGN.md, "The learning-history store"). It turns into the Arrow schema of
+(the design page, docs/design.md: "The learning-history store"). It turns into the Arrow schema of
 every shard and validates each column batch before it is written.
 """
 from __future__ import annotations

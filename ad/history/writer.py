@@ -46,7 +46,7 @@ def _normalise(value: Any) -> Any:
 
 
 class HistoryWriter:
-    """Writes one learning-history dataset (see DESIGN.md for the schema).
+    """Writes one learning-history dataset (the schema: docs/design.md).
 
     Args:
         out: folder or URL of the dataset.
@@ -58,7 +58,8 @@ class HistoryWriter:
         row_group_rows: rows buffered per unit before they are encoded as one row group of the open shard
             (default: ``shard_rows``, one row group per shard). Smaller row groups spread the encoding
             over the run instead of doing it in bursts (rows are grouped by stream within a row group).
-        compression, compression_level: Parquet codec of every column and its level.
+        compression: Parquet codec of every column.
+        compression_level: level of that codec.
         filesystem: optional pyarrow or fsspec filesystem for ``out``.
         worker: write units only, never ``dataset.json`` (for a distributed worker; see
             :mod:`ad.distributed`). The dataset must already exist (a driver created it); committed
