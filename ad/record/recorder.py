@@ -48,12 +48,14 @@ class HistoryRecorder:
             from one process).
         task: path-safe task id (names a partition folder), e.g. ``"cartpole-len0.7"``.
         run: the run (seed) of the source algorithm on this task.
-        observation_space, action_space: Gymnasium spaces (Discrete or Box).
+        observation_space: the env's Gymnasium observation space (Discrete or Box).
+        action_space: the env's Gymnasium action space (Discrete or Box).
         value: record the algorithm's value estimate of each step in an extra ``value`` column.
         family: the dataset's family name (a dataset of another family is refused).
         metadata: dataset metadata besides the ``task_spec`` (source algorithm and its config, seeds, split);
             resuming needs the same metadata, so a run with other settings cannot mix into the dataset.
-        env_id, env_kwargs: recorded in the ``task_spec`` with the spaces.
+        env_id: the Gymnasium id, recorded in the ``task_spec`` with the spaces.
+        env_kwargs: the env's keyword arguments, recorded in the ``task_spec`` too.
     """
 
     def __init__(self, out: Any, task: str, run: int = 0, *, observation_space: Any, action_space: Any,
