@@ -11,7 +11,7 @@ from tasks.bandit.instances import check_arms
 
 #: Fraction of each history that is "expert" data for ED (``ad train rl --expert-only`` keeps this much).
 EXPERT_FRACTION = 0.1
-#: The UCB1 source's exploration coefficient per reward kind (``--ucb-c -1``; BENCHMARKS.md, #17).
+#: The UCB1 source's exploration coefficient per reward kind (``--ucb-c -1``; docs/experiments/bandit.md).
 UCB_C = {"bernoulli": 0.3, "gaussian": 0.5}
 #: Policies of the figure, in plotting order.
 POLICIES = ("AD", "ED", "Thompson", "UCB1", "random")

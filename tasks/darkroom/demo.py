@@ -6,7 +6,7 @@ both in context on the held-out goals -> report.md (the pipeline: :mod:`ad.demo_
 Two sources: the nearest-unvisited explorer (the default; :mod:`tasks.darkroom.explorer`), whose histories search the
 room systematically, and the AD paper's A2C. Options left at 0 (``--streams``, ``--steps-per-goal``, ``--subsample``,
 ``--context``, ``--ad-steps``) take the source's measured default (:data:`SOURCE_DEFAULTS`, :func:`explorer_streams`,
-BENCHMARKS.md #17).
+docs/experiments/darkroom.md).
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ SOURCE_DEFAULTS = {"explorer": {"steps_per_stream": 1_200, "subsample": 1, "cont
 EPISODE_LENGTH, STREAMS = GenerateConfig.episode_length, GenerateConfig.num_envs
 #: The explorer's histories per goal where a room has fewer than FEW_GOALS training goals (5x5: 18): with 10 per goal
 #: AD tied "the goal" to the 18 cells it saw rewarded and left held-out goals it had found (0.76-0.90 of optimal at
-#: episodes 36-40); with 30 it reads the goal from the rewards in context (BENCHMARKS.md, #17).
+#: episodes 36-40); with 30 it reads the goal from the rewards in context (docs/experiments/darkroom.md).
 FEW_GOALS, FEW_GOALS_STREAMS = 30, 30
 
 
@@ -85,7 +85,7 @@ class DarkRoomDemoConfig(ADDemoConfig):
 
     def family_dropout(self) -> float:
         """A2C: 0.1 up to 7x7 (18 / 36 training goals: without it AD heads for the training goals on held-out ones), 0
-        above (it cost 0.17 at 11x11); explorer: 0. Measured in BENCHMARKS.md (#17)."""
+        above (it cost 0.17 at 11x11); explorer: 0. Measured in docs/experiments/darkroom.md."""
         return 0.1 if self.source == "a2c" and self.size <= 7 else 0.0
 
     def runs(self) -> list[tuple[str, dict[str, Any]]]:

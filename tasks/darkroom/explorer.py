@@ -11,7 +11,7 @@ Each history stream keeps the set of cells it has stepped on, across episodes:
 Each action is replaced by a uniformly random one with probability ``epsilon`` before the goal is found and
 ``epsilon_after_goal`` after (so the histories also show recoveries). Its histories take ~5 episodes (9x9) to find
 the goal and are near-optimal after ~10, where the A2C's early episodes are 20-step random walks from the centre:
-AD distilled from them explores held-out rooms the same way (BENCHMARKS.md, #17).
+AD distilled from them explores held-out rooms the same way (docs/experiments/darkroom.md).
 
 Every stream of one goal runs vectorised; each goal has its own generator seeded by (seed, row, col), so a goal's
 histories do not depend on which other goals run (or already ran) in the same command.

@@ -18,7 +18,7 @@ recipe even when their observations are cut. The task line always stays.
 ``Result of 'read cookbook' (step 2): ...`` below ``Moves so far:``. With ``read cookbook`` pinned the recipe
 (which ingredients; how to cut and cook each) stays in view: without it, a policy shown one earlier move has to
 guess "slice" or "dice" late in the game, and a wrong cut ends CookingWorld in failure: after SFT with ``history``
-1 and 32 moves, 48 / 42 of 64 held-out games failed (seeds 0 / 1), 18 / 19 with the recipe pinned (session 16).
+1 and 32 moves, 48 / 42 of 64 held-out games failed (seeds 0 / 1), 18 / 19 with the recipe pinned (docs/experiments/textworld.md).
 
 Everything above the first ``# STEP`` line is the prompt's *head* (:func:`split_head`); when a prompt runs over the
 token budget, the scorer and SFT cut the shown steps from the left and keep the head whole
