@@ -27,14 +27,16 @@ from ad.errors import UserError
 
 
 def option(default: Any = dataclasses.MISSING, help: str = "", positional: bool = False, group: str = "",
-           **kwargs: Any) -> Any:
+           runtime: bool = False, **kwargs: Any) -> Any:
     """A dataclass field with help text (use as ``x: int = option(3, "what x is")``).
 
     ``positional=True`` makes it an optional positional argument (``ad inspect PATH``) that
     can also be given as ``--name``. Fields with a ``group`` title are listed under that title, after
-    the ungrouped options, in ``--help``.
+    the ungrouped options, in ``--help``. ``runtime=True`` declares that the option changes how a command runs,
+    not what it writes: it is left out of a dataset's recorded settings (:func:`data_options`), and a resumed run
+    may change it (:func:`runtime_fields`).
     """
-    meta = {"help": help, "positional": positional, "group": group}
+    meta = {"help": help, "positional": positional, "group": group, "runtime": runtime}
     if isinstance(default, (list, dict, set)):
         value = default
         return dataclasses.field(default_factory=lambda: type(value)(value), metadata=meta, **kwargs)
@@ -49,7 +51,8 @@ def override(base: type, name: str, default: Any) -> Any:
     if field is None:
         raise TypeError(f"{base.__name__} has no option {name!r}")
     meta = field.metadata
-    return option(default, meta.get("help", ""), positional=meta.get("positional", False), group=meta.get("group", ""))
+    return option(default, meta.get("help", ""), positional=meta.get("positional", False), group=meta.get("group", ""),
+                  runtime=meta.get("runtime", False))
 
 
 def _base_type(tp: Any) -> tuple[Any, bool]:
@@ -288,3 +291,15 @@ def parse_config(config_cls: type, argv: Sequence[str], prog: str, description: 
 def config_to_dict(config: Any) -> dict[str, Any]:
     """A JSON-safe dict of a config dataclass."""
     return json.loads(json.dumps(dataclasses.asdict(config), default=str))
+
+
+def runtime_fields(config: Any) -> frozenset[str]:
+    """Names of the options of a config (class or instance) declared ``runtime=True``: they change how a command
+    runs, not what it writes, so a resumed run may change them."""
+    return frozenset(f.name for f in dataclasses.fields(config) if f.metadata.get("runtime", False))
+
+
+def data_options(config: Any) -> dict[str, Any]:
+    """:func:`config_to_dict` without the runtime options: the settings a dataset records (a resume must match)."""
+    skip = runtime_fields(config)
+    return {k: v for k, v in config_to_dict(config).items() if k not in skip}

@@ -110,8 +110,8 @@ class TrainingOptions:
     resume: bool = option(False, "continue the run in --out from its last checkpoint (same options). The model, "
                                  "optimiser, schedule and step count are restored, but not the random draw of "
                                  "training windows, so a resumed run is statistically equivalent to an "
-                                 "uninterrupted one, not bit-identical")
-    max_steps: int = option(3000, "optimiser steps in total (a resumed run continues up to this count)")
+                                 "uninterrupted one, not bit-identical", runtime=True)
+    max_steps: int = option(3000, "optimiser steps in total (a resumed run continues up to this count)", runtime=True)
     batch_size: int = option(32, "windows per optimiser step, over all processes (each of devices x num_nodes "
                                  "processes trains on its share of the same global batch)")
     lr: float = option(1e-3, "peak learning rate (AdamW; trained weights only)")
@@ -122,14 +122,14 @@ class TrainingOptions:
     beta1: float = option(0.9, "AdamW beta1")
     beta2: float = option(0.99, "AdamW beta2")
     grad_clip: float = option(1.0, "clip the gradient norm to this value (0: no clipping)")
-    val_every: int = option(250, "held-out validation every this many steps (0: never)")
-    val_batches: int = option(8, "held-out batches per validation")
-    log_every: int = option(25, "log training metrics every this many steps")
-    checkpoint_every: int = option(250, "write checkpoints/last.ckpt every this many steps")
-    num_workers: int = option(0, "data-loader worker processes")
+    val_every: int = option(250, "held-out validation every this many steps (0: never)", runtime=True)
+    val_batches: int = option(8, "held-out batches per validation", runtime=True)
+    log_every: int = option(25, "log training metrics every this many steps", runtime=True)
+    checkpoint_every: int = option(250, "write checkpoints/last.ckpt every this many steps", runtime=True)
+    num_workers: int = option(0, "data-loader worker processes", runtime=True)
     seed: int = option(0, "random seed (initial weights, window sampling, dropout)")
-    threads: int = option(0, "torch CPU threads (0: torch's default)")
-    progress: bool = option(True, "show progress (a bar on a terminal, periodic lines in a log)")
+    threads: int = option(0, "torch CPU threads (0: torch's default)", runtime=True)
+    progress: bool = option(True, "show progress (a bar on a terminal, periodic lines in a log)", runtime=True)
 
     def __post_init__(self) -> None:
         for name in ("max_steps", "batch_size", "log_every", "checkpoint_every", "val_batches"):

@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from ad.config import option
 from ad.errors import UserError
 
-#: Option names that may change when a run resumes (the checkpoint does not depend on the process layout).
-DISTRIBUTED_FIELDS = frozenset({"accelerator", "devices", "num_nodes", "strategy"})
 
 
 _GROUP = "several processes / machines (Lightning)"
@@ -19,15 +17,15 @@ _GROUP = "several processes / machines (Lightning)"
 class DistributedOptions:
     """Several processes per machine and several machines (Lightning DDP / FSDP); the defaults are one process."""
 
-    accelerator: str = option("auto", "Lightning accelerator: auto, cpu, gpu, ...", group=_GROUP)
+    accelerator: str = option("auto", "Lightning accelerator: auto, cpu, gpu, ...", group=_GROUP, runtime=True)
     devices: int = option(1, "training processes per machine (GPUs, or CPU processes with --accelerator cpu)",
-                          group=_GROUP)
+                          group=_GROUP, runtime=True)
     num_nodes: int = option(1, "machines; launch the same command on each (Lightning reads MASTER_ADDR, "
                                "MASTER_PORT, NODE_RANK from the environment, or SLURM / torchrun's variables)",
-                        group=_GROUP)
+                        group=_GROUP, runtime=True)
     strategy: str = option("auto", "Lightning strategy: auto (ddp when devices x num_nodes > 1; gloo on CPU), "
                                    "ddp, ddp_spawn, fsdp (`ad train lm`: shards the model over the processes, "
-                                   "one unit per decoder layer), ...", group=_GROUP)
+                                   "one unit per decoder layer), ...", group=_GROUP, runtime=True)
 
 
 def check_distributed_options(config: DistributedOptions, batch_size: int) -> None:

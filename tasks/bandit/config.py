@@ -17,7 +17,7 @@ class GenerateConfig:
     """Run UCB1 or Thompson sampling on many k-armed bandit instances at once and record every pull."""
 
     out: str = option("data/bandit", "output dataset folder or URL (file://, s3://, gs://, memory:// ...; re-running "
-                                     "the same command resumes)")
+                                     "the same command resumes)", runtime=True)
     kind: Literal["bernoulli", "gaussian"] = option("bernoulli", "reward distribution: bernoulli (0/1 rewards with "
                                                                  "the arm's mean) or gaussian (the mean plus noise "
                                                                  "of std --noise-std)")
@@ -39,7 +39,7 @@ class GenerateConfig:
     noise_std: float = option(0.5, "std of the Gaussian reward noise (--kind gaussian; also UCB1's reward scale "
                                    "there)")
     ucb_c: float = option(1.0, "exploration coefficient of UCB1 (1 = the textbook bonus sqrt(2 ln n / n_j))")
-    progress: bool = option(True, "show progress")
+    progress: bool = option(True, "show progress", runtime=True)
 
     def __post_init__(self) -> None:
         check_arms(self.arms)

@@ -26,7 +26,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ad.config import config_to_dict
+from ad.config import data_options
 from ad.history import ColumnSpec, HistorySpec, HistoryWriter, Location
 from tasks.bandit.algorithms import GAUSSIAN_PRIOR, run_source
 from tasks.bandit.config import GenerateConfig
@@ -36,8 +36,6 @@ from tasks.bandit.instances import (arm_means, expected_regret, optimal_return, 
 FAMILY = "bandit"
 #: Instances per vectorised block (one generator each).
 BLOCK = 512
-#: Options that change how a run executes but not the histories it writes (left out of the metadata).
-_RUNTIME_OPTIONS = ("out", "progress")
 
 
 def history_spec(arms: int, kind: str, observation: str = "last-pull") -> HistorySpec:
@@ -62,7 +60,7 @@ def dataset_metadata(cfg: GenerateConfig) -> dict[str, Any]:
         "split": "heldout", "optimal_return": float(optimal_return(arm_means(cfg.kind, cfg.arms, i)))} for i in heldout}
     last = cfg.observation == "last-pull"
     vector = last and cfg.kind == "gaussian"
-    source = {k: v for k, v in config_to_dict(cfg).items() if k not in _RUNTIME_OPTIONS}
+    source = data_options(cfg)
     if cfg.kind == "gaussian" and cfg.source == "thompson":
         source["prior"] = {"mean": GAUSSIAN_PRIOR[0], "std": GAUSSIAN_PRIOR[1]}
     return {

@@ -61,7 +61,7 @@ class GenerateConfig:
     }
 
     out: str = option("data/darkroom", "output dataset folder or URL (file://, s3://, gs://, memory:// ...; "
-                                       "re-running the same command resumes)")
+                                       "re-running the same command resumes)", runtime=True)
     preset: Literal["standard", "fast"] = option("standard", "A2C preset: standard (lr 1e-4, 400k steps/goal: the "
                                                         "recipe's values) or fast (lr 1e-3, 100k steps/goal)")
     size: int = option(9, "grid side; states are cells row*size+col")
@@ -94,29 +94,29 @@ class GenerateConfig:
     goals_per_batch: int = option(0, "goals trained together in one batch = one work unit (0 = all goals with "
                                      "--backend local, 8 per unit with --backend ray); batches commit one by one. "
                                      "A goal's history is the same whatever this value or the backend, bit for bit, "
-                                     "on one CPU type and torch build")
+                                     "on one CPU type and torch build", runtime=True)
     backend: str = option("local", "where batches run: local (this process) or ray (one Ray task per batch; "
-                                   "pip install 'algorithm-distillation[ray]')")
+                                   "pip install 'algorithm-distillation[ray]')", runtime=True)
     address: str = option("", "Ray cluster to join with --backend ray ('auto', 'host:6379', 'ray://host:10001'); "
                               "empty = start a local Ray instance. On several machines --out must be storage "
-                              "they all reach (s3://, gs://, a shared file system)")
+                              "they all reach (s3://, gs://, a shared file system)", runtime=True)
     workers: int = option(0, "most batches running at once with --backend ray (0 = one per CPU of the cluster; "
-                             "also the CPU count of a local Ray instance)")
+                             "also the CPU count of a local Ray instance)", runtime=True)
     run_dir: str = option("", "local folder for summary.json, learning curves, GIF and TensorBoard (default: "
-                              "<out>/_run for a local --out, runs/generate-<name> for a remote URL)")
+                              "<out>/_run for a local --out, runs/generate-<name> for a remote URL)", runtime=True)
     logprob_bits: int = option(23, "mantissa bits kept in the stored logprobs: 23 = exact float32; 7 = bfloat16 "
                                    "precision (relative error <= 2^-8), smaller datasets")
     threads: int = option(1, "torch CPU threads for the elementwise work (0 = torch's default); the A2C's matrix "
-                             "products always run on one thread, so results do not depend on it")
+                             "products always run on one thread, so results do not depend on it", runtime=True)
     background_writing: bool = option(_MULTICORE, "encode the history shards on a background thread (at lower "
                                                   "CPU priority) while training goes on, so a second core takes the "
                                                   "Parquet encoding. On by default with 2+ cores; Ray workers always "
-                                                  "write on their training thread")
-    tensorboard: bool = option(True, "write TensorBoard scalars (per goal) under <out>/_run/tb")
-    log_every: int = option(500, "updates between TensorBoard / progress-bar statistics")
-    plots: bool = option(True, "save learning curves (PNG) and greedy-policy GIFs next to the dataset")
-    gif_goals: int = option(4, "goals shown in the greedy-policy GIF")
-    progress: bool = option(True, "show a progress bar")
+                                                  "write on their training thread", runtime=True)
+    tensorboard: bool = option(True, "write TensorBoard scalars (per goal) under <out>/_run/tb", runtime=True)
+    log_every: int = option(500, "updates between TensorBoard / progress-bar statistics", runtime=True)
+    plots: bool = option(True, "save learning curves (PNG) and greedy-policy GIFs next to the dataset", runtime=True)
+    gif_goals: int = option(4, "goals shown in the greedy-policy GIF", runtime=True)
+    progress: bool = option(True, "show a progress bar", runtime=True)
 
     def __post_init__(self) -> None:
         check_size(self.size)

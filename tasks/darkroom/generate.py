@@ -30,7 +30,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from ad.config import config_to_dict
+from ad.config import data_options
 from ad.distributed import WorkUnit, run_units
 from ad.errors import UserError
 from ad.runs import run_folder
@@ -44,9 +44,6 @@ from ad.progress import Progress
 from tasks.darkroom.tracker import ReturnTracker
 
 FAMILY = "darkroom"
-#: Options that change how a run executes but not the histories it writes (left out of the metadata).
-_RUNTIME_OPTIONS = ("out", "goals_per_batch", "threads", "background_writing", "tensorboard", "log_every", "plots",
-                    "gif_goals", "progress", "backend", "address", "workers", "run_dir")
 #: Options of the explorer source only (left out of an A2C dataset's metadata, which stays what it was before them).
 _EXPLORER_ONLY = ("source", "epsilon", "epsilon_after_goal")
 #: Goals per work unit with --backend ray when --goals-per-batch is 0.
@@ -79,7 +76,7 @@ def dataset_metadata(cfg: GenerateConfig, goals: list[tuple[int, int]]) -> dict[
             "goal": list(goal), "split": "heldout" if goal in heldout else "train",
             "optimal_return": optimal_return(cfg.size, goal, cfg.episode_length, cfg.terminate_on_goal,
                                              cfg.random_start)}
-    source = {k: v for k, v in config_to_dict(cfg).items() if k not in _RUNTIME_OPTIONS + _EXPLORER_ONLY}
+    source = {k: v for k, v in data_options(cfg).items() if k not in _EXPLORER_ONLY}
     return {
         "task_spec": {"env": "darkroom", "env_class": "tasks.darkroom.env:DarkRoomEnv",
                       "vector_env_class": "tasks.darkroom.vector_env:DarkRoomVectorEnv", "size": cfg.size,

@@ -20,9 +20,9 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
     pairs of move lists; every episode of every phase logged as a learning history."""
 
     out: str = option("data/gridworld", "output dataset folder or URL (file://, s3://, gs://, memory:// ...; "
-                                        "re-running the same command resumes)")
+                                        "re-running the same command resumes)", runtime=True)
     size: int = option(4, "grid side length (>= 2)")
-    phases: list[Literal["critic", "simpo"]] = option(["critic", "simpo"], "phases to run, in order")
+    phases: list[Literal["critic", "simpo"]] = option(["critic", "simpo"], "phases to run, in order", runtime=True)
     model: str = option("smollm2-135m", "actor LM: smollm2-135m (offline, packaged), a save_pretrained folder or a "
                         "cached hub id")
     clip_at_wall: bool = option(False, "moves into a wall leave the agent in place instead of ending the episode")
@@ -65,13 +65,13 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
     target_modules: list[str] = override(LoRAOptions, "target_modules", ["all-linear"])  # the actor's adapter
     eval_episodes: int = option(64, "held-out episodes evaluated (greedy) before and after SimPO (0 = skip)")
     seed: int = option(0, "seed of sampling and of the train/held-out split; recorded as run")
-    threads: int = option(0, "torch CPU threads (0 = torch's default)")
+    threads: int = option(0, "torch CPU threads (0 = torch's default)", runtime=True)
     run_dir: str = option("", "local folder for checkpoints (critic, adapters: the resume point), TensorBoard, "
                               "summary.json and plots (default: <out>/_run for a local --out, runs/generate-<name> "
-                              "for a remote URL)")
-    tensorboard: bool = option(True, "write TensorBoard scalars under <run-dir>/tb")
-    plots: bool = option(True, "save success / off-map rate over training (PNG) in the run folder")
-    progress: bool = option(True, "show progress bars")
+                              "for a remote URL)", runtime=True)
+    tensorboard: bool = option(True, "write TensorBoard scalars under <run-dir>/tb", runtime=True)
+    plots: bool = option(True, "save success / off-map rate over training (PNG) in the run folder", runtime=True)
+    progress: bool = option(True, "show progress bars", runtime=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()

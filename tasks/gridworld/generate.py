@@ -27,7 +27,7 @@ from typing import Any, Iterable
 import numpy as np
 import torch
 
-from ad.config import config_to_dict
+from ad.config import data_options
 from ad.errors import UserError
 from ad.runs import run_folder
 from ad.history import HistoryReader, HistoryWriter, Location
@@ -41,8 +41,6 @@ from tasks.gridworld.rollouts import SPEC, Rewards, commit_episodes, concat, run
 from tasks.gridworld.shared_prefix_simpo import train_shared_prefix_simpo
 from tasks.gridworld.simpo import make_optimizer, sample_pairs, train_simpo
 
-#: Options that do not change the data (a resume may change them).
-_RUN_ONLY = ("out", "threads", "tensorboard", "plots", "progress", "phases", "run_dir")  # phases: which parts run now
 #: Adam state of the actor, saved beside each SimPO iteration's adapter (a resumed run continues it).
 OPTIMIZER_FILE = "optimizer.pt"
 #: In a run folder outside the dataset: the --out whose run the folder holds.
@@ -55,8 +53,7 @@ def dataset_metadata(cfg: GenerateConfig, train: list, heldout: list) -> dict[st
                       "max_turns": cfg.max_turns, "clip_at_wall": cfg.clip_at_wall, "strategy": STRATEGY,
                       "state_text": cfg.state_text,
                       "config": "(x, y, orientation, goal_x, goal_y); orientation 0 north (+y) 1 east 2 south 3 west"},
-        "source": {"algorithm": "MC critic + SimPO", "config": {k: v for k, v in config_to_dict(cfg).items()
-                                                              if k not in _RUN_ONLY}},
+        "source": {"algorithm": "MC critic + SimPO", "config": data_options(cfg)},
         "seeds": [cfg.seed],
         "split": {"train": ["critic", "simpo"], "heldout": ["eval-before", "eval-after"]},
         "configs": {"train": [list(c) for c in train], "heldout": [list(c) for c in heldout]},

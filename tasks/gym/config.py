@@ -24,10 +24,10 @@ class GymGenerateConfig:
                                    "'{\"n_steps\": 256, \"learning_rate\": 0.001}'")
     steps: int = option(20_000, "env steps of the source algorithm on each task and run")
     runs: int = option(1, "source-algorithm runs (seeds) on each task; each run is one unit of the dataset")
-    out: str = option("data/gym", "output dataset folder or URL (re-running the same command resumes)")
+    out: str = option("data/gym", "output dataset folder or URL (re-running the same command resumes)", runtime=True)
     seed: int = option(0, "seed of the task draws, the train / held-out split and the algorithm runs")
     heldout_fraction: float = option(0.2, "fraction of the tasks held out from training the transformer")
-    progress: bool = option(True, "show progress")
+    progress: bool = option(True, "show progress", runtime=True)
 
     def __post_init__(self) -> None:
         name = self.algo.partition("sb3:")[2]

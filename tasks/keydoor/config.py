@@ -49,7 +49,7 @@ class GenerateConfig:
     # running
     goals_per_batch: int = option(0, "tasks trained together in one batch = one work unit (0 = all tasks with "
                                      "--backend local, 8 per unit with --backend ray); a task's history does not "
-                                     "depend on it")
+                                     "depend on it", runtime=True)
     backend: str = override(D, "backend", "local")
     address: str = override(D, "address", "")
     workers: int = override(D, "workers", 0)
@@ -57,9 +57,9 @@ class GenerateConfig:
     logprob_bits: int = override(D, "logprob_bits", 23)
     threads: int = override(D, "threads", 1)
     background_writing: bool = override(D, "background_writing", DarkRoomConfig.background_writing)
-    tensorboard: bool = option(False, "write TensorBoard scalars (per task) under <out>/_run/tb")
+    tensorboard: bool = option(False, "write TensorBoard scalars (per task) under <out>/_run/tb", runtime=True)
     log_every: int = override(D, "log_every", 500)
-    plots: bool = option(True, "save the A2C learning curves (PNG) next to the dataset")
+    plots: bool = option(True, "save the A2C learning curves (PNG) next to the dataset", runtime=True)
     progress: bool = override(D, "progress", True)
 
     #: The generator reads these DarkRoom fields; Key-to-Door has no presets and always ends at the door.

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ad.config import config_to_dict
+from ad.config import data_options
 from ad.history import ColumnSpec, HistorySpec
 from tasks.darkroom.generate import GridSource
 from tasks.darkroom.generate import generate as generate_grid
@@ -27,9 +27,6 @@ from tasks.keydoor.config import GenerateConfig
 from tasks.keydoor.pairs import Pair, optimal_return, split_pairs, task_name
 
 FAMILY = "keydoor"
-#: Options that change how a run executes but not the histories it writes (left out of the metadata).
-_RUNTIME_OPTIONS = ("out", "goals_per_batch", "threads", "background_writing", "tensorboard", "log_every", "plots",
-                    "progress", "backend", "address", "workers", "run_dir")
 
 
 def history_spec(cfg: GenerateConfig) -> HistorySpec:
@@ -46,7 +43,7 @@ def dataset_metadata(cfg: GenerateConfig, pairs: list[Pair]) -> dict[str, Any]:
                                       "split": "heldout" if p in held else "train",
                                       "optimal_return": optimal_return(cfg.size, p, cfg.episode_length,
                                                                        cfg.random_start)} for p in pairs}
-    source = {k: v for k, v in config_to_dict(cfg).items() if k not in _RUNTIME_OPTIONS}
+    source = data_options(cfg)
     return {
         "task_spec": {"env": "keydoor", "env_class": "tasks.keydoor.env:KeyDoorEnv",
                       "vector_env_class": "tasks.keydoor.vector_env:KeyDoorVectorEnv", "size": cfg.size,

@@ -15,7 +15,7 @@ class GenerateConfig(LoRAOptions):
     iterations, on math word problems; every sampled solution logged as a learning history."""
 
     out: str = option("data/math", "output dataset folder or URL (file://, s3://, memory:// ...; re-running the "
-                                   "same command resumes)")
+                                   "same command resumes)", runtime=True)
     model: str = option("smollm2-135m", "policy: smollm2-135m (offline, packaged), a save_pretrained folder or a "
                         "cached hub id")
     problems: str = option("", "GSM8K-format jsonl file (one {'question', 'answer': '... #### n'} per line); "
@@ -45,12 +45,12 @@ class GenerateConfig(LoRAOptions):
     lora: bool = option(True, "train a LoRA adapter (the LoRA options below) instead of all weights")
     target_modules: list[str] = override(LoRAOptions, "target_modules", ["all-linear"])
     seed: int = option(0, "seed of sampling, problem order and the held-out split; recorded as run")
-    eval_problems: int = option(200, "held-out problems scored greedily before and after training (0 = skip)")
-    threads: int = option(0, "torch CPU threads (0 = torch's default)")
+    eval_problems: int = option(200, "held-out problems scored greedily before and after training (0 = skip)", runtime=True)
+    threads: int = option(0, "torch CPU threads (0 = torch's default)", runtime=True)
     run_dir: str = option("", "local folder for checkpoints (the resume point), summary.json and the reward curve "
-                              "(default: <out>/_run for a local --out, runs/generate-<name> for a remote URL)")
-    plots: bool = option(True, "save the reward curve (PNG) in the run folder")
-    progress: bool = option(True, "show progress (a bar on a terminal, plain lines in a log)")
+                              "(default: <out>/_run for a local --out, runs/generate-<name> for a remote URL)", runtime=True)
+    plots: bool = option(True, "save the reward curve (PNG) in the run folder", runtime=True)
+    progress: bool = option(True, "show progress (a bar on a terminal, plain lines in a log)", runtime=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from ad.config import config_to_dict
+from ad.config import data_options
 from ad.history import HistoryWriter, Location
 from ad.pretrained import load_base
 from ad.runs import run_folder
@@ -26,8 +26,6 @@ from tasks.math.problems import Problem, generate_problems, load_jsonl, split_pr
 from tasks.math.prompts import render_prompt
 from tasks.math.rollouts import SPEC, MathRolloutLog, chunk_task
 
-#: Options that do not change the data (a resume may change them).
-_RUN_ONLY = ("out", "threads", "plots", "progress", "eval_problems", "run_dir")
 #: Generated held-out problems start at this index (training problems use indices below it).
 HELDOUT_OFFSET = 100_000
 #: Few-shot examples use indices from here (never a training or held-out problem).
@@ -56,7 +54,7 @@ def dataset_metadata(cfg: GenerateConfig, split: dict[str, Any], shots: list[Pro
     tasks = {chunk_task(k): {"chunk": k, "updates": [k * cfg.chunk_steps,
                                                      min((k + 1) * cfg.chunk_steps, cfg.iterations)]}
              for k in range(chunks)}
-    source = {k: v for k, v in config_to_dict(cfg).items() if k not in _RUN_ONLY}
+    source = data_options(cfg)
     return {
         "task_spec": {"kind": "text-math", "model": cfg.model, "max_new_tokens": cfg.max_new_tokens,
                       "temperature": cfg.temperature, "template": "rollout", "episode": "one solution (step 0)",

@@ -17,7 +17,7 @@ class GenerateConfig(LoRAOptions):
     """Train a causal LM toward positive sentiment with trl's GRPO and log every completion as a learning history."""
 
     out: str = option("data/rlhf", "output dataset folder or URL (file://, s3://, gs://, memory:// ...; re-running "
-                                   "the same command resumes)")
+                                   "the same command resumes)", runtime=True)
     model: str = option("smollm2-135m", "policy: smollm2-135m (offline, packaged), a save_pretrained folder or a "
                         "cached hub id")
     reward: str = option("vader", "reward: 'vader' (VADER compound score of the completion) or 'module:function' "
@@ -36,14 +36,14 @@ class GenerateConfig(LoRAOptions):
     lora: bool = option(True, "train a LoRA adapter (the LoRA options below) instead of all weights")
     target_modules: list[str] = override(LoRAOptions, "target_modules", ["all-linear"])
     seed: int = option(0, "seed of sampling, prompt order and the prompt split; recorded as run")
-    eval_prompts: int = option(32, "held-out prompts scored before and after training (0 = skip)")
-    threads: int = option(0, "torch CPU threads (0 = torch's default)")
+    eval_prompts: int = option(32, "held-out prompts scored before and after training (0 = skip)", runtime=True)
+    threads: int = option(0, "torch CPU threads (0 = torch's default)", runtime=True)
     run_dir: str = option("", "local folder for checkpoints (the resume point), TensorBoard, summary.json and the "
                               "reward curve (default: <out>/_run for a local --out, runs/generate-<name> for a "
-                              "remote URL)")
-    tensorboard: bool = option(True, "write TensorBoard scalars under <run-dir>/tb")
-    plots: bool = option(True, "save the reward curve (PNG) in the run folder")
-    progress: bool = option(True, "show a progress bar")
+                              "remote URL)", runtime=True)
+    tensorboard: bool = option(True, "write TensorBoard scalars under <run-dir>/tb", runtime=True)
+    plots: bool = option(True, "save the reward curve (PNG) in the run folder", runtime=True)
+    progress: bool = option(True, "show a progress bar", runtime=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()

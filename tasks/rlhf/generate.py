@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from ad.config import config_to_dict
+from ad.config import data_options
 from ad.runs import run_folder
 from ad.history import HistoryWriter, Location
 from ad.pretrained import load_base
@@ -32,8 +32,6 @@ from tasks.rlhf.reward import checked_reward, load_reward
 from tasks.rlhf.rollouts import SPEC, RolloutLog, chunk_task
 from tasks.trl_runs.checkpoints import load_policy, resume_point
 
-#: Options that do not change the data (a resume may change them).
-_RUN_ONLY = ("out", "threads", "tensorboard", "plots", "progress", "eval_prompts", "run_dir")
 #: In a run folder outside the dataset: the --out whose training state the folder holds.
 
 
@@ -44,7 +42,7 @@ def dataset_metadata(cfg: GenerateConfig, train: list[str], heldout: list[str]) 
     chunks = math.ceil(cfg.steps / cfg.chunk_steps)
     tasks = {chunk_task(k): {"chunk": k, "updates": [k * cfg.chunk_steps, min((k + 1) * cfg.chunk_steps, cfg.steps)]}
              for k in range(chunks)}
-    source = {k: v for k, v in config_to_dict(cfg).items() if k not in _RUN_ONLY}
+    source = data_options(cfg)
     return {
         "task_spec": {"kind": "text-rlhf", "reward": cfg.reward, "model": cfg.model,
                       "max_new_tokens": cfg.max_new_tokens, "temperature": cfg.temperature,

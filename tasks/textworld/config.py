@@ -22,7 +22,7 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
     The defaults are sized for ~4000 move-equivalents (scoring one move; a trained move costs ~3), an estimated
     20-35 minutes of SmolLM2-135M on 2 idle CPU cores; the figures' run is larger (see tasks.textworld)."""
 
-    out: str = option("data/textworld", "output dataset folder or URL (re-running the same command resumes)")
+    out: str = option("data/textworld", "output dataset folder or URL (re-running the same command resumes)", runtime=True)
     model: str = option("smollm2-135m", "policy LM: smollm2-135m (offline, packaged), a save_pretrained folder or "
                                         "a cached hub id")
     seed: int = option(0, "seed of the game draws (which train-fold games are trained on, which test-fold games "
@@ -74,10 +74,10 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
     gamma: float = option(0.99, "discount over moves")
     lam: float = option(0.95, "GAE lambda")
     temperature: float = option(1.0, "sampling temperature over the valid commands while collecting PPO rollouts")
-    act_batch: int = option(64, "games advanced together in one batched scoring pass")
+    act_batch: int = option(64, "games advanced together in one batched scoring pass", runtime=True)
     target_modules: list[str] = override(LoRAOptions, "target_modules", ["all-linear"])
-    threads: int = option(0, "torch CPU threads (0 = torch's default)")
-    progress: bool = option(True, "show progress")
+    threads: int = option(0, "torch CPU threads (0 = torch's default)", runtime=True)
+    progress: bool = option(True, "show progress", runtime=True)
 
     def train_eval_count(self) -> int:
         """Train-fold games evaluated after each phase."""

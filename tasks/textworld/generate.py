@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ad.config import config_to_dict
+from ad.config import data_options
 from ad.history import HistoryReader, HistoryWriter, Location
 from ad.progress import PhaseLog
 from ad.runs import run_folder
@@ -36,8 +36,6 @@ from tasks.textworld.history import SPEC, episode_columns
 from tasks.textworld.rollouts import Episode, Game, fold_games, gold_demonstrations, play, summary
 
 FAMILY = "textworld"
-#: Options that change how a run executes but not the histories it writes (left out of the metadata).
-_RUNTIME_OPTIONS = ("out", "progress", "threads", "act_batch")
 
 
 def game_options(cfg: GenerateConfig) -> GameOptions:
@@ -68,7 +66,7 @@ def dataset_metadata(cfg: GenerateConfig, test_games: Sequence[Game], sft_games:
                       "action": "the command", "reward": "change of the game's normalised score (0..1)"},
         "source": {"algorithm": "base -> SFT (trl SFTTrainer, LoRA) -> PPO (value head, GAE, clipped ratio, KL "
                                 "to SFT)", "implementation": "tasks.textworld.generate",
-                   "config": {k: v for k, v in config_to_dict(cfg).items() if k not in _RUNTIME_OPTIONS}},
+                   "config": data_options(cfg)},
         "seeds": {"seed": cfg.seed, "run": cfg.seed},
         "split": unit_names(cfg),
         "games": {"test": [s for _, s in test_games], "sft": [s for _, s in sft_games],
