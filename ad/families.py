@@ -26,11 +26,11 @@ read by :mod:`ad.data.splits`, :mod:`ad.commands.evaluate` and the demos):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Callable
 
 from ad.errors import UserError
-from ad.registry import load_plugins, register, register_demo, register_env_factory
+from ad.registry import load_plugins, register, register_default_family, register_demo, register_env_factory
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,11 @@ class TaskFamily:
     eval_env: Callable[..., Any] | None = None  #: ``(metadata, tasks, envs_per_task) -> EvalEnv`` for ``ad eval``
     demo_config: type | None = None  #: options of ``ad demo --task <name>`` (the RL-format transformer)
     demo: Callable[[Any], Any] | None = None  #: ``demo(config)``: generate -> train AD / ED -> evaluate -> report
+    #: ``task_spec`` keys that parametrise the eval envs (e.g. a grid's size): ``ad eval`` refuses a checkpoint whose
+    #: training data recorded other values for them
+    task_kwargs: tuple[str, ...] = ()
+    #: the family ``ad demo`` runs without ``--task``; its ``ad generate`` folder is the default ``--data``
+    default: bool = False
 
     def __post_init__(self) -> None:
         if (self.demo is None) != (self.demo_config is None):
@@ -58,10 +63,13 @@ def register_family(family: TaskFamily) -> None:
     _FAMILIES[family.name] = family
     register("generate", family.name, family.generate_config, family.generate, help=family.summary)
     if family.eval_env is not None:
-        register_env_factory(family.name, family.eval_env)
+        register_env_factory(family.name, family.eval_env, family.task_kwargs)
     if family.demo is not None:
         register_demo(family.name, "rl", family.demo_config, family.demo,
                       help=f"Algorithm Distillation on {family.name} end to end (writes report.md)")
+    if family.default:
+        out = {f.name: f.default for f in fields(family.generate_config)}.get("out")
+        register_default_family(family.name, str(out))
 
 
 def families() -> dict[str, TaskFamily]:
