@@ -29,8 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Callable
 
-from ad.errors import UserError
-from ad.registry import load_plugins, register, register_default_family, register_demo, register_env_factory
+from ad.registry import register, register_default_family, register_demo, register_env_factory
 
 
 @dataclass(frozen=True)
@@ -55,12 +54,8 @@ class TaskFamily:
             raise ValueError(f"task family {self.name!r}: give both demo and demo_config, or neither")
 
 
-_FAMILIES: dict[str, TaskFamily] = {}
-
-
 def register_family(family: TaskFamily) -> None:
     """Register a task family: its ``ad generate`` command, its ``ad eval`` env and its ``ad demo --task`` entry."""
-    _FAMILIES[family.name] = family
     register("generate", family.name, family.generate_config, family.generate, help=family.summary)
     if family.eval_env is not None:
         register_env_factory(family.name, family.eval_env, family.task_kwargs)
@@ -70,17 +65,3 @@ def register_family(family: TaskFamily) -> None:
     if family.default:
         out = {f.name: f.default for f in fields(family.generate_config)}.get("out")
         register_default_family(family.name, str(out))
-
-
-def families() -> dict[str, TaskFamily]:
-    """Every registered task family (plugins loaded), by name."""
-    load_plugins()
-    return dict(sorted(_FAMILIES.items()))
-
-
-def get_family(name: str) -> TaskFamily:
-    """One task family by name, or a UserError listing the known ones."""
-    known = families()
-    if name not in known:
-        raise UserError(f"unknown task family {name!r}; known: {', '.join(known) or 'none'}")
-    return known[name]

@@ -8,19 +8,22 @@ import pytest
 
 from ad import registry
 from ad.cli import main, run
-from ad.families import families, get_family
 from ad.errors import UserError
 
 
 def test_darkroom_and_bandit_are_task_families_with_generate_eval_and_demo():
-    found = families()
-    for name in ("darkroom", "bandit"):
-        family = found[name]
-        assert registry.get("generate", name).config_cls is family.generate_config
+    from tasks.bandit.config import GenerateConfig as BanditGenerate
+    from tasks.bandit.demo_config import BanditDemoConfig
+    from tasks.darkroom.config import GenerateConfig as DarkRoomGenerate
+    from tasks.darkroom.demo import DarkRoomDemoConfig
+
+    for name, generate, demo in (("darkroom", DarkRoomGenerate, DarkRoomDemoConfig),
+                                 ("bandit", BanditGenerate, BanditDemoConfig)):
+        assert registry.get("generate", name).config_cls is generate
         assert callable(registry.env_factory(name))
-        assert registry.get_demo(name, "rl").config_cls is family.demo_config
-    with pytest.raises(UserError, match="unknown task family 'nope'"):
-        get_family("nope")
+        assert registry.get_demo(name, "rl").config_cls is demo
+    with pytest.raises(UserError, match="task family 'nope' has no evaluation environment"):
+        registry.env_factory("nope")
 
 
 @pytest.mark.parametrize("pair", list(registry.demos()), ids=lambda p: f"{p[0]}-{p[1]}")
