@@ -25,7 +25,7 @@ from benchmarks.common import figure, report, timed  # noqa: E402
 
 from ad.data import RLTrajectoryDataset  # noqa: E402
 from ad.history import ColumnSpec, HistoryReader, HistorySpec, HistoryWriter  # noqa: E402
-from ad.synthetic import synthetic_columns  # noqa: E402
+from benchmarks.helpers.synthetic import synthetic_columns  # noqa: E402
 
 SPEC = HistorySpec(ColumnSpec.discrete(81), ColumnSpec.discrete(5))
 #: The opt-in lossy logprob precision measured beside the exact default

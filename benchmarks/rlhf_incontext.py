@@ -64,7 +64,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         if args.quick:  # a tiny generated run + 3 LM steps: checks the pipeline, the figure means nothing
-            from models.lm.tiny import build_tiny
+            from benchmarks.helpers.tiny_lm import build_tiny
 
             tiny = str(build_tiny(Path(tmp) / "tiny"))
             args.data, args.ckpt, args.prompts = f"{tmp}/d", f"{tmp}/lm", 8
