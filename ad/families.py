@@ -23,6 +23,9 @@ read by :mod:`ad.data.splits`, :mod:`ad.commands.evaluate` and the demos):
   the dataset lists tasks), so returns are reported as a fraction of the optimum;
 - **the history columns**: the :class:`ad.history.HistorySpec` the generator writes (``task_spec`` describes the
   state and action spaces to the models).
+- **the task spec**: ``metadata["task_spec"]``, recorded again beside every ``ad train rl`` checkpoint; ``ad eval``
+  compares the two on the keys :attr:`TaskFamily.task_kwargs` names (the env parameters, e.g. a grid's size), the
+  family and the spaces, so the core needs no knowledge of any family.
 """
 from __future__ import annotations
 
