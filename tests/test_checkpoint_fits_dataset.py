@@ -72,6 +72,13 @@ def test_the_family_declares_which_task_spec_keys_must_match(old_pair):
     check_compatible(SimpleNamespace(family="darkroom", task_spec={**spec, "random_start": True}), reader, "ckpt")
     with pytest.raises(UserError, match="with size 7 but dataset .* has size 3"):
         check_compatible(SimpleNamespace(family="darkroom", task_spec={**spec, "size": 7}), reader, "ckpt")
+    # specs recorded the Minari way (Gymnasium id and spaces) are compared for any family
+    reader.metadata["task_spec"] = {**spec, "env_id": "ad/DarkRoom-3x3-v0"}
+    check_compatible(SimpleNamespace(family="darkroom", task_spec=reader.metadata["task_spec"]), reader, "ckpt")
+    with pytest.raises(UserError, match="with env_id CartPole-v1 but dataset .* has env_id ad/DarkRoom-3x3-v0"):
+        check_compatible(SimpleNamespace(family="darkroom", task_spec={**spec, "env_id": "CartPole-v1"}), reader,
+                         "ckpt")
+    reader.metadata["task_spec"] = spec
     with pytest.raises(UserError, match="num_actions=4 but dataset .* has num_actions=5"):
         check_compatible(SimpleNamespace(family=None, task_spec={}, num_actions=4), reader, "ckpt")
     with pytest.raises(UserError, match="episodes of up to 10 steps"):

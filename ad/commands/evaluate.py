@@ -62,10 +62,16 @@ def pick_tasks(reader: Any, split: str, max_tasks: int | None) -> list[str]:
     return tasks[:max_tasks] if max_tasks else tasks
 
 
+#: ``task_spec`` keys compared for every family where both specs record them: the Gymnasium id and the spaces,
+#: as Minari records an env spec (a family adds the env parameters that matter, ``TaskFamily.task_kwargs``)
+SPEC_KEYS = ("env_id", "observation_space", "action_space")
+
+
 def check_compatible(policy: Any, reader: Any, ckpt: str) -> None:
-    """A checkpoint fits a dataset when both record the same task: the same family, the same values of the
-    ``task_spec`` keys the family declares as its envs' parameters, the same spaces, and episodes no longer than
-    the model saw. A checkpoint that recorded no training data (older ones) is checked on its spaces only."""
+    """A checkpoint fits a dataset when both record the same task: the same family, the same values of
+    :data:`SPEC_KEYS` and of the ``task_spec`` keys the family declares as its envs' parameters, the same state
+    and action counts, and episodes no longer than the model saw. A checkpoint that recorded no training data
+    (older ones) is checked on its spaces only."""
     from ad.registry import task_kwargs
 
     spec = reader.spec
@@ -76,7 +82,7 @@ def check_compatible(policy: Any, reader: Any, ckpt: str) -> None:
                         f"on {reader.family}")
     trained_spec = getattr(policy, "task_spec", None) or {}
     data_spec = reader.metadata.get("task_spec") or {}
-    for key in task_kwargs(reader.family):
+    for key in (*SPEC_KEYS, *task_kwargs(reader.family)):
         if key in trained_spec and key in data_spec and trained_spec[key] != data_spec[key]:
             raise UserError(f"checkpoint {ckpt} was trained on {reader.family} with {key} {trained_spec[key]} but "
                             f"dataset {reader.location.base} has {key} {data_spec[key]}: they are of different tasks; "
