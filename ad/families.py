@@ -23,16 +23,18 @@ read by :mod:`ad.data.splits`, :mod:`ad.commands.evaluate` and the demos):
   the dataset lists tasks), so returns are reported as a fraction of the optimum;
 - **the history columns**: the :class:`ad.history.HistorySpec` the generator writes (``task_spec`` describes the
   state and action spaces to the models).
+- **the task spec**: ``metadata["task_spec"]``, recorded again beside every ``ad train rl`` checkpoint; ``ad eval``
+  compares the two on the keys :attr:`TaskFamily.task_kwargs` names (the env parameters, e.g. a grid's size), the
+  family and the spaces, so the core needs no knowledge of any family.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Callable
 
 import numpy as np
 
-from ad.errors import UserError
-from ad.registry import load_plugins, register, register_demo, register_env_factory
+from ad.registry import register, register_default_family, register_demo, register_env_factory
 
 
 @dataclass(frozen=True)
@@ -46,38 +48,28 @@ class TaskFamily:
     eval_env: Callable[..., Any] | None = None  #: ``(metadata, tasks, envs_per_task) -> EvalEnv`` for ``ad eval``
     demo_config: type | None = None  #: options of ``ad demo --task <name>`` (the RL-format transformer)
     demo: Callable[[Any], Any] | None = None  #: ``demo(config)``: generate -> train AD / ED -> evaluate -> report
+    #: ``task_spec`` keys that parametrise the eval envs (e.g. a grid's size): ``ad eval`` refuses a checkpoint whose
+    #: training data recorded other values for them
+    task_kwargs: tuple[str, ...] = ()
+    #: the family ``ad demo`` runs without ``--task``; its ``ad generate`` folder is the default ``--data``
+    default: bool = False
 
     def __post_init__(self) -> None:
         if (self.demo is None) != (self.demo_config is None):
             raise ValueError(f"task family {self.name!r}: give both demo and demo_config, or neither")
 
 
-_FAMILIES: dict[str, TaskFamily] = {}
-
-
 def register_family(family: TaskFamily) -> None:
     """Register a task family: its ``ad generate`` command, its ``ad eval`` env and its ``ad demo --task`` entry."""
-    _FAMILIES[family.name] = family
     register("generate", family.name, family.generate_config, family.generate, help=family.summary)
     if family.eval_env is not None:
-        register_env_factory(family.name, family.eval_env)
+        register_env_factory(family.name, family.eval_env, family.task_kwargs)
     if family.demo is not None:
         register_demo(family.name, "rl", family.demo_config, family.demo,
                       help=f"Algorithm Distillation on {family.name} end to end (writes report.md)")
-
-
-def families() -> dict[str, TaskFamily]:
-    """Every registered task family (plugins loaded), by name."""
-    load_plugins()
-    return dict(sorted(_FAMILIES.items()))
-
-
-def get_family(name: str) -> TaskFamily:
-    """One task family by name, or a UserError listing the known ones."""
-    known = families()
-    if name not in known:
-        raise UserError(f"unknown task family {name!r}; known: {', '.join(known) or 'none'}")
-    return known[name]
+    if family.default:
+        out = {f.name: f.default for f in fields(family.generate_config)}.get("out")
+        register_default_family(family.name, str(out))
 
 
 def seeded_split(n: int, heldout_fraction: float, seed: int) -> tuple[list[int], list[int]]:

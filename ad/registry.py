@@ -95,13 +95,34 @@ def get(group: str, name: str) -> Command:
 # ---------------------------------------------------------------------------- demos
 #: (task family, model family) -> the `ad demo --task T --model M` command
 _DEMOS: dict[tuple[str, str], Command] = {}
-#: the demo `ad demo` runs without --task / --model
-DEFAULT_DEMO = ("darkroom", "rl")
+#: the model family `ad demo` uses without --model
+DEFAULT_MODEL = "rl"
+#: the task family registered as the default (:func:`register_default_family`): its name and dataset folder
+_DEFAULT_FAMILY: dict[str, str] = {}
 
 
 def register_demo(task: str, model: str, config_cls: type, run: Callable[[Any], Any], help: str = "") -> None:
     """Register ``run(config)`` as ``ad demo --task <task> --model <model>`` (options: ``config_cls``'s fields)."""
     _DEMOS[(task, model)] = Command("demo", f"{task}/{model}", config_cls, run, help)
+
+
+def register_default_family(name: str, dataset: str) -> None:
+    """Make ``name`` the task family ``ad demo`` runs without ``--task``, and ``dataset`` (the folder its
+    ``ad generate`` writes by default) the default dataset of the commands that read one."""
+    _DEFAULT_FAMILY.update(name=name, dataset=dataset)
+
+
+def default_family() -> str | None:
+    """The default task family's name, plugins loaded (None if no family registered itself as the default)."""
+    load_plugins()
+    return _DEFAULT_FAMILY.get("name")
+
+
+def default_dataset() -> str:
+    """The default task family's dataset folder, the default dataset of ``ad eval``, ``ad inspect`` ..."""
+    if default_family() is None:
+        raise UserError("no task family is registered as the default; name the dataset to read")
+    return _DEFAULT_FAMILY["dataset"]
 
 
 def demos() -> dict[tuple[str, str], Command]:
@@ -122,13 +143,23 @@ def get_demo(task: str, model: str) -> Command:
 # ---------------------------------------------------------------------------- evaluation plug-ins
 #: task family -> factory(metadata, tasks, envs_per_task) -> EvalEnv (see ad.evaluate)
 _ENV_FACTORIES: dict[str, Callable[..., Any]] = {}
+#: task family -> the ``task_spec`` keys that parametrise its envs (see :func:`task_kwargs`)
+_TASK_KWARGS: dict[str, tuple[str, ...]] = {}
 #: name -> (detect(path) -> bool, load(path, greedy=..., seed=...) -> policy)
 _POLICY_LOADERS: dict[str, tuple[Callable[[Any], bool], Callable[..., Any]]] = {}
 
 
-def register_env_factory(family: str, factory: Callable[..., Any]) -> None:
-    """Register how to build a vectorised evaluation env for a task family's held-out tasks."""
+def register_env_factory(family: str, factory: Callable[..., Any], task_kwargs: tuple[str, ...] = ()) -> None:
+    """Register how to build a vectorised evaluation env for a task family's held-out tasks, and which keys of
+    its datasets' ``task_spec`` parametrise those envs (a checkpoint must have been trained on the same values)."""
     _ENV_FACTORIES[family] = factory
+    _TASK_KWARGS[family] = tuple(task_kwargs)
+
+
+def task_kwargs(family: str) -> tuple[str, ...]:
+    """The ``task_spec`` keys that parametrise a task family's envs (empty for a family without an eval env)."""
+    load_plugins()
+    return _TASK_KWARGS.get(family, ())
 
 
 def env_factory(family: str) -> Callable[..., Any]:

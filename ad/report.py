@@ -12,7 +12,7 @@ def _fmt(value: Any) -> str:
 
 
 def write_report(out: Path, summary: dict[str, Any], timings: dict[str, float], settings: dict[str, Any],
-                 images: dict[str, str], task: str = "DarkRoom") -> Path:
+                 images: dict[str, str], task: str) -> Path:
     """Write ``out/report.md`` from an ``ad eval`` summary of a demo on ``task``."""
     policies = summary["policies"]
     lines = [f"# Algorithm Distillation on {task}: in-context evaluation", "",

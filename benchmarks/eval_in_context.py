@@ -35,7 +35,8 @@ import torch  # noqa: E402
 from ad.evaluate import run_in_context  # noqa: E402
 from models.rl.config import ADConfig  # noqa: E402
 from models.rl.model import ADTransformer  # noqa: E402
-from models.rl.policy import ADPolicy, ADPolicyReference  # noqa: E402
+from models.rl.policy import ADPolicy  # noqa: E402
+from benchmarks.helpers.references import ADPolicyReference  # noqa: E402
 from tasks.darkroom.eval_env import make_eval_env  # noqa: E402
 from tasks.darkroom.goals import all_goals, split_goals, task_name  # noqa: E402
 

@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from ad.data import RLTrajectoryDataset  # noqa: E402
 from ad.history import ColumnSpec, HistoryReader, HistorySpec, HistoryWriter  # noqa: E402
-from ad.synthetic import synthetic_columns  # noqa: E402
+from benchmarks.helpers.synthetic import synthetic_columns  # noqa: E402
 
 
 SPEC = HistorySpec(ColumnSpec.discrete(81), ColumnSpec.discrete(5))

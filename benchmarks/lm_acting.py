@@ -17,7 +17,7 @@
 3. Acting with an LM trained from scratch (``--lm-run`` of `ad train lm --model scratch`, else a fresh one on the
    dataset's word vocabulary), side by side on the same held-out goals: ours = :class:`LMPolicy` over every
    held-out goal x ``--seeds`` seeds at once (one token batch per env step, KV cache across steps); reference =
-   :class:`models.lm.reference.FullRecomputePolicy`, one env at a time, a full forward over its whole context
+   :class:`benchmarks.helpers.references.FullRecomputePolicy`, one env at a time, a full forward over its whole context
    every step (timed on ``--ref-envs`` envs). Greedy actions of both are compared on those envs (DarkRoom is
    deterministic, so the same actions give the same trajectories). Figures: env steps/s ratio (goal >= 20x),
    fraction of identical actions (goal 1).
@@ -153,7 +153,7 @@ def scratch_acting(reader, args) -> list[dict]:
     from ad.evaluate import run_in_context
     from ad.formats.language import get_template
     from models.lm.policy import LMPolicy
-    from models.lm.reference import FullRecomputePolicy
+    from benchmarks.helpers.references import FullRecomputePolicy
     from tasks.darkroom.eval_env import make_eval_env
 
     if args.lm_run:

@@ -232,7 +232,7 @@ def main() -> None:
     if args.quick:
         args.eval_problems = min(args.eval_problems, 16)
         if not args.model:
-            from models.lm.tiny import build_tiny
+            from benchmarks.helpers.tiny_lm import build_tiny
 
             args.model = str(build_tiny(Path(tempfile.mkdtemp()) / "tiny", n_layer=1, width=32))
     args.model = args.model or "smollm2-135m"

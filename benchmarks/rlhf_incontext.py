@@ -71,7 +71,7 @@ def incontext_reward(data: str, ckpt: str, k: int, n_prompts: int, fraction: flo
 def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if args.quick:  # a tiny generated run + 3 LM steps: checks the pipeline, the figure means nothing
-            from models.lm.tiny import build_tiny
+            from benchmarks.helpers.tiny_lm import build_tiny
 
             tiny = str(build_tiny(Path(tmp) / "tiny"))
             args.data, args.ckpt, args.prompts = f"{tmp}/d", f"{tmp}/lm", 8

@@ -76,7 +76,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         if args.quick:
-            from models.lm.tiny import build_tiny
+            from benchmarks.helpers.tiny_lm import build_tiny
 
             model = str(build_tiny(workdir / "tiny", n_layer=2, width=64, heads=2))
         else:

@@ -283,7 +283,7 @@ def _tiny_model(max_positions: int = 1024) -> str:
     """A tiny random LM folder (the --quick runs)."""
     import tempfile
 
-    from models.lm.tiny import build_tiny
+    from benchmarks.helpers.tiny_lm import build_tiny
 
     return str(build_tiny(Path(tempfile.mkdtemp()) / "tiny", width=32, max_positions=max_positions))
 

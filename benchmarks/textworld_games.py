@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tasks.textworld.outcomes import game_outcomes, loops, paired  # noqa: E402
+from benchmarks.helpers.textworld_outcomes import game_outcomes, loops, paired  # noqa: E402
 
 
 def main() -> None:

@@ -71,7 +71,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     games, moves, model_name = (2, 3, None) if args.quick else (args.games, args.moves, args.model)
     if model_name is None:
-        from models.lm.tiny import build_tiny
+        from benchmarks.helpers.tiny_lm import build_tiny
 
         model_name = str(build_tiny(Path(tempfile.mkdtemp()) / "tiny", width=32, max_positions=16384))
     base, tokenizer = load_base(model_name, dtype="float32")

@@ -31,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 import torch
 from ad.pretrained import load_base
-from models.lm.tiny import build_tiny
+from benchmarks.helpers.tiny_lm import build_tiny
 from tasks.textworld.games import GameOptions
 from tasks.textworld.policy import TextWorldPolicy
 from tasks.textworld.rollouts import fold_games, play

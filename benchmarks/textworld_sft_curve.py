@@ -197,7 +197,7 @@ def main() -> None:
     if args.quick:
         import tempfile
 
-        from models.lm.tiny import build_tiny
+        from benchmarks.helpers.tiny_lm import build_tiny
 
         out = Path(tempfile.mkdtemp())
         sets = ["eval_games=4", "sft_games=4", "sft_epochs=1", "sft_batch_size=4", "sft_micro_batch_size=2",

@@ -5,7 +5,7 @@ of interleaved state / action / reward tokens (3 per transition, plus a time-ste
 as in Decision Transformer), an action head on the state tokens, ``torch.optim.AdamW`` with default
 settings. Ours is ``models.rl.ADTransformer`` (one token per transition by default, SDPA, fused AdamW).
 Same width, depth, heads, feed-forward width, context (in transitions), batch, data (synthetic in-context
-windows, ``models.rl.synthetic``), learning rate and gradient clipping; both train the action loss only.
+windows, ``benchmarks.helpers.synthetic_goals``), learning rate and gradient clipping; both train the action loss only.
 Timing alternates short chunks of steps between the models so machine noise hits all of them alike.
 
 Figures: transitions/s (ours in both layouts vs reference), action NLL on fresh windows after the same
@@ -44,7 +44,7 @@ from ad.config import make_config  # noqa: E402
 from models.rl.config import TrainRLConfig, model_config_of  # noqa: E402
 from models.rl.model import ADTransformer  # noqa: E402
 from ad.training import fast_adamw_kwargs  # noqa: E402
-from models.rl.synthetic import synthetic_batches, write_synthetic_dataset  # noqa: E402
+from benchmarks.helpers.synthetic_goals import synthetic_batches, write_synthetic_dataset  # noqa: E402
 
 
 NUM_STATES, NUM_ACTIONS, EPISODE_LENGTH = 81, 5, 20  # DarkRoom 9x9 sizes

@@ -8,19 +8,22 @@ import pytest
 
 from ad import registry
 from ad.cli import main, run
-from ad.families import families, get_family
 from ad.errors import UserError
 
 
 def test_darkroom_and_bandit_are_task_families_with_generate_eval_and_demo():
-    found = families()
-    for name in ("darkroom", "bandit"):
-        family = found[name]
-        assert registry.get("generate", name).config_cls is family.generate_config
+    from tasks.bandit.config import GenerateConfig as BanditGenerate
+    from tasks.bandit.demo_config import BanditDemoConfig
+    from tasks.darkroom.config import GenerateConfig as DarkRoomGenerate
+    from tasks.darkroom.demo import DarkRoomDemoConfig
+
+    for name, generate, demo in (("darkroom", DarkRoomGenerate, DarkRoomDemoConfig),
+                                 ("bandit", BanditGenerate, BanditDemoConfig)):
+        assert registry.get("generate", name).config_cls is generate
         assert callable(registry.env_factory(name))
-        assert registry.get_demo(name, "rl").config_cls is family.demo_config
-    with pytest.raises(UserError, match="unknown task family 'nope'"):
-        get_family("nope")
+        assert registry.get_demo(name, "rl").config_cls is demo
+    with pytest.raises(UserError, match="task family 'nope' has no evaluation environment"):
+        registry.env_factory("nope")
 
 
 @pytest.mark.parametrize("pair", list(registry.demos()), ids=lambda p: f"{p[0]}-{p[1]}")
@@ -57,26 +60,6 @@ def test_bad_demo_choices_are_one_line_errors_with_exit_2(argv, message, capsys,
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert not any(tmp_path.iterdir())  # nothing written
-
-
-def test_eval_refuses_a_checkpoint_of_another_family_or_size(tmp_path):
-    """`ad train rl` records the family and task spec beside the weights; `ad eval` compares them with the dataset's
-    (a Key-to-Door 9x9 model has DarkRoom 9x9's state and action counts, so those alone cannot tell)."""
-    from types import SimpleNamespace
-
-    from ad.commands.evaluate import check_compatible
-    from ad.history import HistoryReader
-    from ad.synthetic import write_synthetic
-
-    write_synthetic(tmp_path / "data", num_tasks=2, num_streams=1, length=50)
-    reader = HistoryReader(tmp_path / "data")
-    same = SimpleNamespace(family=reader.family, task_spec=dict(reader.metadata.get("task_spec") or {}))
-    check_compatible(same, reader, "ckpt")
-    with pytest.raises(UserError, match="trained on keydoor histories but dataset .* is " + reader.family):
-        check_compatible(SimpleNamespace(family="keydoor", task_spec={}), reader, "ckpt")
-    reader.metadata["task_spec"] = {**(reader.metadata.get("task_spec") or {}), "size": 9}
-    with pytest.raises(UserError, match="with size 7 but dataset .* has size 9"):
-        check_compatible(SimpleNamespace(family=reader.family, task_spec={"size": 7}), reader, "ckpt")
 
 
 def test_darkroom_demo_source_options_reach_the_generator(tmp_path):

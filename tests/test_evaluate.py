@@ -48,7 +48,7 @@ def test_trained_model_beats_random_and_cli_writes_files(trained, tmp_path):
 @pytest.mark.slow
 def test_eval_bad_inputs(trained, tmp_path):
     from ad.commands.evaluate import EvalConfig, evaluate
-    from ad.synthetic import write_synthetic
+    from benchmarks.helpers.synthetic import write_synthetic
 
     with pytest.raises(UserError, match="--episodes must be positive"):
         EvalConfig(ckpt=str(trained / "ad"), data=str(trained / "data"), episodes=0)

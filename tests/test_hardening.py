@@ -261,7 +261,7 @@ def test_invalid_or_wrongly_typed_dataset_json_is_named(tmp_path, capsys, conten
 
 
 def test_actions_out_of_range_in_a_shard_are_named_before_training(tmp_path, capsys):
-    from models.rl.synthetic import write_synthetic_dataset
+    from benchmarks.helpers.synthetic_goals import write_synthetic_dataset
 
     data = write_synthetic_dataset(tmp_path / "syn", num_tasks=2, length=100)
     shard = sorted(parquet_files(data))[0]

@@ -12,7 +12,7 @@ import pytest
 
 from ad.errors import SchemaError, UserError
 from ad.history import ColumnSpec, HistoryReader, HistorySpec, HistoryWriter, content_hash
-from ad.synthetic import SPEC, synthetic_columns
+from benchmarks.helpers.synthetic import SPEC, synthetic_columns
 
 
 def _first_shard(path):

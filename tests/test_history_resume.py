@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ad.history import HistoryReader, HistoryWriter, content_hash
-from ad.synthetic import SPEC, synthetic_columns
+from benchmarks.helpers.synthetic import SPEC, synthetic_columns
 
 TASKS = [f"t{i}" for i in range(4)]
 

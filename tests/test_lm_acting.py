@@ -8,7 +8,7 @@ import torch
 from ad.evaluate import run_in_context
 from ad.formats.language import get_template
 from models.lm.policy import LMPolicy
-from models.lm.reference import FullRecomputePolicy
+from benchmarks.helpers.references import FullRecomputePolicy
 from models.lm.scratch import build_scratch
 from models.lm.vocab import template_tokenizer
 from tasks.darkroom.eval_env import make_eval_env

@@ -125,6 +125,6 @@ def test_table_windows_equal_template_windows(synthetic_dataset, template, max_t
 
 
 def test_table_is_none_for_a_multi_token_template(tokenizer):
-    from models.lm.tiny import char_tokenizer
+    from benchmarks.helpers.tiny_lm import char_tokenizer
 
     assert WordTable.build(get_template("compact"), char_tokenizer(), 81, 5, [0.0, 1.0]) is None

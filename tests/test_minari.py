@@ -20,7 +20,7 @@ from ad.errors import UserError  # noqa: E402
 from ad.history import ColumnSpec, HistoryReader, HistorySpec, HistoryWriter  # noqa: E402
 from ad.interop import minari as interop  # noqa: E402
 from ad.interop import minari_export, minari_import  # noqa: E402
-from ad.synthetic import write_synthetic  # noqa: E402
+from benchmarks.helpers.synthetic import write_synthetic  # noqa: E402
 
 FORMATS = ["hdf5", "parquet", "arrow"]
 HEADER = {"format", "schema_version", "family", "spec", "provenance", "units", "updated"}

@@ -9,7 +9,7 @@ from ad.errors import UserError
 from ad.formats.language import get_template
 from ad.pretrained import load_base
 from models.lm.policy import GeneratePolicy, LMPolicy, sequence_logprob
-from models.lm.tiny import build_tiny
+from benchmarks.helpers.tiny_lm import build_tiny
 
 torch.set_num_threads(1)
 

@@ -14,7 +14,7 @@ from ad.errors import UserError
 from ad.formats.language import get_template
 from models.lm.config import TrainLMConfig
 from models.lm.context import encode_window
-from models.lm.tiny import build_tiny, char_tokenizer
+from benchmarks.helpers.tiny_lm import build_tiny, char_tokenizer
 
 torch.set_num_threads(1)
 

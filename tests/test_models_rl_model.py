@@ -5,7 +5,7 @@ import torch
 from ad.errors import UserError
 from models.rl.config import ADConfig
 from models.rl.model import ADTransformer
-from models.rl.synthetic import synthetic_batches
+from benchmarks.helpers.synthetic_goals import synthetic_batches
 
 torch.set_num_threads(1)
 

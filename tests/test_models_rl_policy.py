@@ -4,7 +4,8 @@ import torch
 
 from models.rl.config import ADConfig
 from models.rl.model import ADTransformer
-from models.rl.policy import ADPolicy, ADPolicyReference
+from benchmarks.helpers.references import ADPolicyReference
+from models.rl.policy import ADPolicy
 
 torch.set_num_threads(1)
 

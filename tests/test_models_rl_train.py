@@ -10,7 +10,7 @@ from ad.errors import UserError
 from models.rl.config import TrainRLConfig
 from models.rl.model import ADTransformer
 from ad.training import OptimConfig, lr_multiplier
-from models.rl.synthetic import write_synthetic_dataset
+from benchmarks.helpers.synthetic_goals import write_synthetic_dataset
 from models.rl.train import train
 
 TINY = dict(n_layer=1, n_head=2, n_embd=16, n_ff=32, context=20, batch_size=4, warmup_steps=2, val_every=3,

@@ -46,7 +46,7 @@ def test_not_a_terminal_means_plain_lines(capsys):
 
 
 def test_training_prints_plain_progress_lines_to_a_pipe(tmp_path):
-    from models.rl.synthetic import write_synthetic_dataset
+    from benchmarks.helpers.synthetic_goals import write_synthetic_dataset
 
     data = write_synthetic_dataset(tmp_path / "syn", num_tasks=3, length=200)
     argv = ["train", "rl", "--data", str(data), "--out", str(tmp_path / "run"), "--n-layer", "1", "--n-head", "2",

@@ -32,7 +32,7 @@ def score(prompts, completions, **kw):
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    from models.lm.tiny import build_tiny  # test-only helper; tasks/ itself never imports models
+    from benchmarks.helpers.tiny_lm import build_tiny  # test-only helper; tasks/ itself never imports models
 
     return str(build_tiny(tmp_path_factory.mktemp("tiny") / "model", n_layer=1, width=32))
 

@@ -50,7 +50,7 @@ TRAIN = ["--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--n-ff", "32", "-
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
-    from models.rl.synthetic import write_synthetic_dataset
+    from benchmarks.helpers.synthetic_goals import write_synthetic_dataset
 
     return write_synthetic_dataset(tmp_path_factory.mktemp("data") / "syn", num_tasks=3, length=200)
 

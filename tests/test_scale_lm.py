@@ -24,7 +24,7 @@ TWO_PROCESSES = {"ddp": ["--devices", "2"], "fsdp": ["--devices", "2", "--strate
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    from models.lm.tiny import build_tiny
+    from benchmarks.helpers.tiny_lm import build_tiny
     from tasks.darkroom.config import GenerateConfig
     from tasks.darkroom.generate import generate
 

@@ -13,7 +13,7 @@ from ad.config import make_config
 from ad.distributed import GlobalBatchSampler, WorkUnit, run_units, shard_loader
 from ad.errors import UserError
 from ad.history import HistoryReader, HistoryWriter, Location, content_hash
-from ad.synthetic import SPEC, synthetic_columns
+from benchmarks.helpers.synthetic import SPEC, synthetic_columns
 from tasks.darkroom.config import GenerateConfig
 from tasks.darkroom.generate import generate
 
@@ -133,7 +133,7 @@ def test_generate_to_urls_equals_generate_to_a_path(tmp_path, monkeypatch):
 
 def test_train_rl_reads_a_dataset_from_a_url(tmp_path):
     from models.rl.config import TrainRLConfig
-    from models.rl.synthetic import write_synthetic_dataset
+    from benchmarks.helpers.synthetic_goals import write_synthetic_dataset
     from models.rl.train import train
 
     memory = f"memory://scale-{uuid.uuid4().hex[:8]}/syn"
@@ -149,7 +149,7 @@ def test_train_rl_reads_a_dataset_from_a_url(tmp_path):
 def test_a_process_layout_lightning_refuses_is_a_user_error_and_writes_nothing(tmp_path, capsys):
     from ad import cli
     from models.lm.config import TrainLMConfig
-    from models.rl.synthetic import write_synthetic_dataset
+    from benchmarks.helpers.synthetic_goals import write_synthetic_dataset
 
     data = write_synthetic_dataset(tmp_path / "syn", num_tasks=3, length=100)
     argv = ["train", "rl", "--data", str(data), "--out", str(tmp_path / "run"), "--context", "10", "--max-steps",

@@ -25,7 +25,7 @@ def tiny():
     import tempfile
 
     from ad.pretrained import load_base
-    from models.lm.tiny import build_tiny
+    from benchmarks.helpers.tiny_lm import build_tiny
 
     model, tokenizer = load_base(str(build_tiny(tempfile.mkdtemp(), width=32, max_positions=2048)))
     return model.eval(), tokenizer

@@ -18,7 +18,7 @@ TINY = dict(eval_games=1, sft_games=2, sft_epochs=1.0, sft_batch_size=4, ppo_ite
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    from models.lm.tiny import build_tiny
+    from benchmarks.helpers.tiny_lm import build_tiny
 
     return str(build_tiny(tmp_path_factory.mktemp("tiny"), width=32, max_positions=1024))
 
@@ -51,7 +51,7 @@ def test_generate_logs_every_phase_and_resumes(tmp_path, tiny_model):
     assert {"base-test", "sft-train", "ppo-test"} <= set(summary["results"])
     assert (out / "_run" / "phases.png").is_file()
     # read back, every evaluation game's end agrees with the counts the run summarised
-    from tasks.textworld.outcomes import game_outcomes
+    from benchmarks.helpers.textworld_outcomes import game_outcomes
 
     outcomes = game_outcomes(str(out))
     for unit in ("base-test", "sft-train", "ppo-test"):
@@ -75,7 +75,7 @@ def test_generate_logs_every_phase_and_resumes(tmp_path, tiny_model):
 
 @pytest.mark.slow  # ~15 s alone on 2 cores
 def test_generate_with_transcripts_logs_whole_games_as_states(tmp_path):
-    from models.lm.tiny import build_tiny
+    from benchmarks.helpers.tiny_lm import build_tiny
     from tasks.textworld.generate import generate
 
     model = str(build_tiny(tmp_path / "tiny", width=32, max_positions=8192))
@@ -98,7 +98,7 @@ def test_generate_with_transcripts_logs_whole_games_as_states(tmp_path):
 
 
 def test_loops_count_command_pairs_that_come_back():
-    from tasks.textworld.outcomes import loops
+    from benchmarks.helpers.textworld_outcomes import loops
 
     moves = ["go east", "go west", "go east", "go west", "open fridge", "take apple", "open fridge", "close fridge"]
     assert loops(moves) == {("go east", "go west"): 1}
@@ -108,7 +108,7 @@ def test_loops_count_command_pairs_that_come_back():
 def test_paired_outcomes_count_the_games_each_phase_won():
     """SFT -> PPO on the same games: 3 won by both, 1 by SFT only, 9 by PPO only, 2 by neither; McNemar's exact
     p = P(at most 1 of 10 discordant games on one side, doubled) = 2 * 11 / 1024; games matched by seed, not order."""
-    from tasks.textworld.outcomes import paired
+    from benchmarks.helpers.textworld_outcomes import paired
 
     ends = [("success", "success")] * 3 + [("success", "failed")] + [("limit", "success")] * 9 + \
         [("failed", "limit")] * 2

@@ -22,7 +22,7 @@ CANDIDATES = [["take knife", "open fridge", "look around"], ["eat meal", "move w
 
 @pytest.fixture(scope="module")
 def tiny():
-    from models.lm.tiny import build_tiny
+    from benchmarks.helpers.tiny_lm import build_tiny
     from ad.pretrained import load_base
 
     torch.manual_seed(0)

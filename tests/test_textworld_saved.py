@@ -18,7 +18,7 @@ TINY = dict(eval_games=1, train_eval_games=1, sft_games=2, sft_epochs=1.0, sft_b
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    from models.lm.tiny import build_tiny
+    from benchmarks.helpers.tiny_lm import build_tiny
 
     return str(build_tiny(tmp_path_factory.mktemp("tiny"), width=32, max_positions=1024))
 
@@ -28,7 +28,7 @@ def test_exported_adapters_replay_the_runs_evaluations(tmp_path, tiny_model):
     from safetensors import safe_open
 
     from tasks.textworld.generate import generate
-    from tasks.textworld.outcomes import game_outcomes
+    from benchmarks.helpers.textworld_outcomes import game_outcomes
     from tasks.textworld.saved import evaluate_saved, export_adapters
 
     run = make_config(GenerateConfig, {"out": str(tmp_path / "run"), "model": tiny_model, **TINY})

@@ -21,7 +21,7 @@ def tiny():
     from pathlib import Path
 
     from ad.pretrained import load_base
-    from models.lm.tiny import build_tiny
+    from benchmarks.helpers.tiny_lm import build_tiny
 
     torch.manual_seed(0)
     return load_base(str(build_tiny(Path(tempfile.mkdtemp()) / "tiny", width=32, max_positions=16384)))

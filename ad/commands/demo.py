@@ -2,7 +2,7 @@
 
 Task and model families register their demos (:func:`ad.registry.register_demo`; a task family through
 :func:`ad.families.register_family`); ``--task`` and ``--model`` pick one, whose own options follow
-(``ad demo --task bandit --help``). Without them: ``--task darkroom --model rl``.
+(``ad demo --task bandit --help``). Without them: the task family registered as the default, ``--model rl``.
 """
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from ad.registry import register
 class DemoChoice:
     """Which demo ``ad demo`` runs; each has its own further options."""
 
-    task: str = option(registry.DEFAULT_DEMO[0], "task family (darkroom, keydoor, bandit ...)")
-    model: str = option(registry.DEFAULT_DEMO[1], "model family: rl (the RL-format transformer) or lm (a causal "
+    task: str | None = option(None, "task family (default: the family registered as the default)")
+    model: str = option(registry.DEFAULT_MODEL, "model family: rl (the RL-format transformer) or lm (a causal "
                                                   "language model on the Language format)")
 
 
@@ -29,16 +29,19 @@ def select_demo(argv: Sequence[str]) -> tuple[registry.Command, list[str], dict[
     """Read ``--task`` / ``--model`` from ``argv``: (the chosen demo, ``argv`` for its options, the two selectors'
     help and choices for :func:`ad.config.parse_config`)."""
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    parser.add_argument("--task", default=registry.DEFAULT_DEMO[0])
-    parser.add_argument("--model", default=registry.DEFAULT_DEMO[1])
+    parser.add_argument("--task", default=None)
+    parser.add_argument("--model", default=registry.DEFAULT_MODEL)
     choice, _ = parser.parse_known_args(list(argv))
-    cmd = registry.get_demo(choice.task, choice.model)
+    default_task = registry.default_family()
+    if choice.task is None and default_task is None:
+        raise UserError("no task family is registered as the default demo; pass --task")
+    cmd = registry.get_demo(choice.task or default_task, choice.model)
     pairs = list(registry.demos())
     with_model = ", ".join(f"{m} ({', '.join(t for t, m2 in pairs if m2 == m)})" for m in dict.fromkeys(m for _, m in pairs))
     selectors = {
-        "task": (f"task family (default: {registry.DEFAULT_DEMO[0]}); each demo has its own options: "
+        "task": (f"task family (default: {default_task}); each demo has its own options: "
                  "`ad demo --task T --model M --help`", sorted({t for t, _ in pairs})),
-        "model": (f"model family (default: {registry.DEFAULT_DEMO[1]}): rl = the RL-format transformer, lm = a causal "
+        "model": (f"model family (default: {registry.DEFAULT_MODEL}): rl = the RL-format transformer, lm = a causal "
                   f"language model on the Language format; demos by model: {with_model}", sorted({m for _, m in pairs})),
     }
     return cmd, list(argv), selectors

@@ -17,7 +17,8 @@ class EvalConfig:
     """Run trained models in context on held-out tasks; write eval.json, eval.csv and in_context.png."""
 
     ckpt: str = option("runs/ad", "run folder of `ad train` (the AD model)")
-    data: str = option("data/darkroom", "dataset the tasks and the source curve come from")
+    data: str | None = option(None, "dataset the tasks and the source curve come from (default: the one `ad generate` "
+                                    "writes for the default task family)")
     baseline: str | None = option(None, "run folder of a second model to compare, e.g. the expert-distillation one")
     baseline_name: str = option("ED", "label of --baseline in the table and plot")
     name: str = option("AD", "label of --ckpt in the table and plot")
@@ -32,6 +33,10 @@ class EvalConfig:
     threads: int = option(1, "torch CPU threads (0 = torch's default)")
 
     def __post_init__(self) -> None:
+        if self.data is None:
+            from ad.registry import default_dataset
+
+            self.data = default_dataset()
         if self.threads < 0:
             raise UserError(f"--threads must be >= 0, got {self.threads}")
         if self.episodes <= 0:
@@ -56,8 +61,18 @@ def pick_tasks(reader: Any, split: str, max_tasks: int | None) -> list[str]:
     return tasks[:max_tasks] if max_tasks else tasks
 
 
+#: ``task_spec`` keys compared for every family where both specs record them: the Gymnasium id and the spaces,
+#: as Minari records an env spec (a family adds the env parameters that matter, ``TaskFamily.task_kwargs``)
+SPEC_KEYS = ("env_id", "observation_space", "action_space")
+
+
 def check_compatible(policy: Any, reader: Any, ckpt: str) -> None:
-    """A checkpoint trained on another task's spaces cannot act in this dataset's env."""
+    """A checkpoint fits a dataset when both record the same task: the same family, the same values of
+    :data:`SPEC_KEYS` and of the ``task_spec`` keys the family declares as its envs' parameters, the same state
+    and action counts, and episodes no longer than the model saw. A checkpoint that recorded no training data
+    (older ones) is checked on its spaces only."""
+    from ad.registry import task_kwargs
+
     spec = reader.spec
     family = getattr(policy, "family", None)
     if family is not None and family != reader.family:
@@ -66,7 +81,7 @@ def check_compatible(policy: Any, reader: Any, ckpt: str) -> None:
                         f"on {reader.family}")
     trained_spec = getattr(policy, "task_spec", None) or {}
     data_spec = reader.metadata.get("task_spec") or {}
-    for key in ("size", "arms", "kind"):
+    for key in (*SPEC_KEYS, *task_kwargs(reader.family)):
         if key in trained_spec and key in data_spec and trained_spec[key] != data_spec[key]:
             raise UserError(f"checkpoint {ckpt} was trained on {reader.family} with {key} {trained_spec[key]} but "
                             f"dataset {reader.location.base} has {key} {data_spec[key]}: they are of different tasks; "
@@ -77,7 +92,7 @@ def check_compatible(policy: Any, reader: Any, ckpt: str) -> None:
             raise UserError(f"checkpoint {ckpt} was trained with {attr}={have} but dataset {reader.location.base} "
                             f"has {attr}={expected}: they are of different tasks; pass the dataset it was trained on")
     length = getattr(policy, "episode_length", None)
-    data_length = reader.metadata.get("task_spec", {}).get("episode_length")
+    data_length = data_spec.get("episode_length")
     if length is not None and data_length is not None and int(data_length) > int(length):
         raise UserError(f"checkpoint {ckpt} knows episodes of up to {length} steps but {reader.location.base} has "
                         f"{data_length}-step episodes: they are of different tasks")

@@ -11,13 +11,17 @@ from ad.registry import register
 class InspectConfig:
     """Summarise a learning-history dataset."""
 
-    path: str = option("data/darkroom", "dataset folder or URL", positional=True)
+    path: str | None = option(None, "dataset folder or URL (default: the one `ad generate` writes for the default "
+                                    "task family)", positional=True)
     plot: str | None = option(None, "write per-task learning curves to this PNG")
     fraction: float = option(0.1, "share of each stream's episodes averaged for the first/last return columns")
 
     def __post_init__(self) -> None:
         from ad.errors import UserError
+        from ad.registry import default_dataset
 
+        if self.path is None:
+            self.path = default_dataset()
         if not 0 < self.fraction <= 0.5:
             raise UserError(f"--fraction must be in (0, 0.5], got {self.fraction}")
 

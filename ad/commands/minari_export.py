@@ -14,7 +14,8 @@ DATA_FORMATS = ("hdf5", "parquet", "arrow")  # ad.interop.minari.DATA_FORMATS (n
 class ExportMinariConfig:
     """Write a learning-history dataset as a Minari dataset, one Minari episode per history episode, in order."""
 
-    data: str = option("data/darkroom", "learning-history dataset folder or URL to export", positional=True)
+    data: str | None = option(None, "learning-history dataset folder or URL to export (default: the one `ad generate` "
+                                    "writes for the default task family)", positional=True)
     name: str | None = option(None, "Minari dataset id NAMESPACE/ENV/NAME-vVERSION, e.g. ad/darkroom9/a2c-v0 "
                                     "(required)")
     out: str | None = option(None, "Minari datasets root the dataset is written under (default: "
@@ -41,6 +42,10 @@ class ExportMinariConfig:
         check_export_name(self.name)
         if self.data_format not in DATA_FORMATS:
             raise UserError(f"--data-format {self.data_format!r}: choose one of {', '.join(DATA_FORMATS)}")
+        if self.data is None:
+            from ad.registry import default_dataset
+
+            self.data = default_dataset()
 
 
 def run(config: ExportMinariConfig) -> int:

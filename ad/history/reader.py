@@ -75,9 +75,6 @@ class HistoryReader:
     def num_transitions(self) -> int:
         return sum(int(u["rows"]) for u in self._units)
 
-    def bytes_on_disk(self) -> int:
-        return sum(int(u.get("bytes", 0)) for u in self._units)
-
     def require_units(self, units: list[dict[str, Any]], what: str = "") -> None:
         if not units:
             raise UserError(f"dataset {self.location} holds no complete units{what}; "

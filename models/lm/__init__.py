@@ -18,7 +18,6 @@ _LAZY = {
     "LMLightningModule": "models.lm.module",
     "LMDataModule": "models.lm.data",
     "load_base": "ad.pretrained",
-    "build_tiny": "models.lm.tiny",
     "train": "models.lm.train",
 }
 

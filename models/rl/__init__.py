@@ -15,7 +15,6 @@ _LAZY = {
     "ADTransformer": "models.rl.model",
     "KVCache": "models.rl.model",
     "ADPolicy": "models.rl.policy",
-    "ADPolicyReference": "models.rl.policy",
     "ADLightningModule": "models.rl.module",
     "train": "models.rl.train",
 }

@@ -11,8 +11,8 @@ every step appends the new tokens to the KV cache, so a step costs one token
 (transition layout) or three (separate layout), plus one re-encode of half a
 window every ``context - context // 2`` steps.
 
-:class:`ADPolicy` keeps one KV cache for all B envs; :class:`ADPolicyReference`
-recomputes the full forward over the window at every step (slow; for tests).
+:class:`ADPolicy` keeps one KV cache for all B envs (``benchmarks/helpers/references.py`` holds the slow
+reference that recomputes the full forward over the window at every step).
 """
 from __future__ import annotations
 
@@ -114,18 +114,6 @@ class ADPolicy:
     def act(self, obs, prev_action, prev_reward, timestep, first) -> torch.Tensor:
         """Actions (B,) for the new states: argmax if greedy, else sampled."""
         return _choose(self.logits(obs, prev_action, prev_reward, timestep, first), self.greedy, self.generator)
-
-
-class ADPolicyReference(ADPolicy):
-    """The slow reference: same window policy, but a full forward over the whole window every step."""
-
-    @torch.no_grad()
-    def logits(self, obs, prev_action, prev_reward, timestep, first) -> torch.Tensor:
-        self._check(timestep)
-        model, window = self.model, self.window
-        window.push(obs, prev_action, prev_reward, timestep, first)
-        x = model.tokens(*window.view())[:, : model.num_tokens(window.n)]  # (B, L, C)
-        return model.action_head(model.transformer(x)[:, -1])
 
 
 def _choose(logits: torch.Tensor, greedy: bool, generator: torch.Generator | None) -> torch.Tensor:

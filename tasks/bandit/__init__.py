@@ -41,4 +41,5 @@ register_family(TaskFamily(
     eval_env=lazy_function("tasks.bandit.eval_env:make_eval_env"),
     demo_config=BanditDemoConfig,
     demo=lazy_function("tasks.bandit.demo:run"),
+    task_kwargs=("arms", "kind"),
 ))

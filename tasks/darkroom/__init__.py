@@ -29,4 +29,6 @@ register_family(TaskFamily(
     eval_env=lazy_function("tasks.darkroom.eval_env:make_eval_env"),
     demo_config=DarkRoomDemoConfig,
     demo=lazy_function("ad.demo_pipeline:run"),
+    task_kwargs=("size",),
+    default=True,
 ))

@@ -40,4 +40,5 @@ register_family(TaskFamily(
     eval_env=lazy_function("tasks.keydoor.eval_env:make_eval_env"),
     demo_config=KeyDoorDemoConfig,
     demo=lazy_function("ad.demo_pipeline:run"),
+    task_kwargs=("size",),
 ))

@@ -1,25 +1,18 @@
-"""Math word problems (GSM8K style): a Gymnasium env, REINFORCE with a KL to a periodically refreshed reference
+"""Math word problems (GSM8K style): REINFORCE with a KL to a periodically refreshed reference
 (trl's RLOO), every sampled solution logged as a learning history (``ad generate math``).
 
     ad generate math --out data/math                           # offline generated word problems
     ad generate math --problems my_gsm8k.jsonl --out data/gsm  # a GSM8K-format jsonl ('question', '... #### n')
     ad train lm --data data/math                               # the Language format (the 'rollout' template)
 
-Importing registers the gymnasium id ``ad/MathWordProblems-v0`` and the command; torch / trl / pyarrow load only
-when the command runs. Histories render in the Language format with the ``rollout`` template
-(``prompt: <problem>\ncompletion: <solution>\nreward: 1\n###``).
+Importing registers the command; torch / trl / pyarrow load only when it runs. Histories render in the Language
+format with the ``rollout`` template (``prompt: <problem>\ncompletion: <solution>\nreward: 1\n###``).
 """
 from __future__ import annotations
-
-import gymnasium
 
 from ad.families import TaskFamily, register_family
 from ad.lazy import lazy_function
 from tasks.math.config import GenerateConfig
-
-GYM_ID = "ad/MathWordProblems-v0"
-if GYM_ID not in gymnasium.registry:
-    gymnasium.register(id=GYM_ID, entry_point="tasks.math.env:MathEnv")
 
 register_family(TaskFamily(
     name="math",

@@ -1,7 +1,10 @@
-"""The slow, obviously-correct way for an LM to act: one env at a time, a full forward pass over its whole
-context at every step (no cache, no padding, no batching).
+"""Slow, obviously-correct references the fast policies are tested and benchmarked against.
 
-:class:`FullRecomputePolicy` keeps its contexts with the same :class:`models.lm.policy.ContextBook` (the same
+:class:`ADPolicyReference` is :class:`models.rl.policy.ADPolicy` without its KV cache: a full forward over the
+whole window at every step (tests/test_models_rl_policy.py, ``benchmarks/eval_in_context.py``).
+
+:class:`FullRecomputePolicy` is the slow way for an LM to act: one env at a time, a full forward pass over its
+whole context at every step (no cache, no padding, no batching). It keeps its contexts with the same :class:`models.lm.policy.ContextBook` (the same
 window rule) as :class:`models.lm.policy.LMPolicy`, so both see the same tokens: with greedy actions they must take
 the same actions (tests/test_lm_acting.py), and ``benchmarks/lm_acting.py`` measures how much faster the batched,
 cached policy is.
@@ -13,6 +16,19 @@ from typing import Any
 import torch
 
 from models.lm.policy import _LMActor
+from models.rl.policy import ADPolicy
+
+
+class ADPolicyReference(ADPolicy):
+    """The slow reference: same window policy, but a full forward over the whole window every step."""
+
+    @torch.no_grad()
+    def logits(self, obs, prev_action, prev_reward, timestep, first) -> torch.Tensor:
+        self._check(timestep)
+        model, window = self.model, self.window
+        window.push(obs, prev_action, prev_reward, timestep, first)
+        x = model.tokens(*window.view())[:, : model.num_tokens(window.n)]  # (B, L, C)
+        return model.action_head(model.transformer(x)[:, -1])
 
 
 class FullRecomputePolicy(_LMActor):

@@ -1,0 +1,2 @@
+"""Helpers the tests and the benchmark scripts share, kept out of the installed packages: synthetic learning
+histories, a tiny random LM, slow reference policies and the TextWorld per-game outcome tables."""
