@@ -59,7 +59,7 @@ def _command_config(words: list[str]) -> type:
 
     if words[:1] == ["demo"]:
         options = dict(zip(words[1::2], words[2::2]))
-        task = options.get("--task", registry.DEFAULT_DEMO[0])
+        task = options.get("--task") or registry.default_family()
         return registry.get_demo(task, options.get("--model", "rl")).config_cls
     if words and words[0] in GROUPS:
         return registry.get(words[0], words[1]).config_cls
