@@ -32,8 +32,8 @@ def _usage() -> str:
 def run(argv: Sequence[str]) -> int:
     """Dispatch one command; returns the process exit code."""
     argv = list(argv)
-    import ad.commands  # noqa: F401  (registers inspect / eval / demo)
-
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in GROUPS:
+        import ad.commands  # noqa: F401  (registers the core's own commands: inspect, eval, demo, ...)
     if not argv or argv[0] in ("-h", "--help"):
         print(_usage())
         return 0 if argv else 2

@@ -21,8 +21,10 @@ from typing import Any, Callable
 
 from ad.errors import UserError
 
-#: Entry-point group whose values name plugin modules (``name = "package.module"``).
+#: Entry-point group of task families (``name = "package.module"``): ``ad generate <name>``, ``ad demo --task <name>``.
 ENTRY_POINT_GROUP = "ad.plugins"
+#: Entry-point group of model families: ``ad train <name>``, ``ad demo --model <name>``, checkpoint loaders.
+MODEL_ENTRY_POINT_GROUP = "ad.models"
 
 @dataclass(frozen=True)
 class Command:
@@ -36,7 +38,8 @@ class Command:
 
 
 _COMMANDS: dict[tuple[str, str], Command] = {}
-_loaded = False
+#: entry-point names of the plugins imported so far
+_LOADED: set[str] = set()
 
 
 def register(group: str, name: str, config_cls: type, run: Callable[[Any], Any], help: str = "") -> None:
@@ -44,20 +47,21 @@ def register(group: str, name: str, config_cls: type, run: Callable[[Any], Any],
     _COMMANDS[(group, name)] = Command(group, name, config_cls, run, help)
 
 
-def plugin_modules() -> list[tuple[str, str]]:
-    """(name, "module" or "module:function") of every installed plugin, from the ``ad.plugins`` entry points."""
+def plugin_modules(groups: tuple[str, ...] = (ENTRY_POINT_GROUP, MODEL_ENTRY_POINT_GROUP)) -> list[tuple[str, str]]:
+    """(name, "module" or "module:function") of every installed plugin of ``groups`` (task and model families)."""
     from importlib.metadata import entry_points
 
-    return [(ep.name, ep.value) for ep in entry_points(group=ENTRY_POINT_GROUP)]
+    return [(ep.name, ep.value) for group in groups for ep in entry_points(group=group)]
 
 
-def load_plugins() -> None:
-    """Import every plugin module once so their commands are registered (``module:function``: also call it)."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for name, value in plugin_modules():
+def load_plugins(names: Any = None, groups: tuple[str, ...] = (ENTRY_POINT_GROUP, MODEL_ENTRY_POINT_GROUP)) -> None:
+    """Import plugin modules once so their commands are registered (``module:function``: also call it): those named
+    in ``names`` (entry-point names), or every one of ``groups``. A command loads only the plugins it needs."""
+    wanted = None if names is None else set(names)
+    for name, value in plugin_modules(groups):
+        if name in _LOADED or (wanted is not None and name not in wanted):
+            continue
+        _LOADED.add(name)
         module_name, _, function = (part.strip() for part in value.partition(":"))
         try:
             module = importlib.import_module(module_name)
@@ -84,7 +88,11 @@ def all_commands() -> list[Command]:
 
 
 def get(group: str, name: str) -> Command:
-    """Look a command up, or raise a UserError listing the known names."""
+    """Look a command up (loading the plugin of that name first, every plugin only if it is not there), or raise a
+    UserError listing the known names."""
+    load_plugins([name])
+    if (group, name) in _COMMANDS:
+        return _COMMANDS[(group, name)]
     found = commands(group)
     if name not in found:
         known = ", ".join(sorted(found)) or "none"
@@ -113,8 +121,12 @@ def register_default_family(name: str, dataset: str) -> None:
 
 
 def default_family() -> str | None:
-    """The default task family's name, plugins loaded (None if no family registered itself as the default)."""
-    load_plugins()
+    """The default task family's name (None if no family registers itself as the default): task plugins are loaded
+    one at a time until one has."""
+    for name, _ in plugin_modules((ENTRY_POINT_GROUP,)):
+        if "name" in _DEFAULT_FAMILY:
+            break
+        load_plugins([name], groups=(ENTRY_POINT_GROUP,))
     return _DEFAULT_FAMILY.get("name")
 
 
@@ -133,6 +145,9 @@ def demos() -> dict[tuple[str, str], Command]:
 
 def get_demo(task: str, model: str) -> Command:
     """The demo of one (task, model) pair, or a UserError naming the pairs that exist."""
+    load_plugins([task, model])
+    if (task, model) in _DEMOS:
+        return _DEMOS[(task, model)]
     found = demos()
     if (task, model) not in found:
         pairs = ", ".join(f"--task {t} --model {m}" for t, m in found) or "none"
@@ -158,13 +173,15 @@ def register_env_factory(family: str, factory: Callable[..., Any], task_kwargs: 
 
 def task_kwargs(family: str) -> tuple[str, ...]:
     """The ``task_spec`` keys that parametrise a task family's envs (empty for a family without an eval env)."""
-    load_plugins()
+    load_plugins([family])
     return _TASK_KWARGS.get(family, ())
 
 
 def env_factory(family: str) -> Callable[..., Any]:
     """The evaluation-env factory of a task family (UserError if none)."""
-    load_plugins()
+    load_plugins([family])
+    if family not in _ENV_FACTORIES:
+        load_plugins()
     if family not in _ENV_FACTORIES:
         known = ", ".join(sorted(_ENV_FACTORIES)) or "none"
         raise UserError(f"task family {family!r} has no evaluation environment; families with one: {known}")
@@ -177,8 +194,8 @@ def register_policy_loader(name: str, detect: Callable[[Any], bool], load: Calla
 
 
 def load_policy(path: Any, **kwargs: Any) -> Any:
-    """Load the policy saved in ``path`` with the first loader that recognises it."""
-    load_plugins()
+    """Load the policy saved in ``path`` with the first loader that recognises it (model families' loaders)."""
+    load_plugins(groups=(MODEL_ENTRY_POINT_GROUP,))
     for name, (detect, load) in _POLICY_LOADERS.items():
         if detect(path):
             return load(path, **kwargs)
