@@ -32,8 +32,10 @@ def _usage() -> str:
 def run(argv: Sequence[str]) -> int:
     """Dispatch one command; returns the process exit code."""
     argv = list(argv)
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in GROUPS:
-        import ad.commands  # noqa: F401  (registers the core's own commands: inspect, eval, demo, ...)
+    from ad import commands
+
+    listing = not argv or argv[0] in ("-h", "--help") or (argv[0] in GROUPS and (len(argv) < 2 or argv[1][:1] == "-"))
+    commands.load(None if listing else tuple(argv[:2]))
     if not argv or argv[0] in ("-h", "--help"):
         print(_usage())
         return 0 if argv else 2

@@ -27,7 +27,9 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import figure, parse_args, report  # noqa: E402
 
-import ad.commands  # noqa: E402,F401  (registers inspect / eval / demo / export / import)
+import ad.commands  # noqa: E402
+
+ad.commands.load()  # registers inspect / eval / demo / export / import
 from ad import cli, registry  # noqa: E402
 from ad.config import _base_type, parse_config  # noqa: E402
 

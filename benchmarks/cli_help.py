@@ -43,7 +43,9 @@ def ad_command() -> list[str]:
 
 
 def all_help_argvs() -> list[list[str]]:
-    import ad.commands  # noqa: F401  (registers inspect / eval / demo)
+    import ad.commands
+
+    ad.commands.load()  # registers inspect / eval / demo
     from ad import registry
 
     argvs = [["--help"]]

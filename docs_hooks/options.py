@@ -53,7 +53,9 @@ def resolve(target: str) -> type:
 
 def _command_config(words: list[str]) -> type:
     """The config class of ``ad <words>`` (a group command, a single command or a demo)."""
-    import ad.commands  # noqa: F401  (registers the core's own commands: eval, inspect, ...)
+    import ad.commands
+
+    ad.commands.load()  # registers the core's own commands: eval, inspect, ...
     from ad import registry
     from ad.cli import GROUPS
 

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import ad.commands  # noqa: F401  (registers inspect / eval / demo)
+import ad.commands  # noqa: E402
+
+ad.commands.load()  # registers inspect / eval / demo / export / import
 from ad import registry
 from ad.cli import run
 

@@ -36,7 +36,8 @@ def select_demo(argv: Sequence[str]) -> tuple[registry.Command, list[str], dict[
     if choice.task is None and default_task is None:
         raise UserError("no task family is registered as the default demo; pass --task")
     cmd = registry.get_demo(choice.task or default_task, choice.model)
-    pairs = list(registry.demos())
+    # every demo (each plugin loaded) only where --help lists them; a run needs only the chosen one
+    pairs = list(registry.demos()) if {"-h", "--help"} & set(argv) else [(choice.task or default_task, choice.model)]
     with_model = ", ".join(f"{m} ({', '.join(t for t, m2 in pairs if m2 == m)})" for m in dict.fromkeys(m for _, m in pairs))
     selectors = {
         "task": (f"task family (default: {default_task}); each demo has its own options: "
