@@ -1,8 +1,11 @@
-"""Torch datasets and the Lightning DataModule over learning histories."""
-from ad.data.datamodule import RLDataModule
-from ad.data.language_dataset import LanguageTrajectoryDataset, pad_collate
-from ad.data.rl_dataset import RLTrajectoryDataset, collate_batch
-from ad.data.splits import task_split
+"""Torch datasets and the Lightning DataModule over learning histories (each imported on first use, so reading a
+split does not import torch or Lightning)."""
+from ad.lazy import lazy_exports
+
+__getattr__ = lazy_exports(__name__, {
+    "RLDataModule": "ad.data.datamodule", "LanguageTrajectoryDataset": "ad.data.language_dataset",
+    "pad_collate": "ad.data.language_dataset", "RLTrajectoryDataset": "ad.data.rl_dataset",
+    "collate_batch": "ad.data.rl_dataset", "task_split": "ad.data.splits"})
 
 
 def hf_dataset(path, tasks=None, columns=None):

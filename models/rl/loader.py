@@ -8,6 +8,9 @@ from typing import Any
 from ad.errors import UserError
 from ad.registry import register_policy_loader
 
+#: In a saved model's folder: the task family and task spec of the dataset it was trained on (``ad train rl``).
+TRAINING_DATA_FILE = "training_data.json"
+
 
 def model_dir(path: Any) -> Path | None:
     """The saved-model folder inside an ``ad train rl`` run folder (or the folder itself)."""
@@ -50,8 +53,6 @@ def load(path: Any, greedy: bool = False, seed: int = 0, threads: int | None = N
 def training_data(directory: Path) -> tuple[str | None, dict]:
     """(task family, task spec) of the dataset a model was trained on; (None, {}) for a model saved before
     ``ad train rl`` recorded them."""
-    from models.rl.train import TRAINING_DATA_FILE
-
     file = directory / TRAINING_DATA_FILE
     if not file.is_file():
         return None, {}

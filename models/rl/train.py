@@ -23,9 +23,8 @@ from ad.distributed.options import first_local_process
 from ad.errors import UserError
 from ad.trainer import MODEL_DIR
 
-#: Beside a trained model's weights: the task family and task spec of the data it was trained on.
-TRAINING_DATA_FILE = "training_data.json"
 from models.rl.config import RESUMABLE_CHANGES, TrainRLConfig, model_config_of
+from models.rl.loader import TRAINING_DATA_FILE
 
 #: validation batches are the same on every process (not sharded), so val/* needs no sync
 _EXPECTED_WARNINGS = (".*It is recommended to use `self.log\\('val/.*sync_dist=True.*",)
