@@ -18,12 +18,16 @@ def pyplot():
 
 
 def save_figure(fig, out: str | Path, dpi: int = 120) -> Path:
-    """Lay out, write (creating the folder) and close a figure; returns the PNG path."""
+    """Lay out, write (atomically, creating the folder) and close a figure; returns the PNG path."""
     fig.tight_layout()
+    from ad.atomic import atomic_path
+
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=dpi)
-    pyplot().close(fig)
+    try:
+        with atomic_path(out) as tmp:
+            fig.savefig(tmp, dpi=dpi)
+    finally:
+        pyplot().close(fig)
     return out
 
 

@@ -6,6 +6,8 @@ import platform
 from pathlib import Path
 from typing import Any
 
+from ad.atomic import write_text_atomic
+
 
 def _fmt(value: Any) -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
@@ -39,7 +41,7 @@ def write_report(out: Path, summary: dict[str, Any], timings: dict[str, float], 
     lines += [f"{key}: {_fmt(value)}" for key, value in settings.items()]
     lines += ["```", ""]
     path = out / "report.md"
-    path.write_text("\n".join(lines))
+    write_text_atomic(path, "\n".join(lines))
     return path
 
 

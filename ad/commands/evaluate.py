@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import csv
-import json
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ad.atomic import write_json_atomic, write_text_atomic
 from ad.config import option
 from ad.errors import UserError
 from ad.registry import register
@@ -136,15 +137,8 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
         summary["policies"][result.name] = {**summarise(result), "mean": mean.tolist(), "std": std.tolist(),
                                             "normalised": result.normalised_curve().tolist(),
                                             "returns": result.returns.tolist()}
-    (out / "eval.json").write_text(json.dumps(summary, indent=1))
-    with open(out / "eval.csv", "w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["policy", "episode", "mean_return", "std_return", "mean_normalised_return"])
-        for result in results:
-            mean, std = result.curve()
-            norm = result.normalised_curve()
-            for e in range(len(mean)):
-                writer.writerow([result.name, e + 1, f"{mean[e]:.4f}", f"{std[e]:.4f}", f"{norm[e]:.4f}"])
+    write_json_atomic(out / "eval.json", summary, indent=1)
+    write_text_atomic(out / "eval.csv", _csv_text(results))
     curves = {r.name: r.curve() for r in results}
     plot_in_context(curves, optimal, out / "in_context.png",
                     title=f"In-context return on {len(tasks)} {config.split} tasks ({reader.family})")
@@ -152,6 +146,19 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     print(f"wrote {out / 'eval.json'}, {out / 'eval.csv'}, {out / 'in_context.png'}")
     summary["out"] = str(out)
     return summary
+
+
+def _csv_text(results: list[Any]) -> str:
+    """eval.csv: one row per policy and episode (mean and std of the return, mean return / optimal)."""
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer)
+    writer.writerow(["policy", "episode", "mean_return", "std_return", "mean_normalised_return"])
+    for result in results:
+        mean, std = result.curve()
+        norm = result.normalised_curve()
+        for e in range(len(mean)):
+            writer.writerow([result.name, e + 1, f"{mean[e]:.4f}", f"{std[e]:.4f}", f"{norm[e]:.4f}"])
+    return buffer.getvalue()
 
 
 def _print_table(summary: dict[str, Any]) -> None:

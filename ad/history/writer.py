@@ -99,6 +99,10 @@ class HistoryWriter:
         loc = self.location
         if loc.is_file(loc.base):
             raise UserError(f"--out {loc} is a file, not a folder; choose a new or empty folder")
+        if loc.local_path() is not None:
+            from ad.outputs import check_folder_path
+
+            check_folder_path(loc.local_path())
         if self.worker and not loc.exists(self._json_path):
             raise RuntimeError(f"{self._json_path} does not exist: the driver creates the dataset before workers "
                                "write units into it")

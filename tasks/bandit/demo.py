@@ -17,7 +17,6 @@ Every stage resumes: re-running the same call skips finished work (delete ``<out
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ad.atomic import write_json_atomic, write_text_atomic
 from ad.config import make_config
 from ad.demo_pipeline import stage, train_policies
 from ad.errors import UserError
@@ -75,7 +75,7 @@ def demo(config: BanditDemoConfig) -> dict[str, Any]:
                     config.eval_envs, config.seed, config.threads)
     timings["total"] = sum(timings.values())
     summary = {"settings": asdict(config), "timings": timings, **results}
-    (out / "regret.json").write_text(json.dumps(summary, indent=1))
+    write_json_atomic(out / "regret.json", summary, indent=1)
     plot_regret(results, out / "regret.png",
                 title=f"{config.arms}-armed {config.kind} bandits: {results['instances']} held-out instances x "
                       f"{config.eval_envs} runs")
@@ -176,5 +176,5 @@ def write_report(out: Path, summary: dict[str, Any]) -> Path:
     lines += [f"{key}: {value}" for key, value in summary["settings"].items()]
     lines += ["```", ""]
     path = out / "report.md"
-    path.write_text("\n".join(lines))
+    write_text_atomic(path, "\n".join(lines))
     return path

@@ -30,6 +30,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from ad.atomic import write_json_atomic
 from ad.config import config_to_dict
 from ad.distributed import WorkUnit, run_units
 from ad.errors import UserError
@@ -218,7 +219,7 @@ def _generate(cfg: GenerateConfig, source: GridSource) -> Path | str:
     steps_done = done["steps"]
 
     summary = _summarize(cfg, location, metadata, elapsed, steps_done)
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_json_atomic(run_dir / "summary.json", summary)
     if cfg.plots and curves and source.pictures is not None:
         source.pictures(cfg, run_dir, metadata, curves, greedy)
     print(f"{summary['learned_goals']}/{summary['goals']} goals ({100 * summary['learned_fraction']:.1f}%) reach "

@@ -15,12 +15,12 @@ back when its time budget stops ``ad generate textworld`` after PPO but before t
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from ad.atomic import write_json_atomic
 from ad.errors import UserError
 from tasks.textworld.config import GenerateConfig
 
@@ -142,6 +142,6 @@ def evaluate_saved(cfg: GenerateConfig, sft_file: Path, ppo_file: Path | None = 
     record = {"seed": cfg.seed, "results": run.results, "dtype": cfg.dtype,
               "adapters": {k: {"file": str(p), "sha256": _sha256(p)} for k, p in files.items()},
               "ppo_iterations": iterations}
-    (run.run_dir / "saved.json").write_text(json.dumps(record, indent=2))
+    write_json_atomic(run.run_dir / "saved.json", record)
     run.log(f"done -> {cfg.out} (adapters: {', '.join(str(p) for p in files.values())})")
     return run.results
