@@ -45,6 +45,18 @@ def check_output_folder(path: str | Path, option: str = "--out") -> Path:
     return folder
 
 
+def check_outside_datasets(path: str | Path, option: str = "--out") -> Path:
+    """``path`` as a Path, after checking that neither it nor a folder above it is a learning-history dataset
+    (files written there would join the dataset's ``**/*.parquet`` glob). Creates nothing."""
+    folder = check_folder_path(path, option)
+    for candidate in (folder, *folder.absolute().parents):
+        if (candidate / layout.DATASET_JSON).is_file():
+            where = "is" if candidate == folder else f"lies inside {candidate}, which is"
+            raise UserError(f"{option} {folder} {where} a learning-history dataset ({layout.DATASET_JSON} is there); "
+                            "write to a folder of its own, outside every dataset")
+    return folder
+
+
 def check_input_file(path: str | Path, what: str, advice: str = "") -> Path:
     """``path`` as a Path when it is a readable file; else a UserError saying whether it is missing, a folder, a
     dangling symbolic link or below a file, ending with ``advice`` (what to pass instead)."""

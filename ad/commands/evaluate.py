@@ -12,6 +12,9 @@ from ad.config import option
 from ad.errors import UserError
 from ad.registry import register
 
+#: Labels of the rows the evaluator adds itself (uniformly random actions, the source algorithm's own curve).
+RESERVED_LABELS = ("random", "source")
+
 
 @dataclass
 class EvalConfig:
@@ -44,6 +47,15 @@ class EvalConfig:
             raise UserError(f"--split must be heldout, train or all, got {self.split!r}")
         if self.max_tasks is not None and self.max_tasks <= 0:
             raise UserError(f"--max-tasks must be positive, got {self.max_tasks} (leave it out to evaluate every task)")
+        labels = {"--name": self.name, **({"--baseline-name": self.baseline_name} if self.baseline else {})}
+        for flag, label in labels.items():
+            if not label.strip() or label.strip().lower() in RESERVED_LABELS:
+                what = "a row the evaluation adds itself" if label.strip() else "empty"
+                raise UserError(f"{flag} {label!r} is {what}; choose another label (not "
+                                f"{' or '.join(RESERVED_LABELS)})")
+        if self.baseline and self.name == self.baseline_name:
+            raise UserError(f"--name and --baseline-name are both {self.name!r}: the two models' rows would be mixed; "
+                            "give them different labels")
 
 
 def pick_tasks(reader: Any, split: str, max_tasks: int | None) -> list[str]:

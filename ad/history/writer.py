@@ -9,6 +9,7 @@ with the same arguments skips complete units and redoes the others from scratch.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -249,8 +250,22 @@ class HistoryWriter:
         if not self.worker:
             try:
                 self._save()
+                self._remove_empty_staging()
             finally:
                 self.release()
+
+    def _remove_empty_staging(self) -> None:
+        """Remove the empty ``.staging/task=*`` folders committed units leave behind (local datasets; a folder
+        still in use is not empty and stays)."""
+        base = self.location.local_path()
+        staging = base and os.path.join(base, layout.STAGING)
+        if not staging or not os.path.isdir(staging):
+            return
+        for name in os.listdir(staging):
+            try:
+                os.rmdir(os.path.join(staging, name))
+            except OSError:  # not empty (a unit in progress or left by a kill) or not a folder
+                pass
 
     def release(self) -> None:
         """Let another process write this dataset (``close`` does this; also called when the writer is freed)."""
