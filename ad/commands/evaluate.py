@@ -147,11 +147,12 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     for result in results:
         mean, std = result.curve()
         summary["policies"][result.name] = {**summarise(result), "mean": mean.tolist(), "std": std.tolist(),
+                                            "sem": result.standard_error().tolist(),
                                             "normalised": result.normalised_curve().tolist(),
                                             "returns": result.returns.tolist()}
     write_json_atomic(out / "eval.json", summary, indent=1)
     write_text_atomic(out / "eval.csv", _csv_text(results))
-    curves = {r.name: r.curve() for r in results}
+    curves = {r.name: (r.curve()[0], r.standard_error()) for r in results}
     plot_in_context(curves, optimal, out / "in_context.png",
                     title=f"In-context return on {len(tasks)} {config.split} tasks ({reader.family})")
     _print_table(summary)
@@ -178,11 +179,15 @@ def _print_table(summary: dict[str, Any]) -> None:
     from rich.table import Table
 
     table = Table(title=f"return / optimal return, {len(summary['tasks'])} tasks x {summary['seeds']} seeds")
+    from ad.evaluate import episodes_36_40
+
     for col in ("policy", "first 5 episodes", "episodes 36-40", "last 10 episodes"):
         table.add_column(col, justify="left" if col == "policy" else "right")
     for name, row in summary["policies"].items():
-        table.add_row(name, f"{row['first_episodes_normalised']:.3f}",
-                      f"{row.get('episode_40_normalised', float('nan')):.3f}", f"{row['last_episodes_normalised']:.3f}")
+        first, last = row.get("last_episodes", (0, 0))
+        span = f" ({first}-{last})" if last else ""
+        table.add_row(name, f"{row['first_episodes_normalised']:.3f}", f"{episodes_36_40(row):.3f}",
+                      f"{row['last_episodes_normalised']:.3f}{span}")
     Console(width=120).print(table)
 
 

@@ -58,10 +58,15 @@ class _Lines:
         return False
 
     def update(self, advance: int = 0, rate: float | None = None, ret: float | None = None, **_: Any) -> None:
+        """Count ``advance`` units; ``rate`` / ``ret`` are new measurements. A mean return is printed in one line
+        only: the lines after it (before the next measurement) leave it out rather than repeat an old figure."""
         if rate is not None:
             self.bar.set_postfix(env_steps_per_s=f"{rate:,.0f}",
                                  mean_return=f"{ret:.3f}" if ret is not None and np.isfinite(ret) else "-")
+        printed = self.bar._last
         self.bar.update(advance)
+        if self.bar._last != printed:  # a line went out: its mean return is now shown
+            self.bar.set_postfix({k: v for k, v in self.bar._postfix.items() if k != "mean_return"})
 
 
 def a2c_progress(show: bool, total: int, what: str = "A2C updates"):
