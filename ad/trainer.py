@@ -23,10 +23,11 @@ LAST_CHECKPOINT = "last.ckpt"
 CONFIG_FILE = "config.yaml"
 MODEL_DIR = "model"
 #: Lightning warnings that never apply to these runs: windows are drawn at random with replacement (a resumed
-#: run need not replay the interrupted epoch) and a resumed run reuses its checkpoint folder on purpose.
+#: run need not replay the interrupted epoch), a resumed run reuses its checkpoint folder on purpose, and a run
+#: folder may have been moved before it resumes (older step files are removed at the end).
 COMMON_EXPECTED_WARNINGS = (".*sampler has shuffling enabled.*", ".*dataloader is not resumable.*",
                             ".*Checkpoint directory .* exists and is not empty.*", ".*LeafSpec.*",
-                            ".*does not have many workers.*")
+                            ".*does not have many workers.*", ".*The dirpath has changed from.*")
 
 
 def check_resume(config: Any, out: Path, resumable: Iterable[str],
