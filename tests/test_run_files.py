@@ -24,6 +24,7 @@ import pytest
 from ad import cli
 
 ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
 TINY_DATA = ["--size", "3", "--steps-per-goal", "2000", "--hidden", "16", "--progress", "false", "--plots", "false",
              "--tensorboard", "false"]
 TINY_TRAIN = ["--context", "20", "--batch-size", "4", "--n-layer", "1", "--n-embd", "16", "--n-head", "2",
@@ -152,7 +153,7 @@ def test_atomic_writer_survives_kill_9_in_the_middle_of_a_write(tmp_path):
                 fh.flush()
                 print("writing", flush=True)
                 time.sleep(60)
-        """)], stdout=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        """)], stdout=subprocess.PIPE, text=True, cwd=ROOT, env=ENV)
     try:
         assert writer.stdout.readline().strip() == "writing"
         writer.send_signal(signal.SIGKILL)

@@ -15,7 +15,8 @@ import pytest
 from ad import cli
 
 ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+       "OMP_NUM_THREADS": "1"}
 TINY_DATA = ["--size", "3", "--steps-per-goal", "2000", "--hidden", "16", "--progress", "false", "--plots", "false",
              "--tensorboard", "false"]
 TRAIN = {"rl": ["--context", "20", "--batch-size", "4", "--n-layer", "1", "--n-embd", "16", "--n-head", "2",
