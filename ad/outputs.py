@@ -6,7 +6,10 @@ import os
 from pathlib import Path
 
 from ad.errors import UserError
-from ad.history import layout
+
+#: dataset.json, the file that marks a learning-history dataset (ad.history.layout.DATASET_JSON; not imported here:
+#: ad.history loads pyarrow, and input files are checked by commands whose --help must stay light)
+DATASET_JSON = "dataset.json"
 
 
 def path_problem(path: str | Path) -> str | None:
@@ -39,8 +42,8 @@ def check_output_folder(path: str | Path, option: str = "--out") -> Path:
     """``path`` as a Path, after checking it can hold a run's files (:func:`check_folder_path`) and is not a
     learning-history dataset (its files would be mixed into the dataset). Creates nothing."""
     folder = check_folder_path(path, option)
-    if (folder / layout.DATASET_JSON).is_file():
-        raise UserError(f"{option} {folder} is a learning-history dataset ({layout.DATASET_JSON} is there); write "
+    if (folder / DATASET_JSON).is_file():
+        raise UserError(f"{option} {folder} is a learning-history dataset ({DATASET_JSON} is there); write "
                         "runs and evaluations to a folder of their own, e.g. runs/<name>")
     return folder
 
@@ -50,9 +53,9 @@ def check_outside_datasets(path: str | Path, option: str = "--out") -> Path:
     (files written there would join the dataset's ``**/*.parquet`` glob). Creates nothing."""
     folder = check_folder_path(path, option)
     for candidate in (folder, *folder.absolute().parents):
-        if (candidate / layout.DATASET_JSON).is_file():
+        if (candidate / DATASET_JSON).is_file():
             where = "is" if candidate == folder else f"lies inside {candidate}, which is"
-            raise UserError(f"{option} {folder} {where} a learning-history dataset ({layout.DATASET_JSON} is there); "
+            raise UserError(f"{option} {folder} {where} a learning-history dataset ({DATASET_JSON} is there); "
                             "write to a folder of its own, outside every dataset")
     return folder
 

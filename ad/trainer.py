@@ -56,7 +56,7 @@ def check_resume(config: Any, out: Path, resumable: Iterable[str],
     # the run folder may have been moved or renamed since: where it is now is not an option of the run
     changed = sorted(k for k in current if k not in resumable and k != "out" and k in saved and saved[k] != current[k])
     if changed:
-        raise UserError(f"--resume needs the same options as the run in {out}; changed "
+        raise UserError(f"--resume needs the same options as the run in {out}; changed: "
                         f"{describe_changes(saved, current, changed)} (pass the old values, or start a new run in "
                         "another --out)")
     return last
@@ -96,9 +96,10 @@ def _short(value: Any, limit: int = 40) -> str:
 
 
 def lock_run(out: Path) -> Any:
-    """Take the run folder's lock (the one ``ad generate`` takes on a dataset) so that a second `ad train` on the
-    same ``--out`` stops with one error line; keep the returned object for the whole run. Only the first process
-    on the first machine locks (the extra DDP processes write into the same folder on purpose)."""
+    """Take the run folder's lock (the one ``ad generate`` takes on a dataset; it creates the folder) so that a
+    second `ad train` on the same ``--out`` stops with one error line; keep the returned object for the whole run.
+    Call it once the options are checked and before anything is written. Only the first process on the first
+    machine locks (the extra DDP processes write into the same folder on purpose)."""
     import os
 
     from ad.history.lock import DatasetLock

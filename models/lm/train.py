@@ -148,7 +148,6 @@ def train(config: TrainLMConfig) -> Path:
     library_bars_off_in_logs()  # transformers' "Writing model shards" bars are carriage-return noise in a log
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
     out = Path(config.out).expanduser()
-    lock = lock_run(out)  # noqa: F841 - held until training ends: one writer per run folder
     reader = HistoryReader(config.data)
     config = dataclasses.replace(config, template=resolve_template(config.template, reader.metadata, config.model))
     resume_from = check_resume(config, out, RESUMABLE_CHANGES, lambda path: load_checkpoint(path, "ad train lm"))
@@ -170,6 +169,7 @@ def train(config: TrainLMConfig) -> Path:
     strategy = fsdp_strategy(config) if config.strategy == "fsdp" else None
     trainer = make_trainer(config, out, validate=config.val_every > 0 and datamodule.val_set is not None,
                            strategy=strategy)
+    lock = lock_run(out)  # noqa: F841 - held until training ends: one writer per run folder (creates it)
     if config.watch_every and actions is not None and datamodule.heldout_tasks:
         tasks, make_env = datamodule.heldout_tasks, env_factory(reader.family)
         trainer.callbacks.append(HeldoutReturn(

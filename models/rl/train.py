@@ -122,7 +122,6 @@ def train(config: TrainRLConfig) -> Path:
         torch.set_num_threads(config.threads)
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
     out = Path(config.out).expanduser()
-    lock = lock_run(out)  # noqa: F841 - held until training ends: one writer per run folder
     datamodule = ShardedRLDataModule(config.data, window=config.context, batch_size=config.batch_size,
                                      subsample=config.subsample, expert_only=config.expert_only,
                                      val_batches=config.val_batches, num_workers=config.num_workers,
@@ -133,6 +132,7 @@ def train(config: TrainRLConfig) -> Path:
     resume_from = check_resume(config, out, RESUMABLE_CHANGES, lambda path: _check_checkpoint(path, config))
 
     trainer = make_trainer(config, out, validate=config.val_every > 0 and _has_val(datamodule))
+    lock = lock_run(out)  # noqa: F841 - held until training ends: one writer per run folder (creates it)
     write_config(config, out)
     L.seed_everything(config.seed, workers=True, verbose=False)
     module = ADLightningModule(dataclasses.asdict(model_config_of(config)), optim_config_of(config),
