@@ -224,8 +224,7 @@ def _generate(cfg: GenerateConfig, source: GridSource) -> Path | str:
     if cfg.plots and curves and source.pictures is not None:
         source.pictures(cfg, run_dir, metadata, curves, greedy)
     print(f"{summary['learned_goals']}/{summary['goals']} {source.noun} ({100 * summary['learned_fraction']:.1f}%) "
-          f"reach "
-          f"{LEARNED_RATIO:.0%} of the optimal return over the last {FINAL_FRACTION:.0%} of their streams "
+          f"reach {LEARNED_RATIO:.0%} of the optimal return over the last {FINAL_FRACTION:.0%} of their streams "
           f"(mean ratio {summary['mean_final_ratio']:.3f}); {steps_done:,} env steps in {elapsed:.1f}s "
           f"({steps_done / max(elapsed, 1e-9):,.0f} steps/s incl. writing) -> {out}")
     return out
