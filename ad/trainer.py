@@ -76,7 +76,7 @@ def _saved_options(file: Path, yaml: Any) -> dict[str, Any]:
         problem = f"is unreadable ({type(err).__name__})"
     if problem:
         raise UserError(f"cannot resume: {file} {problem}, so the run's options are unknown; write them back with "
-                        f"the command that started the run plus --print-config (e.g. `ad train rl ... --print-config "
+                        f"the `ad train` command that started the run plus --print-config (`ad train ... --print-config "
                         f"> {file}`), then re-run with --resume") from None
     return saved
 
