@@ -76,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             raise
         print(f"error: {describe_os_error(err)}", file=sys.stderr)
         code = 2
-    except KeyboardInterrupt:
-        print("interrupted; re-run the same command to resume", file=sys.stderr)
+    except KeyboardInterrupt as err:  # a command may say how to go on (training: --resume)
+        print(f"interrupted; {err.args[0] if err.args else 're-run the same command to resume'}", file=sys.stderr)
         code = 130
     sys.exit(code)

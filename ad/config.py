@@ -18,6 +18,7 @@ import argparse
 import dataclasses
 import json
 import math
+import os
 import types
 import typing
 from pathlib import Path
@@ -224,9 +225,9 @@ def build_parser(config_cls: type, prog: str, description: str = "",
 
 def load_config_file(path: str) -> dict[str, Any]:
     """Read a YAML or JSON mapping of option values."""
-    file = Path(path)
-    if not file.is_file():
-        raise UserError(f"config file {path} does not exist")
+    from ad.outputs import check_input_file
+
+    file = check_input_file(path, "config file", "pass --config <a YAML or JSON file of option values>")
     text = file.read_text()
     try:
         if file.suffix in (".yaml", ".yml"):
@@ -239,7 +240,14 @@ def load_config_file(path: str) -> dict[str, Any]:
         raise UserError(f"config file {path} is not valid YAML/JSON: {err}") from None
     if not isinstance(data, dict):
         raise UserError(f"config file {path} must hold a mapping of option names to values")
-    return data
+    return {key: _expand_home(value) for key, value in data.items()}
+
+
+def _expand_home(value: Any) -> Any:
+    """``~/runs/x`` -> ``/home/<user>/runs/x`` (a shell does it on the command line, not inside a config file)."""
+    if isinstance(value, str) and (value == "~" or value.startswith("~/")):
+        return os.path.expanduser(value)
+    return value
 
 
 def make_config(config_cls: type, values: dict[str, Any], source: str = "options") -> Any:

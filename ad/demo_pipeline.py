@@ -29,6 +29,8 @@ class ADDemoConfig:
     FAMILY: ClassVar[str] = ""
     #: how the report names the task
     TITLE: ClassVar[str] = ""
+    #: episode ranges of the report's table beside the first 5 and the last 10 (the figures the family's docs quote)
+    REPORT_WINDOWS: ClassVar[tuple[tuple[int, int], ...]] = ((36, 40),)
 
     out: str = option("data/demo", "folder for the dataset, both runs, the evaluation and report.md")
     subsample: int = option(40, "AD trains on every k-th episode of each history (the AD paper's subsampling): "
@@ -133,7 +135,8 @@ def run_ad_demo(config: ADDemoConfig) -> Path:
     images = {"in-context return on held-out tasks": "eval/in_context.png"}
     if (data / "learning_curves.png").is_file():
         images["source learning curves"] = f"{family}/learning_curves.png"
-    report = write_report(out, summary, timings, asdict(config), images, task=config.TITLE or family)
+    report = write_report(out, summary, timings, asdict(config), images, task=config.TITLE or family,
+                          windows=config.REPORT_WINDOWS)
     print(f"\nwrote {report}")
     return report
 

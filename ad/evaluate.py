@@ -55,6 +55,11 @@ class EvalResult:
         flat = self.returns.reshape(-1, self.returns.shape[-1])
         return flat.mean(0), flat.std(0)
 
+    def standard_error(self) -> np.ndarray:
+        """Standard error of the per-episode mean over tasks and seeds (the band of ``in_context.png``)."""
+        flat = self.returns.reshape(-1, self.returns.shape[-1])
+        return flat.std(0, ddof=1) / np.sqrt(len(flat)) if len(flat) > 1 else np.zeros(flat.shape[-1])
+
     def normalised_curve(self) -> np.ndarray:
         """Mean of return / optimal return per episode."""
         ratio = self.returns / self.optimal[:, None, None]
@@ -180,11 +185,26 @@ def source_curve(reader: Any, tasks: list[str], episodes: int) -> EvalResult:
     return EvalResult("source", tasks, returns, optimal)
 
 
-def summarise(result: EvalResult, first: int = 5, last: int = 10) -> dict[str, float]:
-    """Headline numbers: mean return / optimum over the first and last episodes, and at episode 40."""
+#: eval.json key of the mean return / optimum over episodes 36-40 (files written before it was named so have
+#: ``episode_40_normalised``, the same figure: read it with :func:`episodes_36_40`)
+EPISODES_36_40 = "episodes_36_40_normalised"
+
+
+def summarise(result: EvalResult, first: int = 5, last: int = 10) -> dict[str, Any]:
+    """Headline numbers: mean return / optimum over the first ``first`` episodes, over episodes 36-40 (when there
+    are 40) and over the last ``last`` episodes, which are episodes ``last_episodes`` = [from, to] (1-based: a
+    source curve shorter than the policies' has its own last episodes)."""
     norm = result.normalised_curve()
-    out = {"first_episodes_normalised": float(norm[:first].mean()), "last_episodes_normalised": float(norm[-last:].mean()),
-           "final_mean_return": float(result.curve()[0][-last:].mean())}
-    if len(norm) >= 40:
-        out["episode_40_normalised"] = float(norm[35:40].mean())
+    count = len(norm)
+    out: dict[str, Any] = {"first_episodes_normalised": float(norm[:first].mean()),
+                           "last_episodes_normalised": float(norm[-last:].mean()),
+                           "last_episodes": [max(1, count - last + 1), count],
+                           "final_mean_return": float(result.curve()[0][-last:].mean())}
+    if count >= 40:
+        out[EPISODES_36_40] = float(norm[35:40].mean())
     return out
+
+
+def episodes_36_40(row: dict[str, Any]) -> float:
+    """Mean return / optimum over episodes 36-40 of an eval.json policy row, old files included (nan if absent)."""
+    return float(row.get(EPISODES_36_40, row.get("episode_40_normalised", float("nan"))))

@@ -18,12 +18,16 @@ def pyplot():
 
 
 def save_figure(fig, out: str | Path, dpi: int = 120) -> Path:
-    """Lay out, write (creating the folder) and close a figure; returns the PNG path."""
+    """Lay out, write (atomically, creating the folder) and close a figure; returns the PNG path."""
     fig.tight_layout()
+    from ad.atomic import atomic_path
+
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=dpi)
-    pyplot().close(fig)
+    try:
+        with atomic_path(out) as tmp:
+            fig.savefig(tmp, dpi=dpi)
+    finally:
+        pyplot().close(fig)
     return out
 
 
@@ -63,6 +67,16 @@ def plot_learning_curves(curves: Mapping[str, np.ndarray], out: str | Path, titl
     return save_figure(fig, out)
 
 
+def band(mean: np.ndarray, spread: np.ndarray, optimum: float) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) of the band mean ± spread, clipped to [min(0, lowest mean), max(optimum, highest mean)]."""
+    mean, spread = np.asarray(mean, dtype=np.float64), np.asarray(spread, dtype=np.float64)
+    if not mean.size:
+        return mean, mean
+    floor = min(0.0, float(np.min(mean)))
+    ceiling = max(float(optimum), float(np.max(mean))) if np.isfinite(optimum) else float(np.max(mean))
+    return np.clip(mean - spread, floor, ceiling), np.clip(mean + spread, floor, ceiling)
+
+
 #: Colours of the curves of an in-context comparison, by name.
 CURVE_COLOURS = {"AD": "tab:blue", "ED": "tab:orange", "source": "tab:green", "random": "tab:gray"}
 
@@ -70,20 +84,24 @@ CURVE_COLOURS = {"AD": "tab:blue", "ED": "tab:orange", "source": "tab:green", "r
 def plot_in_context(curves: Mapping[str, tuple[np.ndarray, np.ndarray]], optimum: float, out: str | Path,
                     title: str = "In-context return on held-out tasks", source_x: np.ndarray | None = None,
                     colours: Mapping[str, str] | None = None) -> Path:
-    """Mean ± std of episode return per episode in context, for each named policy, and the optimum.
+    """Mean episode return per episode in context, for each named policy ``name -> (mean, spread)``, a band of
+    mean ± spread (``ad eval`` passes the standard error), and the optimum.
 
-    A curve's colour is looked up by the first word of its name in ``colours``, then in :data:`CURVE_COLOURS`."""
+    The band is clipped to the returns that can occur, [min(0, lowest mean), max(optimum, highest mean)], so it
+    never shows a return below 0 or above the optimum that no run had. A curve's colour is looked up by the first
+    word of its name in ``colours``, then in :data:`CURVE_COLOURS`."""
     palette = {**CURVE_COLOURS, **(colours or {})}
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    for name, (mean, std) in curves.items():
+    for name, (mean, spread) in curves.items():
         x = np.arange(1, len(mean) + 1)
         colour = palette.get(name.split(" ")[0])
         ax.plot(x, mean, label=name, color=colour, lw=2 if name.startswith("AD") else 1.4)
-        ax.fill_between(x, mean - std, mean + std, color=colour, alpha=0.15)
+        low, high = band(mean, spread, optimum)
+        ax.fill_between(x, low, high, color=colour, alpha=0.15)
     ax.axhline(optimum, color="black", ls="--", lw=1, label=f"optimal ({optimum:.1f})")
     ax.set_xlabel("episode in context")
-    ax.set_ylabel("episode return (mean ± std over tasks × seeds)")
+    ax.set_ylabel("episode return (mean ± standard error over tasks × seeds)")
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=8)

@@ -195,6 +195,10 @@ def register_policy_loader(name: str, detect: Callable[[Any], bool], load: Calla
 
 def load_policy(path: Any, **kwargs: Any) -> Any:
     """Load the policy saved in ``path`` with the first loader that recognises it (model families' loaders)."""
+    from pathlib import Path
+
+    if "://" not in str(path) and not Path(path).expanduser().exists():
+        raise UserError(f"{path} does not exist; pass the --out folder of `ad train`")
     load_plugins(groups=(MODEL_ENTRY_POINT_GROUP,))
     for name, (detect, load) in _POLICY_LOADERS.items():
         if detect(path):

@@ -4,33 +4,81 @@ from __future__ import annotations
 import os
 import platform
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
+
+from ad.atomic import write_text_atomic
+from ad.evaluate import episodes_36_40
 
 
 def _fmt(value: Any) -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
-def write_report(out: Path, summary: dict[str, Any], timings: dict[str, float], settings: dict[str, Any],
-                 images: dict[str, str], task: str) -> Path:
-    """Write ``out/report.md`` from an ``ad eval`` summary of a demo on ``task``."""
+def window_mean(row: dict[str, Any], first: int, last: int) -> float | None:
+    """Mean return / optimum of an eval.json policy row over episodes ``first``..``last`` (1-based, inclusive);
+    None when the row has fewer episodes."""
+    curve = row.get("normalised") or []
+    return float(sum(curve[first - 1:last]) / (last - first + 1)) if len(curve) >= last else None
+
+
+def first_reaching(row: dict[str, Any], level: float) -> int | None:
+    """The first episode (1-based) whose mean return / optimum is at least ``level``; None if none is."""
+    return next((i + 1 for i, v in enumerate(row.get("normalised") or []) if v >= level), None)
+
+
+def table_lines(summary: dict[str, Any], windows: Sequence[tuple[int, int]] = ((36, 40),)) -> list[str]:
+    """The in-context table: first 5 episodes, each of ``windows``, the last 10 episodes (which ones: a source
+    with fewer episodes than the policies has its own last 10, named in its cell) and the final mean return."""
     policies = summary["policies"]
+    episodes = int(summary["episodes"])
+    span = (max(1, episodes - 9), episodes)
+    header = ["policy", "return/optimal, first 5 episodes", *(f"episodes {a}-{b}" for a, b in windows),
+              f"last 10 episodes ({span[0]}-{span[1]})", "final mean return"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for name, row in policies.items():
+        cells = [name, f"{row['first_episodes_normalised']:.3f}"]
+        for a, b in windows:
+            value = episodes_36_40(row) if (a, b) == (36, 40) and "normalised" not in row else window_mean(row, a, b)
+            cells.append("-" if value is None or value != value else f"{value:.3f}")
+        own = tuple(row.get("last_episodes") or span)
+        cells.append(f"{row['last_episodes_normalised']:.3f}" + ("" if own == span else
+                                                                  f" (episodes {own[0]}-{own[1]})"))
+        cells.append(f"{row['final_mean_return']:.2f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def reach_lines(policies: dict[str, Any], level: float = 0.9) -> list[str]:
+    """When AD first reaches ``level`` of the optimal return, next to its source, saying when AD trails it."""
+    ad, source = policies.get("AD"), policies.get("source")
+    if ad is None:
+        return []
+    reached = first_reaching(ad, level)
+    text = (f"AD reaches {level:.0%} of the optimal return at episode {reached}" if reached else
+            f"AD does not reach {level:.0%} of the optimal return within the evaluated episodes")
+    if source is None:
+        return [text + "."]
+    own = first_reaching(source, level)
+    text += f", its source at episode {own}" if own else (
+        f"; its source does not within its {len(source.get('normalised') or [])} episodes")
+    if own and (reached is None or reached > own):
+        text += " (AD trails its own source: it learns in context more slowly than the algorithm it distils)"
+    return [text + "."]
+
+
+def write_report(out: Path, summary: dict[str, Any], timings: dict[str, float], settings: dict[str, Any],
+                 images: dict[str, str], task: str,
+                 windows: Sequence[tuple[int, int]] = ((36, 40),)) -> Path:
+    """Write ``out/report.md`` from an ``ad eval`` summary of a demo on ``task``; ``windows`` are the episode
+    ranges shown beside the first 5 and the last 10 (the figures a family's docs quote)."""
     lines = [f"# Algorithm Distillation on {task}: in-context evaluation", "",
              f"Held-out tasks: {len(summary['tasks'])} (never in the transformer's training data), "
              f"{summary['seeds']} seeds each, {summary['episodes']} episodes in context, "
              f"{'greedy' if summary['greedy'] else 'sampled'} actions. "
-             f"Mean optimal return: {summary['optimal_mean_return']:.2f}.", "",
-             "| policy | return/optimal, first 5 episodes | episodes 36-40 | last 10 episodes | final mean return |",
-             "|---|---|---|---|---|"]
-    for name, row in policies.items():
-        lines.append(f"| {name} | {row['first_episodes_normalised']:.3f} | "
-                     f"{row.get('episode_40_normalised', float('nan')):.3f} | {row['last_episodes_normalised']:.3f} | "
-                     f"{row['final_mean_return']:.2f} |")
-    ad = policies.get("AD")
-    if ad is not None:
-        reached = next((i + 1 for i, v in enumerate(ad["normalised"]) if v >= 0.9), None)
-        lines += ["", f"AD reaches 90% of the optimal return at episode {reached}." if reached else
-                  "AD does not reach 90% of the optimal return within the evaluated episodes."]
+             f"Mean optimal return: {summary['optimal_mean_return']:.2f}.", ""]
+    lines += table_lines(summary, windows)
+    reach = reach_lines(summary["policies"])
+    lines += ["", *reach] if reach else []
     lines += ["", "## Plots", ""]
     lines += [f"![{title}]({path})" for title, path in images.items()]
     lines += ["", f"## Time ({machine_description()})", "", "| stage | seconds |", "|---|---|"]
@@ -39,7 +87,7 @@ def write_report(out: Path, summary: dict[str, Any], timings: dict[str, float], 
     lines += [f"{key}: {_fmt(value)}" for key, value in settings.items()]
     lines += ["```", ""]
     path = out / "report.md"
-    path.write_text("\n".join(lines))
+    write_text_atomic(path, "\n".join(lines))
     return path
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ad.atomic import write_text_atomic
 from ad.errors import UserError
 from ad.history.storage import Location
 
@@ -30,5 +31,5 @@ def run_folder(out: str, location: Location, run_dir: str = "") -> Path:
         raise UserError(f"run folder {folder} holds the run of --out {marker.read_text().strip()}, not of {owner}; "
                         "pass --run-dir <another folder> (or the folder this dataset's run used before)")
     folder.mkdir(parents=True, exist_ok=True)
-    marker.write_text(owner + "\n")
+    write_text_atomic(marker, owner + "\n")
     return folder

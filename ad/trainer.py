@@ -23,10 +23,11 @@ LAST_CHECKPOINT = "last.ckpt"
 CONFIG_FILE = "config.yaml"
 MODEL_DIR = "model"
 #: Lightning warnings that never apply to these runs: windows are drawn at random with replacement (a resumed
-#: run need not replay the interrupted epoch) and a resumed run reuses its checkpoint folder on purpose.
+#: run need not replay the interrupted epoch), a resumed run reuses its checkpoint folder on purpose, and a run
+#: folder may have been moved before it resumes (older step files are removed at the end).
 COMMON_EXPECTED_WARNINGS = (".*sampler has shuffling enabled.*", ".*dataloader is not resumable.*",
                             ".*Checkpoint directory .* exists and is not empty.*", ".*LeafSpec.*",
-                            ".*does not have many workers.*")
+                            ".*does not have many workers.*", ".*The dirpath has changed from.*")
 
 
 def check_resume(config: Any, out: Path, resumable: Iterable[str],
@@ -50,15 +51,72 @@ def check_resume(config: Any, out: Path, resumable: Iterable[str],
     if not last.is_file():
         raise UserError(f"nothing to resume: {last} does not exist (drop --resume to start a new run)")
     check_checkpoint(last)
-    saved_file = out / CONFIG_FILE
-    if saved_file.is_file():
-        saved = yaml.safe_load(saved_file.read_text()) or {}
-        current = config_to_dict(config)
-        changed = sorted(k for k in current if k not in resumable and k in saved and saved[k] != current[k])
-        if changed:
-            diffs = ", ".join(f"{k}: {saved[k]!r} -> {current[k]!r}" for k in changed)
-            raise UserError(f"--resume needs the same options as the run in {out}; changed: {diffs}")
+    saved = _saved_options(out / CONFIG_FILE, yaml)
+    current = config_to_dict(config)
+    # the run folder may have been moved or renamed since: where it is now is not an option of the run
+    changed = sorted(k for k in current if k not in resumable and k != "out" and k in saved and saved[k] != current[k])
+    if changed:
+        raise UserError(f"--resume needs the same options as the run in {out}; changed: "
+                        f"{describe_changes(saved, current, changed)} (pass the old values, or start a new run in "
+                        "another --out)")
     return last
+
+
+def _saved_options(file: Path, yaml: Any) -> dict[str, Any]:
+    """The options recorded in a run's config.yaml; UserError when it is missing, empty or unreadable (a run
+    must never resume with options nobody checked)."""
+    problem = ""
+    try:
+        saved = yaml.safe_load(file.read_text(encoding="utf-8"))
+        if not isinstance(saved, dict) or not saved:
+            problem = "is empty" if saved in (None, "", {}) else "does not hold a mapping of options"
+    except FileNotFoundError:
+        problem = "is missing"
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        problem = f"is unreadable ({type(err).__name__})"
+    if problem:
+        raise UserError(f"cannot resume: {file} {problem}, so the run's options are unknown; write them back with "
+                        f"the `ad train` command that started the run plus --print-config (`ad train ... --print-config "
+                        f"> {file}`), then re-run with --resume") from None
+    return saved
+
+
+def describe_changes(old: dict[str, Any], new: dict[str, Any], keys: Iterable[str], shown: int = 6) -> str:
+    """``"lr 0.001 -> 0.05, batch_size 32 -> 16"``: one short line, long values cut, at most ``shown`` keys."""
+    keys = list(keys)
+    parts = [f"{k} {_short(old.get(k))} -> {_short(new.get(k))}" for k in keys[:shown]]
+    if len(keys) > shown:
+        parts.append(f"and {len(keys) - shown} more ({', '.join(keys[shown:])})")
+    return ", ".join(parts)
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def lock_run(out: Path) -> Any:
+    """Take the run folder's lock (the one ``ad generate`` takes on a dataset; it creates the folder) so that a
+    second `ad train` on the same ``--out`` stops with one error line; keep the returned object for the whole run.
+    Call it once the options are checked and before anything is written. Only the first process on the first
+    machine locks (the extra DDP processes write into the same folder on purpose)."""
+    import os
+
+    from ad.history.lock import DatasetLock
+    from ad.history.storage import Location
+    from ad.outputs import check_output_folder
+
+    check_output_folder(out)
+    if not first_local_process() or int(os.environ.get("NODE_RANK", "0") or 0) != 0:
+        return None
+    return DatasetLock.acquire(Location.of(out), advice="then pass --resume to continue its run")
+
+
+def corrupt_model_file(file: Path, err: Exception) -> UserError:
+    """The error for a saved model file that cannot be read: `--resume` rewrites model/ from the last checkpoint
+    (re-running without it is refused, the folder already holds a run)."""
+    return UserError(f"checkpoint file {file} is corrupt ({err}); re-run the `ad train` command that made it with "
+                     "--resume (it rewrites model/ from checkpoints/last.ckpt), or restore the folder from a copy")
 
 
 def load_checkpoint(path: Path, what: str, *keys: str) -> dict[str, Any]:
@@ -79,9 +137,11 @@ def write_config(config: Any, out: Path) -> None:
     """Save the resolved options as ``out/config.yaml`` (once per machine under DDP)."""
     import yaml
 
+    from ad.atomic import write_text_atomic
+
     out.mkdir(parents=True, exist_ok=True)
     if first_local_process():
-        (out / CONFIG_FILE).write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
+        write_text_atomic(out / CONFIG_FILE, yaml.safe_dump(config_to_dict(config), sort_keys=False))
 
 
 def make_trainer(config: Any, out: Path, validate: bool, strategy: Any = None) -> Any:
@@ -135,4 +195,22 @@ def fit(trainer: Any, module: Any, datamodule: Any, out: Path, resume_from: Path
             trainer.fit(module, datamodule=datamodule, ckpt_path=str(resume_from) if resume_from else None)
     except NonFiniteLossError as err:
         raise non_finite_error(err, last) from None
+    except SystemExit:  # Lightning turns Ctrl-C into a graceful stop and sys.exit(1)
+        if not trainer.interrupted:
+            raise
+        raise KeyboardInterrupt("re-run the same command with --resume to continue from its last checkpoint"
+                                if last.is_file() else "no checkpoint was written yet; re-run the same command "
+                                "to start again") from None
     trainer.save_checkpoint(last)  # the final state, for a later --resume
+    if trainer.is_global_zero:
+        remove_stale_checkpoints(out / CHECKPOINT_DIR)
+
+
+def remove_stale_checkpoints(folder: Path) -> None:
+    """Keep last.ckpt and the newest ``step=N.ckpt``; remove older step files (a killed run's, kept by no one)."""
+    import re
+
+    steps = sorted((int(m.group(1)), path) for path in folder.glob("step=*.ckpt")
+                   if (m := re.fullmatch(r"step=(\d+)\.ckpt", path.name)))
+    for _, path in steps[:-1]:
+        path.unlink(missing_ok=True)

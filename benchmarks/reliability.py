@@ -9,7 +9,10 @@ progress and after each kill), a truncated shard and a deleted shard repaired by
 The reference of each count is the number tried, so `ratio` 1.0 means every case was handled.
 
     python benchmarks/reliability.py            # 10 kills on 3x3 histories of 40k steps
-    python benchmarks/reliability.py --quick    # 5 kills on 3x3 histories of 20k steps (~2 min)
+    python benchmarks/reliability.py --quick    # 5 kills on 3x3 histories of 20k steps (~4 min)
+
+Run folders (:mod:`benchmarks.reliability_runs`): `ad eval` and `ad train rl --resume` SIGKILLed at random moments
+(run files lost, --resume with other options going on, tracebacks) and two trainers started on one --out together.
 """
 from __future__ import annotations
 
@@ -33,13 +36,15 @@ from benchmarks.common import figure, parse_args, report  # noqa: E402
 def options() -> argparse.Namespace:
     """The options (``--config`` / ``--print-config`` answered here, before the heavy imports below)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="5 kills, 20k-step histories (~2 min)")
+    parser.add_argument("--quick", action="store_true", help="5 kills, 20k-step histories, 1 + 1 run-folder kills, "
+                                                            "1 trainer pair (~4 min)")
     return parse_args(parser)
 
 
 ARGS = options() if __name__ == "__main__" else None
 
 from ad.history import HistoryReader, content_hash  # noqa: E402
+from benchmarks.reliability_runs import concurrent_trainers, run_file_kills  # noqa: E402
 from benchmarks.scale_generate import ad_command, kill_and_resume, read_with_globs, transition_diff  # noqa: E402
 
 
@@ -189,6 +194,14 @@ def main(args: argparse.Namespace) -> None:
             print("GLOB READ FAILED:", line)
         lost, duplicated = transition_diff(work / "ref", work / "killed")
         same_hash = content_hash(work / "ref") == content_hash(work / "killed")
+        runs_data = work / "runs-data"  # run folders: eval / train files under kill -9, two trainers at once
+        _ad("generate", "darkroom", "--out", str(runs_data), *TINY, "--steps-per-goal", "2000", "--heldout-fraction",
+            "0.25")
+        run_kills = 1 if args.quick else 5
+        killed_runs = run_file_kills(work / "kills", runs_data, run_kills)
+        pairs = concurrent_trainers(work / "pairs", runs_data, 1 if args.quick else 3, resume_pairs=not args.quick)
+        for line in killed_runs["details"] + pairs["details"]:
+            print("RUN FOLDER:", line)
     figures = [
         figure("bad inputs answered with exit 2, one error line, nothing changed on disk", "cases", handled, tried,
                "all"),
@@ -202,6 +215,20 @@ def main(args: argparse.Namespace) -> None:
         figure("transitions duplicated after the kills", "transitions", duplicated, None, "0",
                higher_is_better=False),
         figure("resumed dataset's content hash equals the uninterrupted run's", "bool", int(same_hash), None, "1"),
+        figure("run-file atomicity under kill -9: `ad eval` and `ad train rl --resume` killed at random moments",
+               "kills", killed_runs["kills"], 2 * run_kills, "all"),
+        figure("run files (eval.json/csv/png, config.yaml, model/) lost after those kills", "files",
+               killed_runs["lost"], None, "0", higher_is_better=False),
+        figure("`--resume` with other options going on after a killed training (silently wrong)", "runs",
+               killed_runs["silently_wrong"], None, "0", higher_is_better=False),
+        figure("tracebacks after those kills", "commands", killed_runs["tracebacks"], None, "0",
+               higher_is_better=False),
+        figure("concurrent trainers: pairs on one --out (fresh and --resume) where one ran and one got an error line",
+               "pairs", pairs["one_writer"], pairs["pairs"], "all"),
+        figure("concurrent trainers silently wrong (both ran, or a second set of checkpoints / event files)", "pairs",
+               pairs["silently_wrong"], None, "0", higher_is_better=False),
+        figure("concurrent trainers: tracebacks", "commands", pairs["tracebacks"], None, "0",
+               higher_is_better=False),
     ]
     report("reliability", figures, args.quick, page="reliability")
 

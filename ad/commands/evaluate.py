@@ -2,14 +2,18 @@
 from __future__ import annotations
 
 import csv
-import json
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ad.atomic import write_json_atomic, write_text_atomic
 from ad.config import option
 from ad.errors import UserError
 from ad.registry import register
+
+#: Labels of the rows the evaluator adds itself (uniformly random actions, the source algorithm's own curve).
+RESERVED_LABELS = ("random", "source")
 
 
 @dataclass
@@ -47,6 +51,15 @@ class EvalConfig:
             raise UserError(f"--split must be heldout, train or all, got {self.split!r}")
         if self.max_tasks is not None and self.max_tasks <= 0:
             raise UserError(f"--max-tasks must be positive, got {self.max_tasks} (leave it out to evaluate every task)")
+        labels = {"--name": self.name, **({"--baseline-name": self.baseline_name} if self.baseline else {})}
+        for flag, label in labels.items():
+            if not label.strip() or label.strip().lower() in RESERVED_LABELS:
+                what = "a row the evaluation adds itself" if label.strip() else "empty"
+                raise UserError(f"{flag} {label!r} is {what}; choose another label (not "
+                                f"{' or '.join(RESERVED_LABELS)})")
+        if self.baseline and self.name == self.baseline_name:
+            raise UserError(f"--name and --baseline-name are both {self.name!r}: the two models' rows would be mixed; "
+                            "give them different labels")
 
 
 def pick_tasks(reader: Any, split: str, max_tasks: int | None) -> list[str]:
@@ -148,18 +161,12 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     for result in results:
         mean, std = result.curve()
         summary["policies"][result.name] = {**summarise(result), "mean": mean.tolist(), "std": std.tolist(),
+                                            "sem": result.standard_error().tolist(),
                                             "normalised": result.normalised_curve().tolist(),
                                             "returns": result.returns.tolist()}
-    (out / "eval.json").write_text(json.dumps(summary, indent=1))
-    with open(out / "eval.csv", "w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["policy", "episode", "mean_return", "std_return", "mean_normalised_return"])
-        for result in results:
-            mean, std = result.curve()
-            norm = result.normalised_curve()
-            for e in range(len(mean)):
-                writer.writerow([result.name, e + 1, f"{mean[e]:.4f}", f"{std[e]:.4f}", f"{norm[e]:.4f}"])
-    curves = {r.name: r.curve() for r in results}
+    write_json_atomic(out / "eval.json", summary, indent=1)
+    write_text_atomic(out / "eval.csv", _csv_text(results))
+    curves = {r.name: (r.curve()[0], r.standard_error()) for r in results}
     plot_in_context(curves, optimal, out / "in_context.png",
                     title=f"In-context return on {len(tasks)} {config.split} tasks ({reader.family})")
     _print_table(summary)
@@ -168,16 +175,33 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     return summary
 
 
+def _csv_text(results: list[Any]) -> str:
+    """eval.csv: one row per policy and episode (mean and std of the return, mean return / optimal)."""
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer)
+    writer.writerow(["policy", "episode", "mean_return", "std_return", "mean_normalised_return"])
+    for result in results:
+        mean, std = result.curve()
+        norm = result.normalised_curve()
+        for e in range(len(mean)):
+            writer.writerow([result.name, e + 1, f"{mean[e]:.4f}", f"{std[e]:.4f}", f"{norm[e]:.4f}"])
+    return buffer.getvalue()
+
+
 def _print_table(summary: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"return / optimal return, {len(summary['tasks'])} tasks x {summary['seeds']} seeds")
+    from ad.evaluate import episodes_36_40
+
     for col in ("policy", "first 5 episodes", "episodes 36-40", "last 10 episodes"):
         table.add_column(col, justify="left" if col == "policy" else "right")
     for name, row in summary["policies"].items():
-        table.add_row(name, f"{row['first_episodes_normalised']:.3f}",
-                      f"{row.get('episode_40_normalised', float('nan')):.3f}", f"{row['last_episodes_normalised']:.3f}")
+        first, last = row.get("last_episodes", (0, 0))
+        span = f" ({first}-{last})" if last else ""
+        table.add_row(name, f"{row['first_episodes_normalised']:.3f}", f"{episodes_36_40(row):.3f}",
+                      f"{row['last_episodes_normalised']:.3f}{span}")
     Console(width=120).print(table)
 
 

@@ -1,6 +1,7 @@
 """`ad export minari`: write a learning-history dataset as a Minari dataset (see :mod:`ad.interop.minari`)."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from ad.config import option
@@ -50,7 +51,11 @@ class ExportMinariConfig:
 
 def run(config: ExportMinariConfig) -> int:
     from ad.interop.minari import export_minari
+    from ad.outputs import check_outside_datasets
 
+    root = config.out or os.environ.get("MINARI_DATASETS_PATH")
+    if root:  # Minari's own parquet files inside a learning-history dataset would break its documented glob
+        check_outside_datasets(root, "--out" if config.out else "$MINARI_DATASETS_PATH")
     result = export_minari(config.data, config.name, root=config.out, data_format=config.data_format,
                            overwrite=config.overwrite, skip_columns=config.skip_columns, author=config.author,
                            author_email=config.author_email, code_permalink=config.code_permalink,

@@ -1,4 +1,5 @@
-"""One writer per dataset: a lock file that a second process writing the same local dataset finds taken."""
+"""One writer per dataset (and per training run folder): a lock file that a second process writing the same local
+folder finds taken."""
 from __future__ import annotations
 
 import os
@@ -21,8 +22,11 @@ class DatasetLock:
         self.fd, self.path = fd, path
 
     @classmethod
-    def acquire(cls, location: Location) -> "DatasetLock | None":
-        """Take the lock of a local dataset (None for a remote one); UserError if another process holds it."""
+    def acquire(cls, location: Location, advice: str = "") -> "DatasetLock | None":
+        """Take the lock of a local dataset (None for a remote one); UserError if another process holds it.
+
+        Training runs take the same lock on their run folder; ``advice`` replaces what the error tells the user
+        to do once the other process is done (by default: re-run the same command to resume)."""
         base = location.local_path()
         if base is None:
             return None
@@ -38,9 +42,9 @@ class DatasetLock:
         except OSError:
             holder = _read_pid(fd)
             os.close(fd)
+            advice = advice or "re-running the same command afterwards resumes"
             raise UserError(f"another process{f' (pid {holder})' if holder else ''} is writing {base}; wait for it "
-                            "to finish (re-running the same command afterwards resumes), or choose another --out "
-                            "folder") from None
+                            f"to finish ({advice}), or choose another --out folder") from None
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         return cls(fd, path)

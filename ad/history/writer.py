@@ -9,6 +9,7 @@ with the same arguments skips complete units and redoes the others from scratch.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -100,6 +101,10 @@ class HistoryWriter:
         loc = self.location
         if loc.is_file(loc.base):
             raise UserError(f"--out {loc} is a file, not a folder; choose a new or empty folder")
+        if loc.local_path() is not None:
+            from ad.outputs import check_folder_path
+
+            check_folder_path(loc.local_path())
         if self.worker and not loc.exists(self._json_path):
             raise RuntimeError(f"{self._json_path} does not exist: the driver creates the dataset before workers "
                                "write units into it")
@@ -246,8 +251,22 @@ class HistoryWriter:
         if not self.worker:
             try:
                 self._save()
+                self._remove_empty_staging()
             finally:
                 self.release()
+
+    def _remove_empty_staging(self) -> None:
+        """Remove the empty ``.staging/task=*`` folders committed units leave behind (local datasets; a folder
+        still in use is not empty and stays)."""
+        base = self.location.local_path()
+        staging = base and os.path.join(base, layout.STAGING)
+        if not staging or not os.path.isdir(staging):
+            return
+        for name in os.listdir(staging):
+            try:
+                os.rmdir(os.path.join(staging, name))
+            except OSError:  # not empty (a unit in progress or left by a kill) or not a folder
+                pass
 
     def release(self) -> None:
         """Let another process write this dataset (``close`` does this; also called when the writer is freed)."""

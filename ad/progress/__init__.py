@@ -87,6 +87,7 @@ class PlainProgress:
         self._start = self._last = time.perf_counter()
         self._postfix: dict[str, Any] = {}
         self._closed = False
+        self.lines = 0  #: lines printed so far
 
     # ---------------------------------------------------------------- tqdm-like API
     def update(self, n: int = 1) -> None:
@@ -137,6 +138,7 @@ class PlainProgress:
         return " ".join(p for p in parts if p)
 
     def _print(self, text: str) -> None:
+        self.lines += 1
         print(text, file=self.file or sys.stdout, flush=True)
 
 
@@ -171,7 +173,9 @@ def track(items: Iterable[T], desc: str = "", unit: str = "it", total: int | Non
 
 class Progress:
     """A counter with metrics on the one engine: a bar on a terminal, plain lines in a log, nothing when ``show`` is
-    false. ``update(n, **metrics)`` advances by ``n`` and shows the metrics (formatted by :func:`format_value`)."""
+    false. ``update(n, **metrics)`` advances by ``n`` and shows the metrics (formatted by :func:`format_value`) as a
+    new measurement: in a log it is printed in one line, and the lines after it leave it out rather than repeat an
+    old figure."""
 
     def __init__(self, total: int | None, desc: str = "", unit: str = "it", show: bool = True, initial: int = 0,
                  every: float | None = None) -> None:
@@ -184,7 +188,11 @@ class Progress:
         if metrics:
             self.bar.set_postfix({k: format_value(v) for k, v in metrics.items()}, refresh=False)
         if n:
+            plain = isinstance(self.bar, PlainProgress)
+            printed = self.bar.lines if plain else 0
             self.bar.update(n)
+            if plain and self.bar.lines != printed:  # the measurement went out in a line: do not repeat it
+                self.bar.set_postfix({})
 
     def write(self, text: str) -> None:
         """A line of its own above the bar (or between the plain lines)."""

@@ -137,7 +137,8 @@ def write_lm_report(out: Path, summary: dict[str, Any], timings: dict[str, float
 
     from ad.report import write_report
 
-    curves = {name: (np.asarray(row["mean"]), np.asarray(row["std"])) for name, row in summary["policies"].items()}
+    curves = {name: (np.asarray(row["mean"]), np.asarray(row.get("sem", row["std"])))
+              for name, row in summary["policies"].items()}
     plot_curves(curves, summary["optimal_mean_return"], out / "eval-lm" / "in_context.png",
                 title=f"In-context return on {len(summary['tasks'])} held-out DarkRoom goals: RL format vs "
                       "Language format")

@@ -22,10 +22,9 @@ def model_dir(path: Any) -> Path | None:
                 if json.loads(info.read_text()).get("model_type") == MODEL_TYPE:
                     return candidate
             except ValueError as err:
-                from ad.errors import UserError
+                from ad.trainer import corrupt_model_file
 
-                raise UserError(f"checkpoint file {info} is corrupt ({err}); re-run the `ad train` command that made "
-                                "it, or restore the folder from a copy") from None
+                raise corrupt_model_file(info, err) from None
     return None
 
 

@@ -14,12 +14,12 @@ Run folder (``--out``)::
 """
 from __future__ import annotations
 
-import json
 import logging
 import warnings
 from pathlib import Path
 from typing import Any
 
+from ad.atomic import write_json_atomic
 from ad.distributed.options import first_local_process
 from ad.trainer import MODEL_DIR
 from models.lm.config import RESUMABLE_CHANGES, SCRATCH, TrainLMConfig
@@ -61,7 +61,7 @@ def save_model(model: Any, tokenizer: Any, out: Path, info: dict[str, Any], merg
     if info.get("base_model") == SCRATCH:  # all weights trained: the whole model, a plain transformers folder
         model.save_pretrained(folder / WEIGHTS_DIR)
         tokenizer.save_pretrained(folder / "tokenizer")
-        (folder / "lm.json").write_text(json.dumps({"model_type": MODEL_TYPE, **info}, indent=1))
+        write_json_atomic(folder / "lm.json", {"model_type": MODEL_TYPE, **info}, indent=1)
         return folder
     model.save_pretrained(folder / "adapter")
     tokenizer.save_pretrained(folder / "tokenizer")
@@ -71,7 +71,7 @@ def save_model(model: Any, tokenizer: Any, out: Path, info: dict[str, Any], merg
         merged = copy.deepcopy(model).merge_and_unload()
         merged.save_pretrained(folder / "merged")
         tokenizer.save_pretrained(folder / "merged")
-    (folder / "lm.json").write_text(json.dumps({"model_type": MODEL_TYPE, **info}, indent=1))
+    write_json_atomic(folder / "lm.json", {"model_type": MODEL_TYPE, **info}, indent=1)
     return folder
 
 
@@ -137,7 +137,7 @@ def train(config: TrainLMConfig) -> Path:
     from ad.history import HistoryReader
     from ad.pretrained import position_limit
     from ad.registry import env_factory
-    from ad.trainer import check_resume, fit, load_checkpoint, make_trainer, write_config
+    from ad.trainer import check_resume, fit, load_checkpoint, lock_run, make_trainer, write_config
     from ad.training import OptimConfig
     from models.lm.data import ShardedLMDataModule
     from models.lm.module import LMLightningModule
@@ -147,7 +147,7 @@ def train(config: TrainLMConfig) -> Path:
         torch.set_num_threads(config.threads)
     library_bars_off_in_logs()  # transformers' "Writing model shards" bars are carriage-return noise in a log
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
-    out = Path(config.out)
+    out = Path(config.out).expanduser()
     reader = HistoryReader(config.data)
     config = dataclasses.replace(config, template=resolve_template(config.template, reader.metadata, config.model))
     resume_from = check_resume(config, out, RESUMABLE_CHANGES, lambda path: load_checkpoint(path, "ad train lm"))
@@ -169,6 +169,7 @@ def train(config: TrainLMConfig) -> Path:
     strategy = fsdp_strategy(config) if config.strategy == "fsdp" else None
     trainer = make_trainer(config, out, validate=config.val_every > 0 and datamodule.val_set is not None,
                            strategy=strategy)
+    lock = lock_run(out)  # noqa: F841 - held until training ends: one writer per run folder (creates it)
     if config.watch_every and actions is not None and datamodule.heldout_tasks:
         tasks, make_env = datamodule.heldout_tasks, env_factory(reader.family)
         trainer.callbacks.append(HeldoutReturn(

@@ -327,11 +327,14 @@ class ADTransformer(nn.Module):
 
         from safetensors.torch import save_file
 
+        from ad.atomic import atomic_path, write_json_atomic
+
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        (directory / "config.json").write_text(json.dumps({"model_type": "ad-rl", **asdict(self.config)}, indent=2))
+        write_json_atomic(directory / "config.json", {"model_type": "ad-rl", **asdict(self.config)})
         state = {k: v.detach().contiguous().cpu() for k, v in self.state_dict().items()}
-        save_file(state, str(directory / "model.safetensors"))
+        with atomic_path(directory / "model.safetensors") as tmp:
+            save_file(state, str(tmp))
         return directory
 
     @classmethod

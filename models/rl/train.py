@@ -93,7 +93,7 @@ def _check_checkpoint(path: Path, config: TrainRLConfig) -> None:
     """UserError unless ``path`` is a readable Lightning checkpoint of a model with this config."""
     import dataclasses
 
-    from ad.trainer import load_checkpoint
+    from ad.trainer import describe_changes, load_checkpoint
 
     saved_model = load_checkpoint(path, "ad train rl", "hyper_parameters")["hyper_parameters"].get("model_config")
     if not isinstance(saved_model, dict):
@@ -102,8 +102,8 @@ def _check_checkpoint(path: Path, config: TrainRLConfig) -> None:
     current = dataclasses.asdict(model_config_of(config))
     changed = sorted(k for k in current if saved_model.get(k) != current[k])
     if changed:
-        diffs = ", ".join(f"{k}: {saved_model.get(k)!r} -> {current[k]!r}" for k in changed)
-        raise UserError(f"cannot resume from {path}: its model does not fit these options/dataset ({diffs})")
+        raise UserError(f"cannot resume from {path}: its model does not fit these options/dataset "
+                        f"({describe_changes(saved_model, current, changed)})")
 
 
 def train(config: TrainRLConfig) -> Path:
@@ -114,13 +114,13 @@ def train(config: TrainRLConfig) -> Path:
     import torch
 
     from ad.distributed.data import ShardedRLDataModule
-    from ad.trainer import check_resume, fit, make_trainer, write_config
+    from ad.trainer import check_resume, fit, lock_run, make_trainer, write_config
     from models.rl.module import ADLightningModule, optim_config_of
 
     if config.threads:
         torch.set_num_threads(config.threads)
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
-    out = Path(config.out)
+    out = Path(config.out).expanduser()
     datamodule = ShardedRLDataModule(config.data, window=config.context, batch_size=config.batch_size,
                                      subsample=config.subsample, expert_only=config.expert_only,
                                      val_batches=config.val_batches, num_workers=config.num_workers,
@@ -131,6 +131,7 @@ def train(config: TrainRLConfig) -> Path:
     resume_from = check_resume(config, out, RESUMABLE_CHANGES, lambda path: _check_checkpoint(path, config))
 
     trainer = make_trainer(config, out, validate=config.val_every > 0 and _has_val(datamodule))
+    lock = lock_run(out)  # noqa: F841 - held until training ends: one writer per run folder (creates it)
     write_config(config, out)
     L.seed_everything(config.seed, workers=True, verbose=False)
     module = ADLightningModule(dataclasses.asdict(model_config_of(config)), optim_config_of(config),
@@ -148,10 +149,10 @@ def train(config: TrainRLConfig) -> Path:
 def write_training_data(directory: Path, metadata: dict) -> None:
     """``training_data.json`` beside the weights: the dataset's task family and task spec, so that ``ad eval``
     refuses a dataset of another family or size with a clear message."""
-    import json
+    from ad.atomic import write_json_atomic
 
     record = {"family": metadata.get("family"), "task_spec": metadata.get("task_spec") or {}}
-    (directory / TRAINING_DATA_FILE).write_text(json.dumps(record, indent=1, default=str))
+    write_json_atomic(directory / TRAINING_DATA_FILE, record, indent=1, default=str)
 
 
 def _has_val(datamodule: Any) -> bool:

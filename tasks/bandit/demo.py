@@ -17,7 +17,6 @@ Every stage resumes: re-running the same call skips finished work (delete ``<out
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ad.atomic import write_json_atomic, write_text_atomic
 from ad.config import make_config
 from ad.demo_pipeline import stage, train_policies
 from ad.errors import UserError
@@ -75,7 +75,7 @@ def demo(config: BanditDemoConfig) -> dict[str, Any]:
                     config.eval_envs, config.seed, config.threads)
     timings["total"] = sum(timings.values())
     summary = {"settings": asdict(config), "timings": timings, **results}
-    (out / "regret.json").write_text(json.dumps(summary, indent=1))
+    write_json_atomic(out / "regret.json", summary, indent=1)
     plot_regret(results, out / "regret.png",
                 title=f"{config.arms}-armed {config.kind} bandits: {results['instances']} held-out instances x "
                       f"{config.eval_envs} runs")
@@ -118,8 +118,9 @@ def evaluate_regret(data: str | Path, checkpoints: dict[str, str | Path], envs_p
     if source.get("algorithm") == "ucb" and ucb_c != 1.0:  # the source itself, beside the textbook UCB1
         policies[f"UCB1 c={ucb_c:g}"] = VectorPolicy("ucb", arms, kind, noise, ucb_c=ucb_c, seed=seed)
     policies["random"] = RandomPolicy(arms, seed)
+    own = {"ucb": "UCB1" if ucb_c == 1.0 else f"UCB1 c={ucb_c:g}", "thompson": "Thompson"}
     out: dict[str, Any] = {"instances": len(tasks), "runs_per_instance": envs_per_task, "pulls": pulls,
-                           "policies": {}}
+                           "source_policy": own.get(source.get("algorithm")), "policies": {}}
     for name, policy in policies.items():
         setup = make_eval_env(meta, tasks, envs_per_task)
         started = time.perf_counter()
@@ -158,6 +159,18 @@ def plot_regret(results: dict[str, Any], path: str | Path, title: str = "") -> P
     return save_figure(fig, path)
 
 
+def source_lines(summary: dict[str, Any]) -> list[str]:
+    """AD's regret next to the regret of the algorithm whose histories it distilled, saying when AD trails it."""
+    policies, source = summary["policies"], summary.get("source_policy")
+    if "AD" not in policies or source not in policies:
+        return []
+    ad, own = policies["AD"]["final_regret"], policies[source]["final_regret"]
+    ratio = ad / own if own > 0 else float("inf")
+    verdict = ("AD trails its own source (more regret than the algorithm it distils)" if ad > own else
+               "AD matches or beats its own source")
+    return ["", f"AD's regret is {ratio:.2f}x its source's ({source}: {own:.2f}): {verdict}."]
+
+
 def write_report(out: Path, summary: dict[str, Any]) -> Path:
     """``out/report.md``: the regret table, the plot and the time each stage took."""
     from ad.report import machine_description
@@ -169,6 +182,7 @@ def write_report(out: Path, summary: dict[str, Any]) -> Path:
     for name, row in summary["policies"].items():
         lines.append(f"| {name} | {row['final_regret']:.2f} | {row['final_regret_se']:.2f} | "
                      f"{summary['ratio_to_thompson'][name]:.2f} |")
+    lines += source_lines(summary)
     lines += ["", "![cumulative regret](regret.png)", "", f"## Time ({machine_description()})", "",
               "| stage | seconds |", "|---|---|"]
     lines += [f"| {stage} | {seconds:.0f} |" for stage, seconds in summary["timings"].items()]
@@ -176,5 +190,5 @@ def write_report(out: Path, summary: dict[str, Any]) -> Path:
     lines += [f"{key}: {value}" for key, value in summary["settings"].items()]
     lines += ["```", ""]
     path = out / "report.md"
-    path.write_text("\n".join(lines))
+    write_text_atomic(path, "\n".join(lines))
     return path

@@ -19,13 +19,13 @@ a block and commits only its missing units, identically.
 """
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
 
+from ad.atomic import write_json_atomic
 from ad.config import data_options
 from ad.history import ColumnSpec, HistorySpec, HistoryWriter, Location
 from tasks.bandit.algorithms import GAUSSIAN_PRIOR, run_source
@@ -166,7 +166,7 @@ def generate(cfg: GenerateConfig) -> Path | str:
     summary = summarize(cfg, location, metadata, time.time() - started)
     run_dir = Path(local) / "_run" if local is not None else Path("runs") / "generate-bandit"
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_json_atomic(run_dir / "summary.json", summary)
     print(f"{cfg.source} on {cfg.instances} {cfg.arms}-armed {cfg.kind} bandits, {cfg.pulls} pulls each: mean "
           f"cumulative regret {summary['source_regret']:.2f} (uniformly random pulls: {summary['random_regret']:.2f}); "
           f"{summary['seconds']:.1f}s -> {out}")

@@ -8,13 +8,13 @@ the same learning figure as the A2C source's.
 """
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ad.atomic import write_json_atomic
 from ad.errors import UserError
 from ad.history import ColumnSpec, HistoryReader, HistorySpec, HistoryWriter, Location
 from ad.runs import run_folder
@@ -91,7 +91,7 @@ def generate_explorer(cfg: GenerateConfig) -> Path | str:
         writer.close()  # records every committed unit in dataset.json, also when interrupted
     summary = summarize(cfg, location, metadata, time.time() - started)
     run_dir = run_folder(cfg.out, location, cfg.run_dir)
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_json_atomic(run_dir / "summary.json", summary)
     print(f"{summary['learned_goals']}/{summary['goals']} goals reach {LEARNED_RATIO:.0%} of the optimal return over "
           f"the last {FINAL_FRACTION:.0%} of their streams (mean ratio {summary['mean_final_ratio']:.3f}; first "
           f"episode {summary['mean_first_ratio']:.3f}); {episodes} episodes x {cfg.num_envs} streams per goal in "

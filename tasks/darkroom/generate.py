@@ -20,7 +20,6 @@ its batch), and a unit whose worker dies is rerun.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import time
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from ad.atomic import write_json_atomic
 from ad.config import data_options
 from ad.distributed import WorkUnit, run_units
 from ad.errors import UserError
@@ -109,6 +109,7 @@ class GridSource:
     derive: Callable[[Any], Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]] | None] | None = None
     """``derive(cfg)``: maps a unit's column batch to the stored columns (see BatchWriter), or None."""
     pictures: Callable[..., None] | None = None  #: ``(cfg, run_dir, metadata, curves, greedy)``: run-folder pictures
+    noun: str = "goals"  #: what the family's tasks are called in printed lines ("key/door pairs")
 
 
 def generate(cfg: GenerateConfig, source: GridSource | None = None) -> Path | str:
@@ -174,7 +175,7 @@ def _generate(cfg: GenerateConfig, source: GridSource) -> Path | str:
     todo = [b for b in batches if any(not writer.is_complete(source.task_name(cfg, g), cfg.seed) for g in b)]
     skipped = len(goals) - sum(len(b) for b in todo)
     if skipped:
-        print(f"resuming: {skipped} of {len(goals)} goals already in {out}, {len(todo)} batch(es) to run")
+        print(f"resuming: {skipped} of {len(goals)} {source.noun} already in {out}, {len(todo)} batch(es) to run")
 
     started = time.time()
     done = {"steps": 0}
@@ -215,11 +216,11 @@ def _generate(cfg: GenerateConfig, source: GridSource) -> Path | str:
     steps_done = done["steps"]
 
     summary = _summarize(cfg, location, metadata, elapsed, steps_done)
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_json_atomic(run_dir / "summary.json", summary)
     if cfg.plots and curves and source.pictures is not None:
         source.pictures(cfg, run_dir, metadata, curves, greedy)
-    print(f"{summary['learned_goals']}/{summary['goals']} goals ({100 * summary['learned_fraction']:.1f}%) reach "
-          f"{LEARNED_RATIO:.0%} of the optimal return over the last {FINAL_FRACTION:.0%} of their streams "
+    print(f"{summary['learned_goals']}/{summary['goals']} {source.noun} ({100 * summary['learned_fraction']:.1f}%) "
+          f"reach {LEARNED_RATIO:.0%} of the optimal return over the last {FINAL_FRACTION:.0%} of their streams "
           f"(mean ratio {summary['mean_final_ratio']:.3f}); {steps_done:,} env steps in {elapsed:.1f}s "
           f"({steps_done / max(elapsed, 1e-9):,.0f} steps/s incl. writing) -> {out}")
     return out

@@ -23,13 +23,14 @@ _TASK_RE = re.compile(r"^darkroom(\d+)-g(\d+)-(\d+)$")
 MAX_SIZE = 32
 
 
-def check_size(size: int) -> None:
-    """Raise a UserError unless ``size`` is a usable grid size (2 .. MAX_SIZE)."""
+def check_size(size: int, room: str = "DarkRoom") -> None:
+    """Raise a UserError unless ``size`` is a usable grid size (2 .. MAX_SIZE); ``room`` names the family's room
+    in the message."""
     if int(size) < 2:
-        raise UserError(f"DarkRoom size must be at least 2 (a {size}x{size} grid has no goal besides the start); "
+        raise UserError(f"{room} --size must be at least 2 (a {size}x{size} grid has no goal besides the start); "
                         "pass --size 2 or more")
     if int(size) > MAX_SIZE:
-        raise UserError(f"DarkRoom size {size} is too large: at most {MAX_SIZE} (a {size}x{size} room has "
+        raise UserError(f"{room} --size {size} is too large: at most {MAX_SIZE} (a {size}x{size} room has "
                         f"{int(size) ** 2 - 1} goals, each trained by its own agent); pass --size {MAX_SIZE} or less")
 
 

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ad.atomic import atomic_path
 from tasks.darkroom.env import DarkRoomEnv
 
 
@@ -34,7 +35,8 @@ def plot_learning_curves(path: Path, steps: np.ndarray, curves: np.ndarray, opti
     ax.set_ylim(0, 1.1)
     ax.legend(loc="lower right")
     fig.tight_layout()
-    fig.savefig(path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp)
     plt.close(fig)
 
 
@@ -73,4 +75,5 @@ def greedy_policy_gif(path: Path, size: int, goals: list[tuple[int, int]], greed
             big[:, ::cell_px] = 200
             tiles += [big, gap]
         images.append(Image.fromarray(np.concatenate(tiles[:-1], axis=1)))
-    images[0].save(path, save_all=True, append_images=images[1:], duration=250, loop=0)
+    with atomic_path(path) as tmp:
+        images[0].save(tmp, save_all=True, append_images=images[1:], duration=250, loop=0)

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ad.atomic import atomic_path
 from tasks.gridworld.actor import left_pad
 
 
@@ -70,11 +71,8 @@ class LMCritic:
 
     def save(self, path: str | Path) -> None:
         """Write the value head atomically (``path`` complete or absent)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        torch.save({"state_dict": self.head.state_dict(), "hidden": self.head.net[1].in_features}, tmp)
-        tmp.replace(path)
+        with atomic_path(path) as tmp:
+            torch.save({"state_dict": self.head.state_dict(), "hidden": self.head.net[1].in_features}, tmp)
 
     @staticmethod
     def load(path: str | Path, features: LMFeatures) -> "LMCritic":

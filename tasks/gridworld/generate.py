@@ -27,6 +27,7 @@ from typing import Any, Iterable
 import numpy as np
 import torch
 
+from ad.atomic import write_json_atomic
 from ad.config import data_options
 from ad.errors import UserError
 from ad.runs import run_folder
@@ -236,5 +237,5 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
 
 def _save_summary(path: Path, summary: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(summary, indent=2))
+    write_json_atomic(path, summary)
 

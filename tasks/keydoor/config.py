@@ -67,7 +67,7 @@ class GenerateConfig:
     terminate_on_goal = True
 
     def __post_init__(self) -> None:
-        check_size(self.size)
+        check_size(self.size, "Key-to-Door")
         for name in ("steps_per_task", "episode_length", "hidden", "num_envs", "num_steps", "log_every"):
             if getattr(self, name) <= 0:
                 raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")

@@ -16,6 +16,7 @@ class KeyDoorDemoConfig(ADDemoConfig):
 
     FAMILY: ClassVar[str] = "keydoor"
     TITLE: ClassVar[str] = "Dark Key-to-Door"
+    REPORT_WINDOWS: ClassVar[tuple[tuple[int, int], ...]] = ((36, 40), (46, 50))  # 46-50: the figure its docs quote
 
     out: str = override(ADDemoConfig, "out", "data/demo-keydoor")
     tasks: int = option(960, "key/door pairs the A2C source trains on, drawn by --seed from the 6480 of a 9x9 room "

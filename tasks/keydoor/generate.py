@@ -93,7 +93,7 @@ def _task_name(cfg: GenerateConfig, pair: Pair) -> str:
 
 #: The Key-to-Door family of the batched-A2C generator.
 KEYDOOR = GridSource(family=FAMILY, goals=_goals, task_name=_task_name, metadata=dataset_metadata, spec=history_spec,
-                     agent=KeyDoorA2C, derive=observed_columns, pictures=_pictures)
+                     agent=KeyDoorA2C, derive=observed_columns, pictures=_pictures, noun="key/door pairs")
 
 
 def generate(cfg: GenerateConfig) -> Path | str:

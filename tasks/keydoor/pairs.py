@@ -21,7 +21,7 @@ _TASK_RE = re.compile(r"^keydoor(\d+)-k(\d+)-(\d+)-d(\d+)-(\d+)$")
 
 def all_pairs(size: int) -> list[Pair]:
     """Every ordered pair of distinct cells (key, door), key-major in row-major cell order."""
-    check_size(size)
+    check_size(size, "Key-to-Door")
     cells = [(r, c) for r in range(size) for c in range(size)]
     return [(*k, *d) for k in cells for d in cells if k != d]
 

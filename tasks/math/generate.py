@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from ad.atomic import write_json_atomic
 from ad.config import data_options
 from ad.history import HistoryWriter, Location
 from ad.pretrained import load_base
@@ -162,7 +163,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
         summary["before"] = evaluate_policy(model, tokenizer, heldout, heldout_prompts, cfg.max_new_tokens,
                                             "held-out before", cfg.progress)
         run_dir.mkdir(parents=True, exist_ok=True)
-        summary_path.write_text(json.dumps(summary, indent=2))
+        write_json_atomic(summary_path, summary)
 
     eos = {int(t) for t in ([tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else [])}
     log = MathRolloutLog(writer, run=cfg.seed, num_generations=cfg.num_generations, eos_ids=eos)
@@ -193,7 +194,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     summary.update(train_seconds_this_run=elapsed, rows_this_run=log.rows_logged, iterations=cfg.iterations,
                    refresh_every=cfg.refresh_every, level=cfg.level if not cfg.problems else None)
     run_dir.mkdir(parents=True, exist_ok=True)
-    summary_path.write_text(json.dumps(summary, indent=2))
+    write_json_atomic(summary_path, summary)
     if cfg.plots:
         from tasks.trl_runs.plots import plot_reward_curve
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from ad.atomic import write_json_atomic
 from ad.config import data_options
 from ad.runs import run_folder
 from ad.history import HistoryWriter, Location
@@ -117,7 +118,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
         summary["before"] = evaluate_policy(model, tokenizer, eval_set, user_reward, cfg.max_new_tokens,
                                             cfg.temperature, cfg.seed)
         run_dir.mkdir(parents=True, exist_ok=True)
-        summary_path.write_text(json.dumps(summary, indent=2))
+        write_json_atomic(summary_path, summary)
 
     log = RolloutLog(writer, run=cfg.seed, num_generations=cfg.num_generations)
     trainer_ref: dict[str, Any] = {}
@@ -154,7 +155,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     summary["rows_this_run"] = log.rows_logged
     summary["steps"] = cfg.steps
     run_dir.mkdir(parents=True, exist_ok=True)
-    summary_path.write_text(json.dumps(summary, indent=2))
+    write_json_atomic(summary_path, summary)
     if cfg.plots:
         from tasks.trl_runs.plots import plot_reward_curve
 

@@ -1,18 +1,15 @@
 """Prompt files: one prompt per line, and the deterministic train / held-out split."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from ad.errors import UserError
+from ad.outputs import check_input_file
 
 
 def load_prompts(path: str) -> list[str]:
     """Non-empty, non-comment lines of ``path``, unique, in file order (UserError if there are none)."""
-    file = Path(path).expanduser()
-    if not file.is_file():
-        raise UserError(f"prompt file {file} does not exist; pass --prompts <text file, one prompt per line>")
+    file = check_input_file(path, "prompt file", "pass --prompts <text file, one prompt per line>")
     lines = [line.strip() for line in file.read_text(encoding="utf-8").splitlines()]
     prompts = list(dict.fromkeys(line for line in lines if line and not line.startswith("#")))
     if len(prompts) < 2:

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ad.atomic import write_json_atomic
 from ad.config import data_options
 from ad.history import HistoryReader, HistoryWriter, Location
 from ad.progress import PhaseLog
@@ -193,9 +194,8 @@ def generate(cfg: GenerateConfig) -> Path | str:
         run.writer.close()  # records every committed unit in dataset.json, also when interrupted
     path = run.run_dir / "summary.json"
     before = json.loads(path.read_text()).get("seconds", 0.0) if path.is_file() else 0.0
-    path.write_text(json.dumps({"seed": cfg.seed, "results": run.results, "seconds": before + time.time() - run.started,
-                                "seconds_note": "wall time of every invocation that wrote to this run, summed"},
-                               indent=2))
+    write_json_atomic(path, {"seed": cfg.seed, "results": run.results, "seconds": before + time.time() - run.started,
+                             "seconds_note": "wall time of every invocation that wrote to this run, summed"})
     from tasks.textworld.plots import plot_phases
 
     plot_phases(run.results, run.run_dir / "phases.png", cfg.seed)

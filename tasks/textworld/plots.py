@@ -4,6 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
+from ad.atomic import atomic_path
+
 
 def plot_phases(results: dict[str, dict[str, Any]], path: Path, seeds: Any = None,
                 phases: Sequence[str] = ("base", "sft", "ppo")) -> None:
@@ -44,5 +46,6 @@ def plot_phases(results: dict[str, dict[str, Any]], path: Path, seeds: Any = Non
     axes[2].set_xlabel("iteration")
     fig.suptitle(f"CookingWorld: base LM -> SFT -> PPO{'' if seeds is None else f' (seeds {seeds})'}")
     fig.tight_layout()
-    fig.savefig(path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp)
     plt.close(fig)

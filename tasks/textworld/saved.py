@@ -15,12 +15,12 @@ back when its time budget stops ``ad generate textworld`` after PPO but before t
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from ad.atomic import atomic_path, write_json_atomic
 from ad.errors import UserError
 from tasks.textworld.config import GenerateConfig
 
@@ -42,16 +42,18 @@ def export_adapters(run_dir: Path, dest: Path, dtype: str = "bfloat16") -> dict[
         raise UserError(f"{run_dir} holds no SFT adapter ({sft} is missing): the run has not finished SFT yet")
     dest.mkdir(parents=True, exist_ok=True)
     written = {"sft": dest / SFT_FILE}
-    save_file({k: v.to(cast).contiguous() for k, v in load_file(str(sft)).items()}, str(written["sft"]),
-              metadata={"source": str(sft)})
+    with atomic_path(written["sft"]) as tmp:
+        save_file({k: v.to(cast).contiguous() for k, v in load_file(str(sft)).items()}, str(tmp),
+                  metadata={"source": str(sft)})
     checkpoint = run_dir / "ppo-checkpoint.pt"
     if checkpoint.is_file():
         state = torch.load(checkpoint, map_location="cpu", weights_only=False)
         tensors = {k: v.to(cast).contiguous() for k, v in state["adapter"].items()}
         tensors.update({_VALUE_HEAD + k: v.to(cast).contiguous() for k, v in state["value_head"].items()})
         written["ppo"] = dest / PPO_FILE
-        save_file(tensors, str(written["ppo"]), metadata={"source": str(checkpoint),
-                                                          "iteration": str(int(state["iteration"]))})
+        with atomic_path(written["ppo"]) as tmp:
+            save_file(tensors, str(tmp),
+                      metadata={"source": str(checkpoint), "iteration": str(int(state["iteration"]))})
     return written
 
 
@@ -142,6 +144,6 @@ def evaluate_saved(cfg: GenerateConfig, sft_file: Path, ppo_file: Path | None = 
     record = {"seed": cfg.seed, "results": run.results, "dtype": cfg.dtype,
               "adapters": {k: {"file": str(p), "sha256": _sha256(p)} for k, p in files.items()},
               "ppo_iterations": iterations}
-    (run.run_dir / "saved.json").write_text(json.dumps(record, indent=2))
+    write_json_atomic(run.run_dir / "saved.json", record)
     run.log(f"done -> {cfg.out} (adapters: {', '.join(str(p) for p in files.values())})")
     return run.results

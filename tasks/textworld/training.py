@@ -8,6 +8,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from ad.atomic import atomic_path
 from tasks.textworld.config import GenerateConfig
 from tasks.textworld.policy import TextWorldPolicy
 from tasks.textworld.ppo import PPOLearner
@@ -94,9 +95,8 @@ def save_ppo_checkpoint(run_dir: Path, iteration: int, model: Any, learner: PPOL
              "value_head": learner.value_head.state_dict(), "optimizer": learner.optimizer.state_dict(),
              "generator": learner.generator.get_state()}
     path = run_dir / "ppo-checkpoint.pt"
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
 
 
 def load_ppo_checkpoint(run_dir: Path, model: Any, learner: PPOLearner) -> int:
