@@ -25,7 +25,7 @@ def _summary(policies, episodes=100):
 def _report(tmp_path, summary, **kwargs) -> str:
     from ad.report import write_report
 
-    return write_report(tmp_path, summary, {"total": 1.0}, {}, {}, **kwargs).read_text()
+    return write_report(tmp_path, summary, {"total": 1.0}, {}, {}, **{"task": "DarkRoom", **kwargs}).read_text()
 
 
 def test_the_report_says_which_episodes_are_the_last_10(tmp_path):
