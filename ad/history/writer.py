@@ -25,6 +25,10 @@ from ad.history.provenance import now_iso, provenance
 from ad.history.spec import SCHEMA_VERSION, HistorySpec
 from ad.history.storage import Location
 
+#: Key of the JSON header in every shard's Parquet schema metadata.
+SHARD_METADATA_KEY = b"ad.dataset"
+#: dataset.json keys copied into every shard's header (each bounded in size, whatever the number of tasks).
+SHARD_KEYS = ("task_spec", "source", "seeds")
 _RESERVED = {"format", "schema_version", "family", "spec", "provenance", "units", "updated"}
 #: Most of the wall time rewriting dataset.json after unit commits may take (see HistoryWriter._save_due).
 JSON_TIME_SHARE = 0.05
@@ -83,6 +87,7 @@ class HistoryWriter:
         self.worker = worker
         self._units: dict[str, dict[str, Any]] = {}
         self._open: set[str] = set()
+        self._task_split: dict[str, str] | None = None  # task -> split name, for shard headers
         self._saved_at, self._save_seconds = float("-inf"), 0.0
         self._prepare()
 
@@ -263,8 +268,24 @@ class HistoryWriter:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def file_metadata(self) -> dict[bytes, bytes]:
-        return {b"ad.dataset": json.dumps(self._header()).encode()}
+    def file_metadata(self, task: str, run: int) -> dict[bytes, bytes]:
+        """The ``ad.dataset`` header of one shard of unit (task, run): format, schema version, family, column
+        spec, the metadata keys whose size does not grow with the number of tasks (:data:`SHARD_KEYS`), and this
+        task's own entries (its split and its ``tasks`` record). Everything else (every task's split, the unit
+        list) lives in ``dataset.json`` only, so a shard's size does not grow with the dataset's."""
+        if self._task_split is None:
+            split = self.metadata.get("split")
+            lists = {k: v for k, v in split.items() if isinstance(v, list)} if isinstance(split, dict) else {}
+            self._task_split = {str(t): name for name, names in lists.items() for t in names}
+        header = {"format": layout.FORMAT_NAME, "schema_version": SCHEMA_VERSION, "family": self.family,
+                  "spec": self.spec.to_dict(), **{k: self.metadata[k] for k in SHARD_KEYS if k in self.metadata},
+                  "task": task, "run": int(run), "metadata": layout.DATASET_JSON}
+        if task in self._task_split:
+            header["split"] = self._task_split[task]
+        tasks = self.metadata.get("tasks")
+        if isinstance(tasks, dict) and task in tasks:
+            header["task_info"] = tasks[task]
+        return {SHARD_METADATA_KEY: json.dumps(header).encode()}
 
 
 class UnitWriter:
@@ -285,7 +306,7 @@ class UnitWriter:
         loc.delete_dir(self.staging)
         loc.delete_dir(self.final)
         loc.makedirs(self.staging)
-        self.schema = writer.spec.arrow_schema(writer.file_metadata())
+        self.schema = writer.spec.arrow_schema(writer.file_metadata(task, run))
         self._buffer: list[dict[str, pa.Array]] = []
         self._buffered = 0
         self.rows = 0

@@ -1,0 +1,116 @@
+"""Faults that gave silently wrong data or misleading results: each case runs the real CLI (``ad.cli.main``) or
+the store on real Parquet and checks what a user sees (exit code 2 and one ``error:`` line, or a warning) and
+what is on disk."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from ad import cli
+from ad.history import HistoryReader, HistoryWriter, content_hash
+from ad.synthetic import SPEC, synthetic_columns
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    """(exit code, stderr, stdout) of ``ad argv``; asserts a failure is one ``error:`` line, never a traceback."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(list(argv))
+    out, err = capsys.readouterr()
+    code = exit_info.value.code
+    if code:
+        assert "Traceback" not in err, err
+        lines = [line for line in err.splitlines() if line.strip() and not line.startswith("usage:")
+                 and not line.startswith(" ")]
+        assert len(lines) == 1 and "error:" in lines[0], err
+    return code, err, out
+
+
+def bandit(capsys, out: Path, instances: int, *extra: str) -> tuple[int, str, str]:
+    return run_cli(capsys, "generate", "bandit", "--out", str(out), "--instances", str(instances), "--pulls", "10",
+                   "--progress", "false", *extra)
+
+
+# ---------------------------------------------------------------------------- shards' size
+def test_bytes_per_transition_do_not_grow_with_the_number_of_instances(tmp_path, capsys):
+    """Every shard used to carry the whole dataset's metadata (every task's split): 10x the instances made each
+    transition ~10x bigger. A shard's header now holds only its own task's part."""
+    per_transition = {}
+    for n in (100, 1000):
+        assert bandit(capsys, tmp_path / f"b{n}", n)[0] == 0
+        reader = HistoryReader(tmp_path / f"b{n}")
+        assert reader.num_transitions() == 10 * n
+        per_transition[n] = reader.bytes_on_disk() / reader.num_transitions()
+    assert per_transition[1000] < 1.2 * per_transition[100], per_transition
+
+
+def test_a_shard_header_names_its_own_task_and_not_the_others(tmp_path, capsys):
+    out = tmp_path / "b"
+    assert bandit(capsys, out, 20, "--heldout-fraction", "0.25")[0] == 0
+    reader = HistoryReader(out)
+    held = set(reader.metadata["split"]["heldout"])
+    for unit in reader.units():
+        header = json.loads(pq.read_schema(out / unit["files"][0]).metadata[b"ad.dataset"])
+        assert header["family"] == "bandit" and header["spec"] == reader.metadata["spec"]
+        assert header["task_spec"] == reader.metadata["task_spec"] and header["source"] == reader.metadata["source"]
+        assert header["task"] == unit["task"] and header["run"] == unit["run"]
+        assert header["split"] == ("heldout" if unit["task"] in held else "train")
+        assert "units" not in header and "tasks" not in header
+        assert ("task_info" in header) == (unit["task"] in held)
+
+
+def _old_style_dataset(path: Path, monkeypatch, tasks: int) -> None:
+    """A dataset as the previous writer made it: every shard carries the whole dataset header."""
+    with monkeypatch.context() as patch:
+        patch.setattr(HistoryWriter, "file_metadata",
+                      lambda self, task, run: {b"ad.dataset": json.dumps(self._header()).encode()})
+        _write_synthetic(path, range(tasks))
+
+
+def _write_synthetic(path: Path, tasks) -> None:
+    names = [f"syn-{k}" for k in range(4)]
+    meta = {"task_spec": {"env": "synthetic"}, "split": {"train": names[:3], "heldout": names[3:]},
+            "tasks": {n: {"goal": k} for k, n in enumerate(names)}}
+    writer = HistoryWriter(path, SPEC, family="synthetic", metadata=meta)
+    for k in tasks:
+        if writer.is_complete(names[k], 0):
+            continue
+        with writer.unit(names[k], 0) as unit:
+            unit.append(synthetic_columns(np.random.default_rng(k), 2, 50, (k % 9, 3)))
+    writer.close()
+
+
+def test_datasets_with_full_headers_in_their_shards_still_read_and_resume(tmp_path, monkeypatch, capsys):
+    old, new = tmp_path / "old", tmp_path / "new"
+    _old_style_dataset(old, monkeypatch, 2)
+    assert b'"split": {"train"' in pq.read_schema(next(old.glob("task=*/run=*/*.parquet"))).metadata[b"ad.dataset"]
+    _write_synthetic(old, range(4))  # resumed by today's writer: two old-style and two new-style units
+    _write_synthetic(new, range(4))
+    assert content_hash(old) == content_hash(new)
+    assert [len(s) for s in HistoryReader(old).streams()] == [len(s) for s in HistoryReader(new).streams()]
+    code, err, out = run_cli(capsys, "inspect", str(old))
+    assert code == 0
+
+    import duckdb
+    import polars as pl
+    import pyarrow.dataset as pds
+
+    glob = f"{old}/**/*.parquet"
+    assert duckdb.sql(f"select count(*) from read_parquet('{glob}', hive_partitioning=true)").fetchall()[0][0] == 400
+    assert pl.scan_parquet(glob, hive_partitioning=True).select(pl.len()).collect().item() == 400
+    table = pds.dataset(old, format="parquet", partitioning="hive", exclude_invalid_files=True).to_table()
+    assert table.num_rows == 400 and set(table.column("task").to_pylist()) == {f"syn-{k}" for k in range(4)}
+
+
+def test_shard_rows_are_unchanged_by_the_smaller_header(tmp_path, monkeypatch):
+    """Only the file footer's metadata changed: every column's data reads back identical."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    _old_style_dataset(old, monkeypatch, 4)
+    _write_synthetic(new, range(4))
+    for a, b in zip(sorted(old.glob("task=*/run=*/*.parquet")), sorted(new.glob("task=*/run=*/*.parquet"))):
+        assert pq.read_table(a).replace_schema_metadata() == pq.read_table(b).replace_schema_metadata()
+        assert pq.ParquetFile(b).metadata.serialized_size < pq.ParquetFile(a).metadata.serialized_size
