@@ -54,8 +54,7 @@ def dataset_metadata(cfg: GenerateConfig) -> dict[str, Any]:
     """task_spec, source, seeds, split and the held-out instances' optimal returns of a run.
 
     Every instance's arm means follow from its name (:func:`~tasks.bandit.instances.arm_means`) and are also in
-    its unit record with its optimal return; ``tasks`` lists only the held-out ones, because the store copies this
-    metadata into every shard's header and a per-instance map would outweigh the shards' data many times over.
+    its unit record with its optimal return; ``tasks`` lists only the held-out ones (dataset.json stays small).
     """
     train, heldout = split_instances(cfg.instances, cfg.heldout_fraction, cfg.seed)
     tasks = {task_name(cfg.kind, cfg.arms, i): {
