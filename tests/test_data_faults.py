@@ -114,3 +114,53 @@ def test_shard_rows_are_unchanged_by_the_smaller_header(tmp_path, monkeypatch):
     for a, b in zip(sorted(old.glob("task=*/run=*/*.parquet")), sorted(new.glob("task=*/run=*/*.parquet"))):
         assert pq.read_table(a).replace_schema_metadata() == pq.read_table(b).replace_schema_metadata()
         assert pq.ParquetFile(b).metadata.serialized_size < pq.ParquetFile(a).metadata.serialized_size
+
+
+# ---------------------------------------------------------------------------- math reference answers
+def _problems(tmp_path: Path, answers: list, name: str = "p.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_text("".join(json.dumps({"question": f"q{i}?", "answer": a}) + "\n" for i, a in enumerate(answers)))
+    return path
+
+
+def test_math_reference_answers_are_read_whole(tmp_path):
+    """``#### 1/2`` was stored as 1 (the fraction bar ended the number); fractions, decimals and exponents are
+    now read whole and exactly."""
+    from fractions import Fraction
+
+    from tasks.math.problems import load_jsonl
+
+    answers = ["So half.\n#### 1/2", "#### -3.50", "#### 2.5e-3", "#### $1,234", "7/4", 0.1, 12, "It is 3/8 now"]
+    problems = load_jsonl(str(_problems(tmp_path, answers)))
+    assert [p.answer for p in problems] == [Fraction(1, 2), Fraction(-7, 2), Fraction(1, 400), Fraction(1234),
+                                            Fraction(7, 4), Fraction(1, 10), Fraction(12), Fraction(3, 8)]
+    assert problems[0].solution.endswith("#### 1/2") and problems[4].solution == "#### 7/4"
+
+
+@pytest.mark.parametrize("answer,why", [("#### 1e999", "not finite"), ("#### 1/0", "divides by zero"),
+                                        ("#### nan", "not finite"), ("#### 3 apples", "not one number"),
+                                        ("#### 1/2/3", "not one number")])
+def test_math_answers_that_cannot_be_read_whole_are_refused_with_file_and_line(tmp_path, capsys, answer, why):
+    path = _problems(tmp_path, ["#### 3", answer, "#### 4"])
+    code, err, _ = run_cli(capsys, "generate", "math", "--problems", str(path), "--out", str(tmp_path / "m"))
+    assert code == 2 and f"{path}:2:" in err and why in err
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_json_number_beyond_the_float_range_is_refused(tmp_path):
+    from ad.errors import UserError
+    from tasks.math.problems import load_jsonl
+
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"question": "a", "answer": 3}\n{"question": "b", "answer": 1e999}\n')
+    with pytest.raises(UserError, match=r"p.jsonl:2: .*not finite"):
+        load_jsonl(str(path))
+
+
+def test_a_marked_fraction_in_a_completion_is_read_whole():
+    from fractions import Fraction
+
+    from tasks.math.answers import is_correct, parse_answer
+
+    assert parse_answer("half of 3 is\n#### 3/2").value == Fraction(3, 2)
+    assert is_correct("\\boxed{7/2}", Fraction(7, 2)) and not is_correct("#### 7/2", Fraction(7))

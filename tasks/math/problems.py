@@ -17,7 +17,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from ad.errors import UserError
-from tasks.math.answers import format_number, parse_answer
+from tasks.math.answers import reference_answer
 
 LEVELS = (1, 2, 3)
 #: Largest starting value / operand per level.
@@ -149,11 +149,16 @@ def load_jsonl(path: str) -> list[Problem]:
         raise UserError(f"--problems {path}: no such file (a GSM8K-format .jsonl: one JSON object per line with "
                         "'question' and 'answer' fields)")
     problems: list[Problem] = []
-    with file.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
+    with file.open("rb") as lines:
+        for number, raw in enumerate(lines, 1):
+            where = f"{path}:{number}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise UserError(f"{where}: not UTF-8 text (byte 0x{raw[err.start]:02x} at column {err.start + 1}); "
+                                "save the file as UTF-8") from None
             if not line.strip():
                 continue
-            where = f"{path}:{number}"
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as err:
@@ -163,14 +168,14 @@ def load_jsonl(path: str) -> list[Problem]:
                     or not isinstance(row.get("answer"), (str, int, float)) or isinstance(row.get("answer"), bool):
                 raise UserError(f"{where}: needs a JSON object with a string 'question' and an 'answer' (GSM8K: "
                                 "the solution text ending in '#### n')")
-            answer_text = str(row["answer"])
-            is_text = isinstance(row["answer"], str)  # GSM8K: worked solution text; also accepted: a bare number
-            parsed = parse_answer(answer_text if is_text else f"#### {answer_text}")
-            if parsed.value is None or (is_text and "####" in answer_text and parsed.form != "hashes"):
-                raise UserError(f"{where}: the answer {answer_text[-60:]!r} has no parsable final number (GSM8K "
-                                "writes it as '#### 42' at the end)")
-            solution = answer_text if "####" in answer_text else f"#### {format_number(parsed.value)}"
-            problems.append(Problem(f"p{len(problems):06d}", row["question"].strip(), parsed.value, solution, "file"))
+            try:
+                value, final = reference_answer(row["answer"])
+            except ValueError as err:
+                raise UserError(f"{where}: the answer {str(row['answer'])[-60:]!r} {err}; fix or remove that "
+                                "line") from None
+            answer_text = row["answer"] if isinstance(row["answer"], str) else ""
+            solution = answer_text if "####" in answer_text else f"#### {final}"
+            problems.append(Problem(f"p{len(problems):06d}", row["question"].strip(), value, solution, "file"))
     if len(problems) < 2:
         raise UserError(f"--problems {path} holds {len(problems)} problem(s); at least 2 are needed (a training and "
                         "a held-out one)")
