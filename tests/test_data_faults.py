@@ -164,3 +164,58 @@ def test_a_marked_fraction_in_a_completion_is_read_whole():
 
     assert parse_answer("half of 3 is\n#### 3/2").value == Fraction(3, 2)
     assert is_correct("\\boxed{7/2}", Fraction(7, 2)) and not is_correct("#### 7/2", Fraction(7))
+
+
+# ---------------------------------------------------------------------------- Key-to-Door sizes and summaries
+KEYDOOR_TINY = ["--progress", "false", "--plots", "false", "--hidden", "8"]
+
+
+@pytest.mark.parametrize("argv,minimum", [(["--episode-length", "1"], 24),
+                                          (["--size", "3", "--tasks", "0", "--episode-length", "5"], 6),
+                                          (["--size", "5", "--random-start", "--episode-length", "12"], 16)])
+def test_an_episode_too_short_for_a_task_is_refused_with_the_minimum(tmp_path, capsys, argv, minimum):
+    """Such a dataset used to be written: optimal returns 0, "0/0 goals, mean ratio nan"."""
+    out = tmp_path / "k"
+    code, err, _ = run_cli(capsys, "generate", "keydoor", "--out", str(out), *KEYDOOR_TINY, *argv)
+    assert code == 2 and "--episode-length" in err and f"--episode-length {minimum} or more" in err
+    assert not out.exists()
+
+
+def test_the_stated_minimum_episode_length_reaches_the_optimum_of_every_task():
+    from tasks.keydoor.pairs import all_pairs, optimal_return, steps_needed
+
+    for size in (2, 3, 4):
+        for random_start in (False, True):
+            for pair in all_pairs(size):
+                need = steps_needed(size, pair, random_start)
+                assert optimal_return(size, pair, need, random_start) == pytest.approx(2.0)
+                assert optimal_return(size, pair, need - 1, random_start) < 2.0 - 1e-9
+
+
+def test_more_tasks_than_key_door_pairs_are_refused_with_their_number(tmp_path, capsys):
+    out = tmp_path / "k"
+    code, err, _ = run_cli(capsys, "generate", "keydoor", "--out", str(out), "--size", "3", "--tasks", "1000",
+                           *KEYDOOR_TINY)
+    assert code == 2 and "only 72 key/door pairs" in err and "--tasks 72" in err
+    assert not out.exists()
+
+
+def _strict_json(path: Path):
+    def refuse(constant: str):
+        raise AssertionError(f"{path} holds {constant}, which is not JSON")
+
+    return json.loads(path.read_text(), parse_constant=refuse)
+
+
+def test_a_run_where_no_episode_finishes_writes_strict_json_that_says_why(tmp_path, capsys):
+    """Too few steps for an episode to end in the last 5% of a stream: the ratios are unknown. summary.json and
+    dataset.json used to hold NaN (not JSON); they now hold null and the summary says why."""
+    out = tmp_path / "k"
+    code, _, stdout = run_cli(capsys, "generate", "keydoor", "--out", str(out), "--tasks", "2",
+                              "--steps-per-task", "100", *KEYDOOR_TINY)
+    assert code == 0 and "nan" not in stdout
+    summary = _strict_json(out / "_run" / "summary.json")
+    assert summary["mean_final_ratio"] is None and summary["tasks_without_ratio"] == 2
+    assert "--steps-per-task" in summary["mean_final_ratio_note"]
+    units = _strict_json(out / "dataset.json")["units"].values()
+    assert [u["info"]["final_ratio"] for u in units] == [None, None]
