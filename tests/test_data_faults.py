@@ -22,7 +22,9 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
         cli.main(list(argv))
     out, err = capsys.readouterr()
     code = exit_info.value.code
-    if code:
+    if code == 130:
+        assert err.strip().startswith("interrupted;"), err
+    elif code:
         assert "Traceback" not in err, err
         lines = [line for line in err.splitlines() if line.strip() and not line.startswith("usage:")
                  and not line.startswith(" ")]
@@ -219,3 +221,92 @@ def test_a_run_where_no_episode_finishes_writes_strict_json_that_says_why(tmp_pa
     assert "--steps-per-task" in summary["mean_final_ratio_note"]
     units = _strict_json(out / "dataset.json")["units"].values()
     assert [u["info"]["final_ratio"] for u in units] == [None, None]
+
+
+# ---------------------------------------------------------------------------- interrupted generations
+def interrupted_bandit(out: Path, capsys, monkeypatch, after: int) -> Path:
+    """A 12-instance bandit dataset whose generation was interrupted after ``after`` instances (tasks)."""
+    from ad.history.writer import UnitWriter
+
+    commit, calls = UnitWriter.commit, []
+
+    def interrupted(self, *args, **kwargs):
+        if len(calls) == after:
+            raise KeyboardInterrupt
+        calls.append(self.task)
+        return commit(self, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(UnitWriter, "commit", interrupted)
+        assert bandit(capsys, out, 12, "--heldout-fraction", "0.25")[0] == 130
+    assert len(HistoryReader(out).tasks()) == after
+    return out
+
+
+@pytest.fixture
+def incomplete(tmp_path, capsys, monkeypatch) -> Path:
+    """A bandit dataset whose generation was interrupted after 2 of its 12 instances (tasks)."""
+    return interrupted_bandit(tmp_path / "bandit", capsys, monkeypatch, 2)
+
+
+NOTE = "2 of 12 tasks; re-run the generate command"
+
+
+def test_inspect_warns_that_a_dataset_is_incomplete(incomplete, capsys):
+    code, err, out = run_cli(capsys, "inspect", str(incomplete))
+    assert code == 0 and NOTE in err and err.startswith("warning:")
+
+
+def test_a_finished_dataset_reads_without_a_warning(incomplete, capsys):
+    assert bandit(capsys, incomplete, 12, "--heldout-fraction", "0.25")[0] == 0  # the advice, followed
+    code, err, _ = run_cli(capsys, "inspect", str(incomplete))
+    assert code == 0 and "incomplete" not in err
+    assert HistoryReader(incomplete).completeness() == (12, 12)
+
+
+def test_training_on_an_incomplete_dataset_needs_an_explicit_flag(incomplete, tmp_path, capsys):
+    for kind in ("rl", "lm"):
+        code, err, _ = run_cli(capsys, "train", kind, "--data", str(incomplete), "--out", str(tmp_path / kind),
+                               "--max-steps", "1", "--progress", "false")
+        assert code == 2 and NOTE in err and "--allow-incomplete" in err
+        assert not (tmp_path / kind).exists()
+    code, err, _ = run_cli(capsys, "train", "rl", "--data", str(incomplete), "--out", str(tmp_path / "rl"),
+                           "--max-steps", "1", "--progress", "false", "--allow-incomplete", "--n-layer", "1",
+                           "--n-embd", "16", "--n-head", "1", "--context", "8", "--batch-size", "2", "--val-every", "0")
+    assert code == 0 and NOTE in err and "warning:" in err
+
+
+def test_export_refuses_an_incomplete_dataset_and_the_import_round_trip_says_so(incomplete, tmp_path, capsys):
+    pytest.importorskip("minari")
+    root, name = tmp_path / "minari", "ad/bandit/part-v0"
+    code, err, _ = run_cli(capsys, "export", "minari", str(incomplete), "--name", name, "--out", str(root))
+    assert code == 2 and NOTE in err and "--allow-incomplete" in err and not (root / name).exists()
+    code, err, _ = run_cli(capsys, "export", "minari", str(incomplete), "--name", name, "--out", str(root),
+                           "--allow-incomplete")
+    assert code == 0 and NOTE in err
+    restored = tmp_path / "restored"
+    code, err, out = run_cli(capsys, "import", "minari", "--name", name, "--root", str(root), "--out", str(restored))
+    assert code == 0 and "2 of 12 tasks" in err and "warning:" in err
+    assert HistoryReader(restored).completeness() == (2, 12)
+    code, err, _ = run_cli(capsys, "inspect", str(restored))
+    assert "2 of 12 tasks" in err
+
+
+def test_eval_says_the_held_out_tasks_are_not_generated_yet(tmp_path, capsys, monkeypatch):
+    """It used to advise --heldout-fraction although the dataset was generated with it."""
+    data = interrupted_bandit(tmp_path / "bandit", capsys, monkeypatch, 1)
+    reader = HistoryReader(data)
+    assert not set(reader.metadata["split"]["heldout"]) & set(reader.tasks())  # the first instance trains
+    code, err, _ = run_cli(capsys, "eval", "--ckpt", str(tmp_path / "no-run"), "--data", str(data),
+                           "--out", str(tmp_path / "eval"))
+    assert code == 2 and "none of its 3 heldout tasks is complete" in err
+    assert "1 of 12 tasks; re-run the generate command" in err
+    assert "--heldout-fraction" not in err.split("error:")[1]
+
+
+def test_eval_names_the_heldout_fraction_that_held_out_nothing(tmp_path, capsys):
+    out = tmp_path / "b"
+    assert bandit(capsys, out, 4, "--heldout-fraction", "0")[0] == 0
+    code, err, _ = run_cli(capsys, "eval", "--ckpt", str(tmp_path / "no-run"), "--data", str(out),
+                           "--out", str(tmp_path / "eval"))
+    assert code == 2 and "generated with --heldout-fraction 0.0" in err and "larger --heldout-fraction" in err

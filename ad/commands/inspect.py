@@ -1,6 +1,7 @@
 """`ad inspect PATH`: what a learning-history dataset holds, as a table (and learning curves as a PNG)."""
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 from ad.config import option
@@ -30,6 +31,9 @@ def inspect(config: InspectConfig) -> list[dict]:
     from ad.history import HistoryReader, summarize
 
     reader = HistoryReader(config.path)
+    note = reader.incomplete_note()
+    if note:
+        print(f"warning: {note}", file=sys.stderr)
     rows = summarize(reader, config.fraction)
     pct = int(config.fraction * 100)
     table = Table(title=f"{config.path}  ({reader.family}, {reader.num_transitions():,} transitions)")

@@ -31,6 +31,8 @@ class ExportMinariConfig:
     code_permalink: str | None = option(None, "link to the code that made the dataset, recorded in the metadata")
     description: str | None = option(None, "description recorded in the Minari metadata (default: says where the "
                                            "order metadata is)")
+    allow_incomplete: bool = option(False, "export a dataset whose generation did not finish (fewer tasks than its "
+                                           "command planned; refused without it, unless --tasks picks tasks)")
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -44,7 +46,11 @@ class ExportMinariConfig:
 
 
 def run(config: ExportMinariConfig) -> int:
+    from ad.history import HistoryReader
     from ad.interop.minari import export_minari
+
+    if not config.tasks:
+        HistoryReader(config.data).require_complete(config.allow_incomplete)
 
     result = export_minari(config.data, config.name, root=config.out, data_format=config.data_format,
                            overwrite=config.overwrite, skip_columns=config.skip_columns, author=config.author,

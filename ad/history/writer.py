@@ -29,7 +29,9 @@ from ad.history.storage import Location
 SHARD_METADATA_KEY = b"ad.dataset"
 #: dataset.json keys copied into every shard's header (each bounded in size, whatever the number of tasks).
 SHARD_KEYS = ("task_spec", "source", "seeds")
-_RESERVED = {"format", "schema_version", "family", "spec", "provenance", "units", "updated"}
+#: dataset.json keys that describe the dataset's state, not its settings (a resume may differ in them).
+STATE_KEYS = ("provenance", "units", "updated", "planned_tasks")
+_RESERVED = {"format", "schema_version", "family", "spec", *STATE_KEYS}
 #: Most of the wall time rewriting dataset.json after unit commits may take (see HistoryWriter._save_due).
 JSON_TIME_SHARE = 0.05
 #: dataset.json rewrites faster than this (seconds) happen after every commit.
@@ -64,6 +66,9 @@ class HistoryWriter:
             over the run instead of doing it in bursts (rows are grouped by stream within a row group).
         compression, compression_level: Parquet codec of every column and its level.
         filesystem: optional pyarrow or fsspec filesystem for ``out``.
+        planned_tasks: every task the command will write (or their number): ``dataset.json`` records how many,
+            so that readers can tell a dataset whose generation was interrupted (see
+            :meth:`~ad.history.HistoryReader.incomplete_note`). Default: keep what the dataset records.
         worker: write units only, never ``dataset.json`` (for a distributed worker; see
             :mod:`ad.distributed`). The dataset must already exist (a driver created it); committed
             units are moved into place with their marker, and the driver records them with
@@ -72,7 +77,8 @@ class HistoryWriter:
 
     def __init__(self, out: Any, spec: HistorySpec, family: str, metadata: dict[str, Any] | None = None,
                  *, shard_rows: int = 1 << 20, row_group_rows: int | None = None, compression: str = "zstd",
-                 compression_level: int | None = 3, filesystem: Any = None, worker: bool = False) -> None:
+                 compression_level: int | None = 3, filesystem: Any = None, worker: bool = False,
+                 planned_tasks: Any = None) -> None:
         self.location = Location.of(out, filesystem)
         self.spec = spec
         self.family = family
@@ -85,6 +91,8 @@ class HistoryWriter:
         self.compression = compression
         self.compression_level = compression_level
         self.worker = worker
+        self._planned = planned_tasks if planned_tasks is None or isinstance(planned_tasks, int) \
+            else len(set(planned_tasks))
         self._units: dict[str, dict[str, Any]] = {}
         self._open: set[str] = set()
         self._task_split: dict[str, str] | None = None  # task -> split name, for shard headers
@@ -112,6 +120,8 @@ class HistoryWriter:
             existing = read_manifest(loc)
             self._units = dict(existing.get("units", {}))
             self._provenance = existing.get("provenance") or provenance()
+            if self._planned is None:
+                self._planned = existing.get("planned_tasks")
             if self.worker:
                 self._check_compatible(existing)
                 return
@@ -139,7 +149,7 @@ class HistoryWriter:
             raise UserError(f"{self.location} holds a {existing.get('family')!r} dataset, not {self.family!r}; "
                             "choose another --out folder (nothing was overwritten)")
         header = self._header()
-        old = {k: v for k, v in existing.items() if k not in ("provenance", "units", "updated")}
+        old = {k: v for k, v in existing.items() if k not in STATE_KEYS}
         differing = settings_differences(old, header)
         if differing:
             raise UserError(f"{self.location} was generated with different settings: {'; '.join(differing)}. "
@@ -187,6 +197,8 @@ class HistoryWriter:
     def _save(self) -> None:
         started = time.perf_counter()
         data = {**self._header(), "provenance": self._provenance, "units": self._units, "updated": now_iso()}
+        if self._planned is not None:
+            data["planned_tasks"] = int(self._planned)
         self.location.write_json_atomic(self._json_path, data)
         self._saved_at = time.perf_counter()
         self._save_seconds = self._saved_at - started

@@ -120,7 +120,7 @@ def generate(cfg: GenerateConfig) -> Path | str:
     metadata = dataset_metadata(cfg)
     location = Location.of(cfg.out)
     writer = HistoryWriter(location, spec=history_spec(cfg.arms, cfg.kind, cfg.observation), family=FAMILY,
-                           metadata=metadata)  # raises UserError before anything is overwritten
+                           metadata=metadata, planned_tasks=cfg.instances)  # UserError before anything is overwritten
     local = location.local_path()
     out: Path | str = Path(local) if local is not None else cfg.out
     names = [task_name(cfg.kind, cfg.arms, i) for i in range(cfg.instances)]

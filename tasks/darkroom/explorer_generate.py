@@ -59,8 +59,8 @@ def generate_explorer(cfg: GenerateConfig) -> Path | str:
     goals = resolve_goals(cfg.goals, cfg.size)
     metadata = explorer_metadata(cfg, goals)
     location = Location.of(cfg.out)
-    writer = HistoryWriter(location, spec=history_spec(cfg.size), family=FAMILY,
-                           metadata=metadata)  # raises UserError before anything is overwritten
+    writer = HistoryWriter(location, spec=history_spec(cfg.size), family=FAMILY, metadata=metadata,
+                           planned_tasks=len(goals))  # raises UserError before anything is overwritten
     local = location.local_path()
     out: Path | str = Path(local) if local is not None else cfg.out
     todo = [g for g in goals if not writer.is_complete(task_name(cfg.size, g), cfg.seed)]

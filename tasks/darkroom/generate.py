@@ -191,8 +191,8 @@ def _generate(cfg: GenerateConfig, source: GridSource) -> Path | str:
         raise UserError(f"--backend ray cannot write to {cfg.out}: memory:// storage lives inside one process; use "
                         "a local path (one machine), a shared file system, or s3:// / gs://")
     writer = HistoryWriter(location, spec=source.spec(cfg), family=source.family, metadata=metadata,
-                           shard_rows=_SHARD_ROWS,
-                           row_group_rows=_ROW_GROUP_ROWS)  # raises UserError before anything is overwritten
+                           shard_rows=_SHARD_ROWS, row_group_rows=_ROW_GROUP_ROWS,
+                           planned_tasks=len(goals))  # raises UserError before anything is overwritten
     local = location.local_path()
     out: Path | str = Path(local) if local is not None else cfg.out
     run_dir = run_folder(cfg.out, location, cfg.run_dir)
