@@ -310,3 +310,44 @@ def test_eval_names_the_heldout_fraction_that_held_out_nothing(tmp_path, capsys)
     code, err, _ = run_cli(capsys, "eval", "--ckpt", str(tmp_path / "no-run"), "--data", str(out),
                            "--out", str(tmp_path / "eval"))
     assert code == 2 and "generated with --heldout-fraction 0.0" in err and "larger --heldout-fraction" in err
+
+
+# ---------------------------------------------------------------------------- ad inspect --plot
+@pytest.fixture
+def small_bandit(tmp_path, capsys) -> Path:
+    out = tmp_path / "b"
+    assert bandit(capsys, out, 3)[0] == 0
+    return out
+
+
+def test_inspect_plot_into_an_existing_folder_writes_a_named_file_inside_it(small_bandit, tmp_path, capsys,
+                                                                            monkeypatch):
+    """It used to write ./<folder>.png and report the folder."""
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "figures"
+    folder.mkdir()
+    code, _, out = run_cli(capsys, "inspect", str(small_bandit), "--plot", "figures")
+    assert code == 0 and (folder / "learning_curves.png").stat().st_size > 1000
+    assert not (tmp_path / "figures.png").exists()
+    assert "learning_curves.png" in out.replace("\n", "")
+
+
+def test_inspect_plot_without_an_extension_reports_the_file_it_wrote(small_bandit, tmp_path, capsys):
+    code, _, out = run_cli(capsys, "inspect", str(small_bandit), "--plot", str(tmp_path / "curves"))
+    assert code == 0 and (tmp_path / "curves.png").is_file() and "curves.png" in out.replace("\n", "")
+
+
+@pytest.mark.parametrize("name", ["curves.txt", "curves.bmp", "curves.parquet"])
+def test_inspect_plot_with_an_unsupported_extension_is_refused_with_the_list(small_bandit, tmp_path, capsys, name):
+    code, err, _ = run_cli(capsys, "inspect", str(small_bandit), "--plot", str(tmp_path / name))
+    assert code == 2 and "--plot" in err and ".png, .pdf, .svg" in err
+    assert not (tmp_path / name).exists()
+
+
+def test_every_listed_figure_type_has_a_writer():
+    from ad.plots import FIGURE_TYPES, pyplot
+
+    plt = pyplot()
+    fig = plt.figure()
+    assert set(FIGURE_TYPES) <= set(fig.canvas.get_supported_filetypes())
+    plt.close(fig)

@@ -8,12 +8,17 @@ from ad.config import option
 from ad.registry import register
 
 
+#: File name of the learning curves when --plot names a folder.
+CURVES_FILE = "learning_curves.png"
+
+
 @dataclass
 class InspectConfig:
     """Summarise a learning-history dataset."""
 
     path: str = option("data/darkroom", "dataset folder or URL", positional=True)
-    plot: str | None = option(None, "write per-task learning curves to this PNG")
+    plot: str | None = option(None, "write per-task learning curves to this file (.png, .pdf, .svg ...; an existing "
+                                    "folder: learning_curves.png in it)")
     fraction: float = option(0.1, "share of each stream's episodes averaged for the first/last return columns")
 
     def __post_init__(self) -> None:
@@ -21,6 +26,10 @@ class InspectConfig:
 
         if not 0 < self.fraction <= 0.5:
             raise UserError(f"--fraction must be in (0, 0.5], got {self.fraction}")
+        if self.plot:
+            from ad.plots import figure_path
+
+            figure_path(self.plot, "--plot", CURVES_FILE)  # refuses an extension no writer takes, before reading
 
 
 def inspect(config: InspectConfig) -> list[dict]:
@@ -51,10 +60,11 @@ def inspect(config: InspectConfig) -> list[dict]:
         console.print(f"split: {len(split.get('train', []))} train tasks, {len(split.get('heldout', []))} held-out")
     if config.plot:
         from ad.history.summary import learning_curves
-        from ad.plots import plot_learning_curves
+        from ad.plots import figure_path, plot_learning_curves
 
         curves = learning_curves(reader)
-        out = plot_learning_curves(curves, config.plot, title=f"Learning curves: {config.path}")
+        out = plot_learning_curves(curves, figure_path(config.plot, "--plot", CURVES_FILE),
+                                   title=f"Learning curves: {config.path}")
         console.print(f"wrote {out}")
     return rows
 
