@@ -10,6 +10,7 @@ from typing import Any
 
 from ad.config import option
 from ad.errors import UserError
+from ad.memory import check_memory
 from ad.registry import register
 
 
@@ -75,6 +76,16 @@ def no_tasks_advice(reader: Any, split: str) -> str:
     return f"{where}; generate it with held-out tasks (e.g. --heldout-fraction 0.25) or pass --split train"
 
 
+#: Memory per env of an evaluation (the env, the policy's context and its caches), and per (env, episode): the
+#: returns of up to four policies as arrays, Python lists and eval.json text.
+ENV_BYTES, EPISODE_BYTES = 64 << 10, 256
+
+
+def eval_memory_bytes(tasks: int, seeds: int, episodes: int) -> int:
+    """Rough peak memory of ``ad eval`` on ``tasks`` x ``seeds`` parallel envs for ``episodes`` episodes."""
+    return tasks * seeds * (ENV_BYTES + episodes * EPISODE_BYTES)
+
+
 def check_compatible(policy: Any, reader: Any, ckpt: str) -> None:
     """A checkpoint trained on another task's spaces cannot act in this dataset's env."""
     spec = reader.spec
@@ -120,6 +131,9 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     out = check_output_folder(config.out or Path(config.ckpt) / "eval")
     reader = HistoryReader(config.data)
     tasks = pick_tasks(reader, config.split, config.max_tasks)
+    check_memory(eval_memory_bytes(len(tasks), config.seeds, config.episodes),
+                 f"--seeds {config.seeds} x --episodes {config.episodes} on {len(tasks)} tasks",
+                 "pass fewer --seeds, --episodes or --max-tasks")
     note = reader.incomplete_note()
     if note:
         print(f"warning: {note}; evaluating on the {len(tasks)} {config.split} tasks it holds", file=sys.stderr)

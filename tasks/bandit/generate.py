@@ -29,13 +29,11 @@ import numpy as np
 from ad.config import config_to_dict
 from ad.history import ColumnSpec, HistorySpec, HistoryWriter, Location
 from tasks.bandit.algorithms import GAUSSIAN_PRIOR, run_source
-from tasks.bandit.config import GenerateConfig
+from tasks.bandit.config import BLOCK, GenerateConfig
 from tasks.bandit.instances import (arm_means, expected_regret, optimal_return, parse_task_name, pull_observations,
                                     random_regret, split_instances, task_name)
 
 FAMILY = "bandit"
-#: Instances per vectorised block (one generator each).
-BLOCK = 512
 #: Options that change how a run executes but not the histories it writes (left out of the metadata).
 _RUNTIME_OPTIONS = ("out", "progress")
 

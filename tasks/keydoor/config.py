@@ -11,7 +11,8 @@ from ad.config import option, override
 from ad.distributed import check_backend_options
 from ad.errors import UserError
 from tasks.darkroom.config import GenerateConfig as DarkRoomConfig
-from tasks.darkroom.config import batch_memory_bytes, check_a2c_options, physical_memory_bytes
+from ad.memory import check_memory
+from tasks.darkroom.config import batch_memory_bytes, check_a2c_options
 from tasks.darkroom.goals import check_size
 from tasks.keydoor.pairs import draw_pairs, steps_needed, task_name
 
@@ -92,10 +93,9 @@ class GenerateConfig:
                             f"needs {need[longest]} steps from {start} to its key and then its door, so no episode "
                             f"could finish it; pass --episode-length {need[longest]} or more")
         per_batch = min(self.goals_per_batch or len(pairs), len(pairs))
-        need = 2 * batch_memory_bytes(self.size, self.hidden, self.num_envs, per_batch)  # (cell, key) tables
-        if need > 0.6 * physical_memory_bytes():
-            raise UserError(f"{per_batch} tasks per batch need about {need / 2**30:.1f} GiB of memory, more than this "
-                            "machine can give; pass a smaller --goals-per-batch or fewer --tasks")
+        check_memory(2 * batch_memory_bytes(self.size, self.hidden, self.num_envs, per_batch),  # (cell, key) tables
+                     f"--size {self.size} with {per_batch} tasks per batch",
+                     "pass a smaller --goals-per-batch, fewer --tasks or a smaller --size")
         check_backend_options(self.backend, self.address, self.workers)
 
     def task_pairs(self) -> list[tuple[int, int, int, int]]:
