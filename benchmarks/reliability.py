@@ -247,7 +247,8 @@ def main() -> None:
             print("GLOB READ FAILED:", line)
         lost, duplicated = transition_diff(work / "ref", work / "killed")
         same_hash = content_hash(work / "ref") == content_hash(work / "killed")
-    figures = [
+    figures = [figure(f"{name}: answered with exit 2, one error line, nothing changed on disk", "cases", ok,
+                      ok + len(not_handled), "all") for name, (ok, not_handled) in classes.items()] + [
         figure("bad inputs answered with exit 2, one error line, nothing changed on disk", "cases", handled, tried,
                "all"),
         figure("faults repaired by re-running the same command (truncated shard, deleted shard)", "faults",
@@ -261,8 +262,6 @@ def main() -> None:
                higher_is_better=False),
         figure("resumed dataset's content hash equals the uninterrupted run's", "bool", int(same_hash), None, "1"),
     ]
-    figures += [figure(f"{name}: answered with exit 2, one error line, nothing changed on disk", "cases", ok,
-                       ok + len(not_handled), "all") for name, (ok, not_handled) in classes.items()]
     report("reliability", figures, args.quick)
 
 
