@@ -89,8 +89,8 @@ class GenerateConfig:
         longest = max(need, key=need.get)
         if self.episode_length < need[longest]:
             start = "the farthest start cell (--random-start)" if self.random_start else "the start cell"
-            raise UserError(f"--episode-length {self.episode_length} is too short: task {task_name(self.size, longest)} "
-                            f"needs {need[longest]} steps from {start} to its key and then its door, so no episode "
+            raise UserError(f"--episode-length {self.episode_length} is too short: task "
+                            f"{task_name(self.size, longest)} needs {need[longest]} steps from {start} to its key and then its door, so no episode "
                             f"could finish it; pass --episode-length {need[longest]} or more")
         per_batch = min(self.goals_per_batch or len(pairs), len(pairs))
         check_memory(2 * batch_memory_bytes(self.size, self.hidden, self.num_envs, per_batch),  # (cell, key) tables
