@@ -12,7 +12,10 @@ import pytest
 
 from ad import cli
 from ad.history import HistoryReader, HistoryWriter, content_hash
-from ad.synthetic import SPEC, synthetic_columns
+try:  # the test helpers' home on main (before: ad.synthetic); the fallback can go once both branches are merged
+    from benchmarks.helpers.synthetic import SPEC, synthetic_columns
+except ImportError:
+    from ad.synthetic import SPEC, synthetic_columns
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
