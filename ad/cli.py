@@ -12,7 +12,7 @@ from typing import Sequence
 
 from ad import registry
 from ad.config import parse_config
-from ad.errors import USER_ERRNOS, USER_OS_ERRORS, UserError, describe_os_error
+from ad.errors import USER_ERRNOS, USER_OS_ERRORS, UserError, describe_os_error, is_storage_error
 
 GROUPS = ("generate", "train", "export", "import")
 
@@ -72,7 +72,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 141
     except OSError as err:  # the machine refused a file operation: full disk, read-only or missing folder ...
-        if not isinstance(err, USER_OS_ERRORS) and getattr(err, "errno", None) not in USER_ERRNOS:
+        if not isinstance(err, USER_OS_ERRORS) and getattr(err, "errno", None) not in USER_ERRNOS \
+                and not is_storage_error(err):  # a remote store out of reach: one line too
             raise
         print(f"error: {describe_os_error(err)}", file=sys.stderr)
         code = 2

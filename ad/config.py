@@ -21,7 +21,6 @@ import math
 import os
 import types
 import typing
-from pathlib import Path
 from typing import Any, Sequence
 
 from ad.errors import UserError
@@ -99,6 +98,22 @@ def _converter(tp: Any):
 
 
 _KIND = {bool: "true or false", int: "an integer", float: "a finite number", str: "a string"}
+#: Seeds every generator and trainer takes: numpy, torch, Lightning and the int32 ``run`` column of a dataset.
+SEED_RANGE = (0, 2**31 - 1)
+#: Options that are seeds (their values are checked against :data:`SEED_RANGE`).
+SEED_OPTIONS = ("seed",)
+
+
+def _not_utf8(text: str) -> str | None:
+    """A description of the first character of ``text`` that is not UTF-8 (bytes the OS could not decode arrive
+    as lone surrogates), or None."""
+    try:
+        text.encode("utf-8")
+        return None
+    except UnicodeEncodeError as err:
+        char = text[err.start]
+        shown = f"byte 0x{ord(char) - 0xDC00:02x}" if 0xDC80 <= ord(char) <= 0xDCFF else repr(char)
+        return f"{shown} at position {err.start + 1}"
 
 
 def check_value(name: str, value: Any, tp: Any, source: str = "options") -> Any:
@@ -138,18 +153,13 @@ def check_value(name: str, value: Any, tp: Any, source: str = "options") -> Any:
                 pass
         raise bad(_KIND[bool])
     if base is int:
-        if isinstance(value, bool):
+        number = _to_int(value)
+        if number is None:
             raise bad(_KIND[int])
-        if isinstance(value, int):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, str):
-            try:
-                return int(value.strip())
-            except ValueError:
-                pass
-        raise bad(_KIND[int])
+        low, high = SEED_RANGE
+        if name in SEED_OPTIONS and not low <= number <= high:
+            raise bad(f"a seed in {low}..{high} (what the generators and the int32 run column take)")
+        return number
     if base is float:
         if isinstance(value, bool):
             raise bad(_KIND[float])
@@ -164,6 +174,10 @@ def check_value(name: str, value: Any, tp: Any, source: str = "options") -> Any:
         return float(number)
     if base is str:
         if isinstance(value, str):
+            where = _not_utf8(value)
+            if where:
+                raise UserError(f"option {flag} ({source}): holds bytes that are not UTF-8 ({where}); name it with "
+                                "UTF-8 characters only")
             return value
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return str(value)
@@ -171,6 +185,22 @@ def check_value(name: str, value: Any, tp: Any, source: str = "options") -> Any:
     if (base is dict or origin is dict) and not isinstance(value, dict):
         raise bad("a mapping")
     return value
+
+
+def _to_int(value: Any) -> int | None:
+    """An integer option's value as an int (None for a fraction, a boolean or text that is no integer)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    return None
 
 
 def build_parser(config_cls: type, prog: str, description: str = "",
@@ -226,9 +256,10 @@ def build_parser(config_cls: type, prog: str, description: str = "",
 def load_config_file(path: str) -> dict[str, Any]:
     """Read a YAML or JSON mapping of option values."""
     from ad.outputs import check_input_file
+    from ad.text import read_utf8
 
     file = check_input_file(path, "config file", "pass --config <a YAML or JSON file of option values>")
-    text = file.read_text()
+    text = read_utf8(file, f"config file {path}")
     try:
         if file.suffix in (".yaml", ".yml"):
             import yaml

@@ -29,6 +29,17 @@ _ADVICE = {errno.ENOSPC: "free some disk space or choose another --out, then re-
            errno.EPERM: "you may not write there: choose another --out or fix the folder's permissions"}
 
 
+#: Words of the messages pyarrow's remote filesystems (S3, GCS, HDFS) give when the store cannot be reached or
+#: refuses the request (no network, an unknown host or bucket, missing credentials).
+_STORAGE_WORDS = ("AWS Error", "curlCode", "Could not resolve host", "Could not connect", "google::cloud", "GCS",
+                  "HdfsConnect", "NoSuchBucket", "ACCESS_DENIED", "When resolving region")
+
+
+def is_storage_error(err: BaseException) -> bool:
+    """Whether ``err`` says a remote store (``s3://``, ``gs://`` ...) could not be reached or refused access."""
+    return isinstance(err, OSError) and any(word in str(err) for word in _STORAGE_WORDS)
+
+
 def describe_os_error(err: OSError) -> str:
     """One line: what the OS refused, on which path, and what to do (pyarrow's messages included)."""
     code = getattr(err, "errno", None)
@@ -37,4 +48,6 @@ def describe_os_error(err: OSError) -> str:
         code = int(found.group(1)) if found else None
     where = f" ({err.filename})" if getattr(err, "filename", None) else ""
     text = (err.strerror or str(err)) if getattr(err, "strerror", None) else str(err)
-    return f"{text}{where}; {_ADVICE.get(code, 'check the path and try again')}".replace("\n", " ")
+    advice = "check the URL, the network and your credentials, then re-run the same command" \
+        if is_storage_error(err) else _ADVICE.get(code, "check the path and try again")
+    return f"{text}{where}; {advice}".replace("\n", " ")

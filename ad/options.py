@@ -130,6 +130,8 @@ class TrainingOptions:
     seed: int = option(0, "random seed (initial weights, window sampling, dropout)")
     threads: int = option(0, "torch CPU threads (0: torch's default)", runtime=True)
     progress: bool = option(True, "show progress (a bar on a terminal, periodic lines in a log)", runtime=True)
+    allow_incomplete: bool = option(False, "train on a dataset whose generation did not finish (fewer tasks than its "
+                                           "command planned; refused without it)", runtime=True)
 
     def __post_init__(self) -> None:
         for name in ("max_steps", "batch_size", "log_every", "checkpoint_every", "val_batches"):

@@ -17,6 +17,26 @@ def pyplot():
     return plt
 
 
+#: File types a figure is written as (the extension of the path picks one; all are Agg / matplotlib writers).
+FIGURE_TYPES = ("png", "pdf", "svg", "jpg", "jpeg", "webp", "tif", "tiff", "eps", "ps")
+
+
+def figure_path(path: str | Path, option: str, default_name: str) -> Path:
+    """Where a figure asked for with ``option path`` is written: ``path/default_name`` for an existing folder,
+    ``path`` + ``.png`` without an extension, else ``path``; UserError for an extension no writer takes."""
+    from ad.errors import UserError
+
+    out = Path(path).expanduser()
+    if out.is_dir():
+        return out / default_name
+    if not out.suffix:
+        return out.with_name(out.name + ".png")
+    if out.suffix[1:].lower() not in FIGURE_TYPES:
+        raise UserError(f"{option} {path}: figures are written as {', '.join('.' + t for t in FIGURE_TYPES)}; "
+                        "choose a file name with one of these extensions")
+    return out
+
+
 def save_figure(fig, out: str | Path, dpi: int = 120) -> Path:
     """Lay out, write (atomically, creating the folder) and close a figure; returns the PNG path."""
     fig.tight_layout()

@@ -162,6 +162,71 @@ def run_bad_inputs(work: Path) -> tuple[int, list[str]]:
     return len(cases) - len(failed), failed
 
 
+def size_and_text_cases(work: Path) -> dict[str, list[tuple[str, Callable[[], list[str]]]]]:
+    """The classes "bounded sizes" (sizes beyond this machine's memory, seeds outside 0..2^31-1, a math question
+    longer than the model's context) and "non-UTF-8 inputs" (bytes that are not UTF-8 in a --config, --problems or
+    --prompts file and in an --out path): (name, set-up returning the argv) of each case."""
+    data = work / "data"  # the darkroom dataset of bad_input_cases
+    new = lambda: str(work / f"new-{time.monotonic_ns()}")  # noqa: E731 -- an --out that must stay absent
+
+    def file(name: str, content: bytes) -> str:
+        path = work / name
+        path.write_bytes(content)
+        return str(path)
+
+    def long_question() -> list[str]:
+        try:  # the helper's home on main (before: models.lm.tiny)
+            from benchmarks.helpers.tiny_lm import build_tiny
+        except ImportError:
+            from models.lm.tiny import build_tiny
+
+        model = work / "tiny-lm"
+        if not model.exists():
+            build_tiny(model, n_layer=1, width=32)  # one token per character, 512 positions
+        rows = [{"question": "What is 2 + 2?", "answer": "#### 4"}, {"question": "x" * 50_000_000, "answer": "#### 1"},
+                {"question": "What is 3 + 3?", "answer": "#### 6"}]
+        problems = file("long.jsonl", "".join(json.dumps(r) + "\n" for r in rows).encode())
+        return ["generate", "math", "--problems", problems, "--model", str(model), "--threads", "1", "--out", new()]
+
+    gen = ["generate", "darkroom", *TINY, "--steps-per-goal", "2000", "--goals", "0,0"]
+    problem = b'{"question": "What is 2 + 2?", "answer": "#### 4"}\n'
+    sizes: list[tuple[str, Callable[[], list[str]]]] = [
+        ("generate bandit --pulls 1000000000", lambda: ["generate", "bandit", "--pulls", "1000000000", "--out", new()]),
+        ("generate gridworld --size 100000", lambda: ["generate", "gridworld", "--size", "100000", "--out", new()]),
+        *[(f"train rl {flag} {value}", lambda flag=flag, value=value: [
+            "train", "rl", "--data", str(data), flag, value, "--out", new()])
+          for flag, value in (("--batch-size", "100000000"), ("--n-layer", "100000"), ("--n-embd", "1000000"))],
+        *[(f"eval {flag} {value}", lambda flag=flag, value=value: [
+            "eval", "--data", str(data), "--split", "all", flag, value, "--out", new()])
+          for flag, value in (("--seeds", "100000000"), ("--episodes", "1000000000"))],
+        ("generate math: a 50 MB question", long_question),
+        *[(f"generate --seed {seed}", lambda seed=seed: [*gen, "--seed", seed, "--out", new()])
+          for seed in ("-1", "2147483648", "12345678901234567890123")],
+    ]
+    text: list[tuple[str, Callable[[], list[str]]]] = [
+        ("--config file", lambda: [*gen, "--config", file("latin1.yaml", b"lr: 0.001\nout: caf\xe9\n")]),
+        ("--problems file", lambda: ["generate", "math", "--problems",
+                                     file("latin1.jsonl", problem + b'{"question": "caf\xe9?", "answer": "#### 1"}\n'),
+                                     "--out", new()]),
+        ("--prompts file", lambda: ["generate", "rlhf", "--prompts", file("latin1.txt", b"a poem\ncaf\xe9s\n"),
+                                    "--out", new()]),
+        ("--out path", lambda: [*gen, "--out", os.fsdecode(os.fsencode(str(work)) + b"/caf\xe9")]),
+    ]
+    return {"bounded sizes": sizes, "non-UTF-8 inputs": text}
+
+
+def run_cases(work: Path, cases: list[tuple[str, Callable[[], list[str]]]]) -> tuple[int, list[str]]:
+    """(cases handled: exit 2, one error line, nothing changed on disk; names of the cases that were not)."""
+    failed = []
+    for name, setup in cases:
+        argv = setup()
+        before = _tree_digest(work)
+        result = _ad(*argv)
+        if not _handled(result) or not _nothing_committed(work, before, argv):
+            failed.append(f"{name}: exit {result.returncode}: {result.stderr.strip()[-300:]}")
+    return len(cases) - len(failed), failed
+
+
 def run_repairs(work: Path, steps: int) -> dict[str, Any]:
     """Truncate one shard and delete another, re-run the same command: is the dataset as before?"""
     argv = ["generate", "darkroom", "--out", str(work / "repair"), *TINY, "--steps-per-goal", str(steps)]
@@ -184,6 +249,10 @@ def main(args: argparse.Namespace) -> None:
         tried = handled + len(failed)
         for line in failed:
             print("NOT HANDLED:", line)
+        classes = {name: run_cases(work / "bad", cases) for name, cases in size_and_text_cases(work / "bad").items()}
+        for name, (_, not_handled) in classes.items():
+            for line in not_handled:
+                print(f"NOT HANDLED ({name}):", line)
         repairs = run_repairs(work, 2000)
         argv = ad_command("generate", "darkroom", *TINY, "--steps-per-goal", str(steps), "--goals-per-batch", "1")
         subprocess.run([*argv, "--out", str(work / "ref")], check=True, capture_output=True)
@@ -202,7 +271,8 @@ def main(args: argparse.Namespace) -> None:
         pairs = concurrent_trainers(work / "pairs", runs_data, 1 if args.quick else 3, resume_pairs=not args.quick)
         for line in killed_runs["details"] + pairs["details"]:
             print("RUN FOLDER:", line)
-    figures = [
+    figures = [figure(f"{name}: answered with exit 2, one error line, nothing changed on disk", "cases", ok,
+                      ok + len(not_handled), "all") for name, (ok, not_handled) in classes.items()] + [
         figure("bad inputs answered with exit 2, one error line, nothing changed on disk", "cases", handled, tried,
                "all"),
         figure("faults repaired by re-running the same command (truncated shard, deleted shard)", "faults",

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import io
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from ad.atomic import write_json_atomic, write_text_atomic
 from ad.config import option
 from ad.errors import UserError
+from ad.memory import check_memory
 from ad.registry import register
 
 #: Labels of the rows the evaluator adds itself (uniformly random actions, the source algorithm's own curve).
@@ -69,14 +71,41 @@ def pick_tasks(reader: Any, split: str, max_tasks: int | None) -> list[str]:
     train, heldout = task_split(reader)
     tasks = {"heldout": heldout, "train": train, "all": sorted(train + heldout)}[split]
     if not tasks:
-        raise UserError(f"dataset {reader.location.base} has no {split} tasks to evaluate on; generate it with "
-                        "held-out goals (e.g. --heldout-fraction 0.25) or pass --split train")
+        raise UserError(no_tasks_advice(reader, split))
     return tasks[:max_tasks] if max_tasks else tasks
 
 
 #: ``task_spec`` keys compared for every family where both specs record them: the Gymnasium id and the spaces,
 #: as Minari records an env spec (a family adds the env parameters that matter, ``TaskFamily.task_kwargs``)
 SPEC_KEYS = ("env_id", "observation_space", "action_space")
+
+
+def no_tasks_advice(reader: Any, split: str) -> str:
+    """Why the dataset has no complete ``split`` tasks, and the advice that fixes it: finish an interrupted
+    generation, or regenerate with held-out tasks when the recorded split has none."""
+    where = f"dataset {reader.location.base} has no {split} tasks to evaluate on"
+    listed = (reader.metadata.get("split") or {}).get(split) or []
+    note = reader.incomplete_note()
+    if listed:  # the split names them, but none of them is complete yet
+        return (f"{where}: none of its {len(listed)} {split} tasks is complete ({note.split(': ', 1)[1]})" if note
+                else f"{where}: none of its {len(listed)} {split} tasks is complete; re-run the generate command that "
+                     "made it to finish")
+    fraction = ((reader.metadata.get("source") or {}).get("config") or {}).get("heldout_fraction")
+    if split == "heldout" and fraction is not None:
+        return (f"{where}: it was generated with --heldout-fraction {fraction}, which held out none of its tasks; "
+                "regenerate it into a new --out with a larger --heldout-fraction (or more tasks), or pass --split "
+                "train")
+    return f"{where}; generate it with held-out tasks (e.g. --heldout-fraction 0.25) or pass --split train"
+
+
+#: Memory per env of an evaluation (the env, the policy's context and its caches), and per (env, episode): the
+#: returns of up to four policies as arrays, Python lists and eval.json text.
+ENV_BYTES, EPISODE_BYTES = 64 << 10, 256
+
+
+def eval_memory_bytes(tasks: int, seeds: int, episodes: int) -> int:
+    """Rough peak memory of ``ad eval`` on ``tasks`` x ``seeds`` parallel envs for ``episodes`` episodes."""
+    return tasks * seeds * (ENV_BYTES + episodes * EPISODE_BYTES)
 
 
 def check_compatible(policy: Any, reader: Any, ckpt: str) -> None:
@@ -129,6 +158,12 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     out = check_output_folder(config.out or Path(config.ckpt) / "eval")
     reader = HistoryReader(config.data)
     tasks = pick_tasks(reader, config.split, config.max_tasks)
+    check_memory(eval_memory_bytes(len(tasks), config.seeds, config.episodes),
+                 f"--seeds {config.seeds} x --episodes {config.episodes} on {len(tasks)} tasks",
+                 "pass fewer --seeds, --episodes or --max-tasks")
+    note = reader.incomplete_note()
+    if note:
+        print(f"warning: {note}; evaluating on the {len(tasks)} {config.split} tasks it holds", file=sys.stderr)
     make_env = env_factory(reader.family)
 
     policies: list[tuple[str, Any]] = []

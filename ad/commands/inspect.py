@@ -1,10 +1,15 @@
 """`ad inspect PATH`: what a learning-history dataset holds, as a table (and learning curves as a PNG)."""
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 from ad.config import option
 from ad.registry import register
+
+
+#: File name of the learning curves when --plot names a folder.
+CURVES_FILE = "learning_curves.png"
 
 
 @dataclass
@@ -13,7 +18,8 @@ class InspectConfig:
 
     path: str | None = option(None, "dataset folder or URL (default: the one `ad generate` writes for the default "
                                     "task family)", positional=True)
-    plot: str | None = option(None, "write per-task learning curves to this PNG")
+    plot: str | None = option(None, "write per-task learning curves to this file (.png, .pdf, .svg ...; an existing "
+                                    "folder: learning_curves.png in it)")
     fraction: float = option(0.1, "share of each stream's episodes averaged for the first/last return columns")
 
     def __post_init__(self) -> None:
@@ -24,6 +30,10 @@ class InspectConfig:
             self.path = default_dataset()
         if not 0 < self.fraction <= 0.5:
             raise UserError(f"--fraction must be in (0, 0.5], got {self.fraction}")
+        if self.plot:
+            from ad.plots import figure_path
+
+            figure_path(self.plot, "--plot", CURVES_FILE)  # refuses an extension no writer takes, before reading
 
 
 def inspect(config: InspectConfig) -> list[dict]:
@@ -34,6 +44,9 @@ def inspect(config: InspectConfig) -> list[dict]:
     from ad.history import HistoryReader, summarize
 
     reader = HistoryReader(config.path)
+    note = reader.incomplete_note()
+    if note:
+        print(f"warning: {note}", file=sys.stderr)
     rows = summarize(reader, config.fraction)
     pct = int(config.fraction * 100)
     table = Table(title=f"{config.path}  ({reader.family}, {reader.num_transitions():,} transitions)")
@@ -51,10 +64,11 @@ def inspect(config: InspectConfig) -> list[dict]:
         console.print(f"split: {len(split.get('train', []))} train tasks, {len(split.get('heldout', []))} held-out")
     if config.plot:
         from ad.history.summary import learning_curves
-        from ad.plots import plot_learning_curves
+        from ad.plots import figure_path, plot_learning_curves
 
         curves = learning_curves(reader)
-        out = plot_learning_curves(curves, config.plot, title=f"Learning curves: {config.path}")
+        out = plot_learning_curves(curves, figure_path(config.plot, "--plot", CURVES_FILE),
+                                   title=f"Learning curves: {config.path}")
         console.print(f"wrote {out}")
     return rows
 

@@ -33,6 +33,8 @@ class ExportMinariConfig:
     code_permalink: str | None = option(None, "link to the code that made the dataset, recorded in the metadata")
     description: str | None = option(None, "description recorded in the Minari metadata (default: says where the "
                                            "order metadata is)")
+    allow_incomplete: bool = option(False, "export a dataset whose generation did not finish (fewer tasks than its "
+                                           "command planned; refused without it, unless --tasks picks tasks)")
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -50,8 +52,12 @@ class ExportMinariConfig:
 
 
 def run(config: ExportMinariConfig) -> int:
+    from ad.history import HistoryReader
     from ad.interop.minari import export_minari
     from ad.outputs import check_outside_datasets
+
+    if not config.tasks:
+        HistoryReader(config.data).require_complete(config.allow_incomplete)
 
     root = config.out or os.environ.get("MINARI_DATASETS_PATH")
     if root:  # Minari's own parquet files inside a learning-history dataset would break its documented glob

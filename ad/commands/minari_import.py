@@ -1,6 +1,7 @@
 """`ad import minari`: write a Minari dataset as a learning-history dataset (see :mod:`ad.interop.minari`)."""
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 from ad.config import option
@@ -45,6 +46,13 @@ def run(config: ImportMinariConfig) -> int:
     how = "restored exactly (written by `ad export minari`)" if result["exact"] else \
         f"imported as family 'minari' (streams per {config.streams})"
     print(f"wrote {config.out}: {result['rows']:,} transitions in {result['units']} unit(s), {how}")
+    from ad.history import HistoryReader
+
+    done, planned = HistoryReader(config.out).completeness()
+    if planned is not None and done < planned:
+        print(f"warning: {config.out} is incomplete: {done} of {planned} tasks (the exported dataset's generation "
+              "did not finish); re-run the generate command that made it to finish, then export and import it "
+              "again", file=sys.stderr)
     return 0
 
 

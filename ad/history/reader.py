@@ -1,6 +1,7 @@
 """Read learning-history datasets: units, tables, and each stream's columns as contiguous arrays."""
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -74,6 +75,31 @@ class HistoryReader:
 
     def num_transitions(self) -> int:
         return sum(int(u["rows"]) for u in self._units)
+
+    def completeness(self) -> tuple[int, int | None]:
+        """(tasks with a complete unit, tasks the generating command planned); the plan is None where the dataset
+        does not record one (written before datasets recorded it, or by a command that cannot know)."""
+        planned = self.metadata.get("planned_tasks")
+        return len(self.tasks()), int(planned) if isinstance(planned, int) and not isinstance(planned, bool) else None
+
+    def incomplete_note(self) -> str | None:
+        """``"<path> is incomplete: 2 of 12 tasks; re-run ..."`` when fewer tasks are complete than the command
+        that wrote the dataset planned (its generation was interrupted), else None."""
+        done, planned = self.completeness()
+        if planned is None or done >= planned:
+            return None
+        return (f"dataset {self.location} is incomplete: {done} of {planned} tasks; re-run the generate command "
+                f"that made it (`ad generate {self.family} ... --out {self.location}`, same options) to finish")
+
+    def require_complete(self, allow: bool, flag: str = "--allow-incomplete") -> None:
+        """UserError if the dataset is incomplete (see :meth:`incomplete_note`), unless ``allow`` (the command's
+        ``flag``), then a warning on stderr."""
+        note = self.incomplete_note()
+        if note is None:
+            return
+        if not allow:
+            raise UserError(f"{note}; or pass {flag} to use the tasks it holds")
+        print(f"warning: {note}", file=sys.stderr)
 
     def require_units(self, units: list[dict[str, Any]], what: str = "") -> None:
         if not units:

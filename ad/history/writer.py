@@ -26,7 +26,13 @@ from ad.history.provenance import now_iso, provenance
 from ad.history.spec import SCHEMA_VERSION, HistorySpec
 from ad.history.storage import Location
 
-_RESERVED = {"format", "schema_version", "family", "spec", "provenance", "units", "updated"}
+#: Key of the JSON header in every shard's Parquet schema metadata.
+SHARD_METADATA_KEY = b"ad.dataset"
+#: dataset.json keys copied into every shard's header (each bounded in size, whatever the number of tasks).
+SHARD_KEYS = ("task_spec", "source", "seeds")
+#: dataset.json keys that describe the dataset's state, not its settings (a resume may differ in them).
+STATE_KEYS = ("provenance", "units", "updated", "planned_tasks")
+_RESERVED = {"format", "schema_version", "family", "spec", *STATE_KEYS}
 #: Most of the wall time rewriting dataset.json after unit commits may take (see HistoryWriter._save_due).
 JSON_TIME_SHARE = 0.05
 #: dataset.json rewrites faster than this (seconds) happen after every commit.
@@ -62,6 +68,9 @@ class HistoryWriter:
         compression: Parquet codec of every column.
         compression_level: level of that codec.
         filesystem: optional pyarrow or fsspec filesystem for ``out``.
+        planned_tasks: every task the command will write (or their number): ``dataset.json`` records how many,
+            so that readers can tell a dataset whose generation was interrupted (see
+            :meth:`~ad.history.HistoryReader.incomplete_note`). Default: keep what the dataset records.
         worker: write units only, never ``dataset.json`` (for a distributed worker; see
             :mod:`ad.distributed`). The dataset must already exist (a driver created it); committed
             units are moved into place with their marker, and the driver records them with
@@ -70,7 +79,8 @@ class HistoryWriter:
 
     def __init__(self, out: Any, spec: HistorySpec, family: str, metadata: dict[str, Any] | None = None,
                  *, shard_rows: int = 1 << 20, row_group_rows: int | None = None, compression: str = "zstd",
-                 compression_level: int | None = 3, filesystem: Any = None, worker: bool = False) -> None:
+                 compression_level: int | None = 3, filesystem: Any = None, worker: bool = False,
+                 planned_tasks: Any = None) -> None:
         self.location = Location.of(out, filesystem)
         self.spec = spec
         self.family = family
@@ -83,8 +93,11 @@ class HistoryWriter:
         self.compression = compression
         self.compression_level = compression_level
         self.worker = worker
+        self._planned = planned_tasks if planned_tasks is None or isinstance(planned_tasks, int) \
+            else len(set(planned_tasks))
         self._units: dict[str, dict[str, Any]] = {}
         self._open: set[str] = set()
+        self._task_split: dict[str, str] | None = None  # task -> split name, for shard headers
         self._saved_at, self._save_seconds = float("-inf"), 0.0
         self._prepare()
 
@@ -113,6 +126,8 @@ class HistoryWriter:
             existing = read_manifest(loc)
             self._units = dict(existing.get("units", {}))
             self._provenance = existing.get("provenance") or provenance()
+            if self._planned is None:
+                self._planned = existing.get("planned_tasks")
             if self.worker:
                 self._check_compatible(existing)
                 return
@@ -140,7 +155,7 @@ class HistoryWriter:
             raise UserError(f"{self.location} holds a {existing.get('family')!r} dataset, not {self.family!r}; "
                             "choose another --out folder (nothing was overwritten)")
         header = self._header()
-        old = {k: v for k, v in existing.items() if k not in ("provenance", "units", "updated")}
+        old = {k: v for k, v in existing.items() if k not in STATE_KEYS}
         differing = settings_differences(old, header)
         if differing:
             raise UserError(f"{self.location} was generated with different settings: {'; '.join(differing)}. "
@@ -188,6 +203,8 @@ class HistoryWriter:
     def _save(self) -> None:
         started = time.perf_counter()
         data = {**self._header(), "provenance": self._provenance, "units": self._units, "updated": now_iso()}
+        if self._planned is not None:
+            data["planned_tasks"] = int(self._planned)
         self.location.write_json_atomic(self._json_path, data)
         self._saved_at = time.perf_counter()
         self._save_seconds = self._saved_at - started
@@ -283,8 +300,24 @@ class HistoryWriter:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def file_metadata(self) -> dict[bytes, bytes]:
-        return {b"ad.dataset": json.dumps(self._header()).encode()}
+    def file_metadata(self, task: str, run: int) -> dict[bytes, bytes]:
+        """The ``ad.dataset`` header of one shard of unit (task, run): format, schema version, family, column
+        spec, the metadata keys whose size does not grow with the number of tasks (:data:`SHARD_KEYS`), and this
+        task's own entries (its split and its ``tasks`` record). Everything else (every task's split, the unit
+        list) lives in ``dataset.json`` only, so a shard's size does not grow with the dataset's."""
+        if self._task_split is None:
+            split = self.metadata.get("split")
+            lists = {k: v for k, v in split.items() if isinstance(v, list)} if isinstance(split, dict) else {}
+            self._task_split = {str(t): name for name, names in lists.items() for t in names}
+        header = {"format": layout.FORMAT_NAME, "schema_version": SCHEMA_VERSION, "family": self.family,
+                  "spec": self.spec.to_dict(), **{k: self.metadata[k] for k in SHARD_KEYS if k in self.metadata},
+                  "task": task, "run": int(run), "metadata": layout.DATASET_JSON}
+        if task in self._task_split:
+            header["split"] = self._task_split[task]
+        tasks = self.metadata.get("tasks")
+        if isinstance(tasks, dict) and task in tasks:
+            header["task_info"] = tasks[task]
+        return {SHARD_METADATA_KEY: json.dumps(header).encode()}
 
 
 class UnitWriter:
@@ -305,7 +338,7 @@ class UnitWriter:
         loc.delete_dir(self.staging)
         loc.delete_dir(self.final)
         loc.makedirs(self.staging)
-        self.schema = writer.spec.arrow_schema(writer.file_metadata())
+        self.schema = writer.spec.arrow_schema(writer.file_metadata(task, run))
         self._buffer: list[dict[str, pa.Array]] = []
         self._buffered = 0
         self.rows = 0

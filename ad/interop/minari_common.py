@@ -26,7 +26,7 @@ FOREIGN_STREAMS = ("dataset", "episode")
 STAGING = ".ad-staging"
 ENV_VAR = "MINARI_DATASETS_PATH"
 #: dataset.json keys that are not user metadata (see ad.history.writer)
-HEADER_KEYS = {"format", "schema_version", "family", "spec", "provenance", "units", "updated"}
+HEADER_KEYS = {"format", "schema_version", "family", "spec", "provenance", "units", "updated", "planned_tasks"}
 #: per-transition core columns Minari has no field for, kept in infos
 INFO_CORE = {"update": "int64", "step": "int32", "logprob": "float32"}
 #: rows gathered before one UnitWriter.append on import

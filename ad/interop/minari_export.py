@@ -98,6 +98,7 @@ def _header(reader: HistoryReader, units: list[dict[str, Any]], plan: _Plan, ski
     return {"format": meta["format"], "schema_version": meta["schema_version"], "family": reader.family,
             "spec": plan.spec.to_dict(), "metadata": {k: v for k, v in meta.items() if k not in HEADER_KEYS},
             "units": records, "provenance": meta.get("provenance"),
+            "planned_tasks": meta.get("planned_tasks") if len(units) == len(reader.units()) else None,
             "export": {"version": EXPORT_VERSION,
                        "order": "episodes in (task, run, stream, time) order; episode metadata task/run/stream/"
                                 "episode; concatenate each (task, run, stream) in episode-id order",

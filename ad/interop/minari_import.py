@@ -101,7 +101,7 @@ def _import_export(dataset: Any, ours: dict[str, Any], out: str) -> dict[str, An
     infos: dict[str, str] = dict(export["infos"])
     metadata = {**ours.get("metadata", {}),
                 "imported_from": {"minari_dataset": dataset.id, "provenance": ours.get("provenance")}}
-    writer = HistoryWriter(out, spec, ours["family"], metadata)
+    writer = HistoryWriter(out, spec, ours["family"], metadata, planned_tasks=ours.get("planned_tasks"))
     state_type = "int64" if spec.state.kind == "discrete" else "list<float32>"
     action_type = "int64" if spec.action.kind == "discrete" else "list<float32>"
     indices = [int(i) for i in dataset.episode_indices]

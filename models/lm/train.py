@@ -149,6 +149,7 @@ def train(config: TrainLMConfig) -> Path:
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
     out = Path(config.out).expanduser()
     reader = HistoryReader(config.data)
+    reader.require_complete(config.allow_incomplete)
     config = dataclasses.replace(config, template=resolve_template(config.template, reader.metadata, config.model))
     resume_from = check_resume(config, out, RESUMABLE_CHANGES, lambda path: load_checkpoint(path, "ad train lm"))
     L.seed_everything(config.seed, workers=True, verbose=False)

@@ -153,6 +153,12 @@ class TrainRLConfig(ADConfig, TrainingOptions, DistributedOptions):
             raise UserError(f"unknown preset {self.preset!r}; choose one of: {', '.join(sorted(self.PRESETS))}")
         if self.subsample < 1:
             raise UserError(f"--subsample must be at least 1, got {self.subsample}")
+        from ad.memory import check_memory
+        from models.rl.memory import training_memory_bytes
+
+        check_memory(training_memory_bytes(self), f"training with --batch-size {self.batch_size}, --context "
+                     f"{self.context}, --n-layer {self.n_layer}, --n-embd {self.n_embd}, --n-ff {self.n_ff}",
+                     "pass smaller values of these options")
 
 
 #: Options that may change when a run is resumed (its runtime options); everything else must match the saved config.

@@ -114,6 +114,7 @@ def train(config: TrainRLConfig) -> Path:
     import torch
 
     from ad.distributed.data import ShardedRLDataModule
+    from ad.history import HistoryReader
     from ad.trainer import check_resume, fit, lock_run, make_trainer, write_config
     from models.rl.module import ADLightningModule, optim_config_of
 
@@ -121,6 +122,7 @@ def train(config: TrainRLConfig) -> Path:
         torch.set_num_threads(config.threads)
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
     out = Path(config.out).expanduser()
+    HistoryReader(config.data).require_complete(config.allow_incomplete)
     datamodule = ShardedRLDataModule(config.data, window=config.context, batch_size=config.batch_size,
                                      subsample=config.subsample, expert_only=config.expert_only,
                                      val_batches=config.val_batches, num_workers=config.num_workers,

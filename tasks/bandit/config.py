@@ -6,10 +6,20 @@ from typing import Literal
 
 from ad.config import option
 from ad.errors import UserError
+from ad.memory import check_memory
 from tasks.bandit.instances import check_arms
 
 #: Most instances one dataset may hold (each is a unit: a partition folder with one small shard).
 MAX_INSTANCES = 200_000
+#: Instances per vectorised block (one generator each).
+BLOCK = 512
+
+
+def memory_bytes(instances: int, arms: int, pulls: int) -> int:
+    """Rough peak memory of a run: one block's (instances, pulls) actions, rewards, log-probabilities and regrets
+    (8 bytes each), plus one instance's history columns and their Arrow copies."""
+    per_pull_row = 48 + 8 * 2 * arms  # core columns + a Gaussian observation vector
+    return min(BLOCK, instances) * pulls * 4 * 8 + 3 * pulls * per_pull_row
 
 
 @dataclass
@@ -47,6 +57,8 @@ class GenerateConfig:
             raise UserError(f"--instances must be in 1..{MAX_INSTANCES}, got {self.instances}")
         if self.pulls <= 0:
             raise UserError(f"--pulls must be positive, got {self.pulls}")
+        check_memory(memory_bytes(self.instances, self.arms, self.pulls), f"--pulls {self.pulls} on "
+                     f"{min(BLOCK, self.instances)} instances at a time", "pass fewer --pulls")
         if not 0.0 <= self.heldout_fraction < 1.0:
             raise UserError(f"--heldout-fraction must be in [0, 1), got {self.heldout_fraction}")
         if not self.noise_std > 0.0:

@@ -29,13 +29,11 @@ from ad.atomic import write_json_atomic
 from ad.config import data_options
 from ad.history import ColumnSpec, HistorySpec, HistoryWriter, Location
 from tasks.bandit.algorithms import GAUSSIAN_PRIOR, run_source
-from tasks.bandit.config import GenerateConfig
+from tasks.bandit.config import BLOCK, GenerateConfig
 from tasks.bandit.instances import (arm_means, expected_regret, optimal_return, parse_task_name, pull_observations,
                                     random_regret, split_instances, task_name)
 
 FAMILY = "bandit"
-#: Instances per vectorised block (one generator each).
-BLOCK = 512
 
 
 def history_spec(arms: int, kind: str, observation: str = "last-pull") -> HistorySpec:
@@ -52,8 +50,7 @@ def dataset_metadata(cfg: GenerateConfig) -> dict[str, Any]:
     """task_spec, source, seeds, split and the held-out instances' optimal returns of a run.
 
     Every instance's arm means follow from its name (:func:`~tasks.bandit.instances.arm_means`) and are also in
-    its unit record with its optimal return; ``tasks`` lists only the held-out ones, because the store copies this
-    metadata into every shard's header and a per-instance map would outweigh the shards' data many times over.
+    its unit record with its optimal return; ``tasks`` lists only the held-out ones (dataset.json stays small).
     """
     train, heldout = split_instances(cfg.instances, cfg.heldout_fraction, cfg.seed)
     tasks = {task_name(cfg.kind, cfg.arms, i): {
@@ -130,7 +127,7 @@ def generate(cfg: GenerateConfig) -> Path | str:
     metadata = dataset_metadata(cfg)
     location = Location.of(cfg.out)
     writer = HistoryWriter(location, spec=history_spec(cfg.arms, cfg.kind, cfg.observation), family=FAMILY,
-                           metadata=metadata)  # raises UserError before anything is overwritten
+                           metadata=metadata, planned_tasks=cfg.instances)  # UserError before anything is overwritten
     local = location.local_path()
     out: Path | str = Path(local) if local is not None else cfg.out
     names = [task_name(cfg.kind, cfg.arms, i) for i in range(cfg.instances)]

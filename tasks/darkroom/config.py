@@ -9,6 +9,7 @@ from typing import Any, Literal
 from ad.config import option
 from ad.distributed import check_backend_options
 from ad.errors import UserError
+from ad.memory import check_memory
 from tasks.darkroom.goals import check_size, resolve_goals, start_cell
 
 #: Whether this machine has a second core for background shard encoding (the default of --background-writing).
@@ -40,14 +41,6 @@ def check_a2c_options(config: Any) -> None:
         raise UserError(f"--adam-betas needs two values in [0, 1), got {config.adam_betas}")
     if not (0.0 <= config.gamma <= 1.0 and 0.0 <= config.gae_lambda <= 1.0):
         raise UserError("--gamma and --gae-lambda must be in [0, 1]")
-
-
-def physical_memory_bytes() -> int:
-    """RAM of this machine (or 64 GiB where the OS does not say)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return 64 << 30
 
 
 @dataclass
@@ -143,11 +136,9 @@ class GenerateConfig:
             raise UserError(f"--goals {r},{c} is the start cell of a {self.size}x{self.size} room (episodes start "
                             "there): choose another goal, or pass --random-start")
         per_batch = min(self.goals_per_batch or len(goals), len(goals))
-        need = batch_memory_bytes(self.size, self.hidden, self.num_envs, per_batch)
-        if need > 0.6 * physical_memory_bytes():
-            raise UserError(f"--size {self.size} with {per_batch} goals per batch needs about {need / 2**30:.1f} GiB "
-                            f"of memory, more than this machine can give ({physical_memory_bytes() / 2**30:.1f} GiB "
-                            "in all); pass a smaller --goals-per-batch, fewer --goals or a smaller --size")
+        check_memory(batch_memory_bytes(self.size, self.hidden, self.num_envs, per_batch),
+                     f"--size {self.size} with {per_batch} goals per batch",
+                     "pass a smaller --goals-per-batch, fewer --goals or a smaller --size")
         check_backend_options(self.backend, self.address, self.workers)
 
     @property

@@ -20,7 +20,8 @@ from ad.history import ColumnSpec, HistoryReader, HistorySpec, HistoryWriter, Lo
 from ad.runs import run_folder
 from tasks.darkroom.config import GenerateConfig
 from tasks.darkroom.explorer import explore_goal
-from tasks.darkroom.generate import FAMILY, FINAL_FRACTION, LEARNED_RATIO, dataset_metadata
+from tasks.darkroom.generate import (FAMILY, FINAL_FRACTION, LEARNED_RATIO, dataset_metadata, finite_or_none,
+                                     ratio_summary, ratio_text)
 from tasks.darkroom.goals import NUM_ACTIONS, resolve_goals, task_name
 
 #: The explorer's options recorded as its config in the dataset metadata.
@@ -58,8 +59,8 @@ def generate_explorer(cfg: GenerateConfig) -> Path | str:
     goals = resolve_goals(cfg.goals, cfg.size)
     metadata = explorer_metadata(cfg, goals)
     location = Location.of(cfg.out)
-    writer = HistoryWriter(location, spec=history_spec(cfg.size), family=FAMILY,
-                           metadata=metadata)  # raises UserError before anything is overwritten
+    writer = HistoryWriter(location, spec=history_spec(cfg.size), family=FAMILY, metadata=metadata,
+                           planned_tasks=len(goals))  # raises UserError before anything is overwritten
     local = location.local_path()
     out: Path | str = Path(local) if local is not None else cfg.out
     todo = [g for g in goals if not writer.is_complete(task_name(cfg.size, g), cfg.seed)]
@@ -78,8 +79,9 @@ def generate_explorer(cfg: GenerateConfig) -> Path | str:
             unit = writer.open_unit(name, cfg.seed)
             try:
                 unit.append(columns)
-                unit.commit(info={"final_ratio": float(returns[:, -last:].mean() / optimum),
-                                  "first_ratio": float(returns[:, 0].mean() / optimum), "optimal_return": optimum})
+                ratios = [finite_or_none(returns[:, i].mean() / optimum) if optimum > 0 else None
+                          for i in (slice(-last, None), 0)]
+                unit.commit(info={"final_ratio": ratios[0], "first_ratio": ratios[1], "optimal_return": optimum})
             except BaseException:
                 unit.abort()
                 raise
@@ -93,9 +95,9 @@ def generate_explorer(cfg: GenerateConfig) -> Path | str:
     run_dir = run_folder(cfg.out, location, cfg.run_dir)
     write_json_atomic(run_dir / "summary.json", summary)
     print(f"{summary['learned_goals']}/{summary['goals']} goals reach {LEARNED_RATIO:.0%} of the optimal return over "
-          f"the last {FINAL_FRACTION:.0%} of their streams (mean ratio {summary['mean_final_ratio']:.3f}; first "
-          f"episode {summary['mean_first_ratio']:.3f}); {episodes} episodes x {cfg.num_envs} streams per goal in "
-          f"{summary['seconds']:.1f}s -> {out}")
+          f"the last {FINAL_FRACTION:.0%} of their streams (mean ratio {ratio_text(summary['mean_final_ratio'])}; "
+          f"first episode {ratio_text(summary['mean_first_ratio'])}); {episodes} episodes x {cfg.num_envs} streams per "
+          f"goal in {summary['seconds']:.1f}s -> {out}")
     return out
 
 
@@ -103,13 +105,9 @@ def summarize(cfg: GenerateConfig, location: Location, metadata: dict[str, Any],
     """The learning figure over this run's units (as the A2C source's summary) and the first episodes' ratio."""
     units = [u for u in HistoryReader(location).units() if u["run"] == cfg.seed]
     final = {u["task"]: u.get("info", {}).get("final_ratio") for u in units}
-    values = np.array([v for v in final.values() if v is not None], dtype=np.float64)
-    first = np.array([u.get("info", {}).get("first_ratio", np.nan) for u in units], dtype=np.float64)
-    learned = int((values >= LEARNED_RATIO).sum())
-    return {"source": "explorer", "goals": len(values), "learned_goals": learned,
-            "learned_fraction": learned / max(len(values), 1),
-            "mean_final_ratio": float(values.mean()) if len(values) else float("nan"),
-            "mean_first_ratio": float(np.nanmean(first)) if len(first) else float("nan"),
+    first = np.array([u.get("info", {}).get("first_ratio") for u in units], dtype=np.float64)  # None -> NaN
+    return {"source": "explorer", **ratio_summary(final),
+            "mean_first_ratio": finite_or_none(np.nanmean(first)) if np.isfinite(first).any() else None,
             "criterion": f"mean return over the last {FINAL_FRACTION:.0%} of each stream >= "
                          f"{LEARNED_RATIO:.0%} of the optimum",
             "final_ratio": final, "seconds": seconds, "episodes_per_stream": episodes_per_stream(cfg),

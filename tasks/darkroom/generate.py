@@ -59,6 +59,32 @@ _FLUSH_ROWS = 2_000_000
 FINAL_FRACTION = 0.05
 #: A goal counts as learned when its final mean return reaches this fraction of the optimum.
 LEARNED_RATIO = 0.9
+#: Why a summary's mean ratio is null (summary.json is strict JSON: no NaN).
+NO_RATIO = ("no task has a ratio: none finished an episode in the last {:.0%} of its stream, or its optimal return "
+            "is 0; raise --steps-per-task or --episode-length")
+
+
+def finite_or_none(value: float) -> float | None:
+    """``value`` as a float, or None where it is NaN / infinite (JSON has no NaN)."""
+    return float(value) if np.isfinite(value) else None
+
+
+def ratio_summary(ratios: dict[str, float | None]) -> dict[str, Any]:
+    """The learned counts and mean of per-task final ratios (None: no ratio), as strict JSON: a null mean and a
+    note saying why when no task has a ratio, and how many tasks have none."""
+    values = np.array([v for v in ratios.values() if v is not None], dtype=np.float64)
+    learned = int((values >= LEARNED_RATIO).sum())
+    out = {"goals": len(values), "learned_goals": learned, "learned_fraction": learned / max(len(values), 1),
+           "mean_final_ratio": float(values.mean()) if len(values) else None,
+           "tasks_without_ratio": len(ratios) - len(values)}
+    if not len(values):
+        out["mean_final_ratio_note"] = NO_RATIO.format(FINAL_FRACTION)
+    return out
+
+
+def ratio_text(value: float | None) -> str:
+    """A summary's mean ratio for a progress line: 3 decimals, or why there is none."""
+    return f"{value:.3f}" if value is not None else "none: no task finished an episode"
 
 
 def history_spec(size: int, logprob_bits: int = 23) -> HistorySpec:
@@ -163,8 +189,8 @@ def _generate(cfg: GenerateConfig, source: GridSource) -> Path | str:
         raise UserError(f"--backend ray cannot write to {cfg.out}: memory:// storage lives inside one process; use "
                         "a local path (one machine), a shared file system, or s3:// / gs://")
     writer = HistoryWriter(location, spec=source.spec(cfg), family=source.family, metadata=metadata,
-                           shard_rows=_SHARD_ROWS,
-                           row_group_rows=_ROW_GROUP_ROWS)  # raises UserError before anything is overwritten
+                           shard_rows=_SHARD_ROWS, row_group_rows=_ROW_GROUP_ROWS,
+                           planned_tasks=len(goals))  # raises UserError before anything is overwritten
     local = location.local_path()
     out: Path | str = Path(local) if local is not None else cfg.out
     run_dir = run_folder(cfg.out, location, cfg.run_dir)
@@ -221,7 +247,7 @@ def _generate(cfg: GenerateConfig, source: GridSource) -> Path | str:
         source.pictures(cfg, run_dir, metadata, curves, greedy)
     print(f"{summary['learned_goals']}/{summary['goals']} {source.noun} ({100 * summary['learned_fraction']:.1f}%) "
           f"reach {LEARNED_RATIO:.0%} of the optimal return over the last {FINAL_FRACTION:.0%} of their streams "
-          f"(mean ratio {summary['mean_final_ratio']:.3f}); {steps_done:,} env steps in {elapsed:.1f}s "
+          f"(mean ratio {ratio_text(summary['mean_final_ratio'])}); {steps_done:,} env steps in {elapsed:.1f}s "
           f"({steps_done / max(elapsed, 1e-9):,.0f} steps/s incl. writing) -> {out}")
     return out
 
@@ -253,8 +279,8 @@ def _train_batch(cfg: GenerateConfig, goals: list[tuple[int, ...]], writer: Hist
     records = []
     for g, unit in units.items():
         optimum = writer.metadata["tasks"][names[g]]["optimal_return"]
-        records.append(unit.commit(info={"final_return": float(final[g]), "optimal_return": optimum,
-                                         "final_ratio": float(final[g] / optimum) if optimum > 0 else None,
+        records.append(unit.commit(info={"final_return": finite_or_none(final[g]), "optimal_return": optimum,
+                                         "final_ratio": finite_or_none(final[g] / optimum) if optimum > 0 else None,
                                          "updates": cfg.updates,
                                          "env_steps": cfg.updates * cfg.num_envs * cfg.num_steps,
                                          "batch_goals": len(goals),
@@ -318,12 +344,10 @@ def _summarize(cfg: GenerateConfig, out: Location, metadata: dict[str, Any], ela
     ratios = {}
     for unit in units:
         info = unit.get("info", {})
-        if unit["run"] == cfg.seed and info.get("final_ratio") is not None:
-            ratios[unit["task"]] = info["final_ratio"]
-    values = np.array(list(ratios.values()))
-    learned = int((values >= LEARNED_RATIO).sum())
-    return {"goals": len(values), "learned_goals": learned, "learned_fraction": learned / max(len(values), 1),
-            "mean_final_ratio": float(values.mean()) if len(values) else float("nan"),
+        if unit["run"] == cfg.seed:
+            ratio = info.get("final_ratio")
+            ratios[unit["task"]] = ratio if ratio is not None and np.isfinite(ratio) else None
+    return {**ratio_summary(ratios),
             "criterion": f"mean return over the last {FINAL_FRACTION:.0%} of each stream >= "
                          f"{LEARNED_RATIO:.0%} of the optimum",
             "final_ratio": ratios, "seconds": elapsed, "env_steps_this_run": steps,

@@ -6,7 +6,12 @@ from typing import Literal
 
 from ad.config import option, override
 from ad.errors import UserError
+from ad.memory import check_memory
 from ad.options import LoRAOptions, WeightsDtypeOptions
+
+#: Memory of one start/goal configuration while the split is drawn (a 5-tuple of ints, the lists holding it, the
+#: shuffled order).
+CONFIG_BYTES = 400
 
 #: Styles of the prompt's state text (see tasks.gridworld.env.state_text).
 STATE_TEXTS = ("absolute", "egocentric")
@@ -77,6 +82,9 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
         super().__post_init__()
         if self.size < 2:
             raise UserError(f"--size must be at least 2, got {self.size}")
+        configs = 4 * self.size**2 * (self.size**2 - 1)  # every start, orientation and goal: the split draws from them
+        check_memory(CONFIG_BYTES * configs, f"--size {self.size} ({configs:,} start/goal configurations)",
+                     "pass a smaller --size")
         if isinstance(self.phases, str):
             self.phases = [self.phases]
         bad = [p for p in self.phases if p not in PHASES]

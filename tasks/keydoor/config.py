@@ -11,9 +11,10 @@ from ad.config import option, override
 from ad.distributed import check_backend_options
 from ad.errors import UserError
 from tasks.darkroom.config import GenerateConfig as DarkRoomConfig
-from tasks.darkroom.config import batch_memory_bytes, check_a2c_options, physical_memory_bytes
+from ad.memory import check_memory
+from tasks.darkroom.config import batch_memory_bytes, check_a2c_options
 from tasks.darkroom.goals import check_size
-from tasks.keydoor.pairs import draw_pairs
+from tasks.keydoor.pairs import draw_pairs, steps_needed, task_name
 
 D = DarkRoomConfig
 
@@ -79,12 +80,22 @@ class GenerateConfig:
         check_a2c_options(self)
         if isinstance(self.pairs, str):
             self.pairs = [self.pairs]
+        exist = self.size ** 2 * (self.size ** 2 - 1)
+        if self.tasks > exist and not self.pairs:
+            raise UserError(f"--tasks {self.tasks}: a {self.size}x{self.size} room has only {exist} key/door pairs; "
+                            f"pass --tasks {exist} or less (0 = all of them) or a larger --size")
         pairs = self.task_pairs()  # raises UserError for a bad pair
+        need = {p: steps_needed(self.size, p, self.random_start) for p in pairs}
+        longest = max(need, key=need.get)
+        if self.episode_length < need[longest]:
+            start = "the farthest start cell (--random-start)" if self.random_start else "the start cell"
+            raise UserError(f"--episode-length {self.episode_length} is too short: task "
+                            f"{task_name(self.size, longest)} needs {need[longest]} steps from {start} to its key and then its door, so no episode "
+                            f"could finish it; pass --episode-length {need[longest]} or more")
         per_batch = min(self.goals_per_batch or len(pairs), len(pairs))
-        need = 2 * batch_memory_bytes(self.size, self.hidden, self.num_envs, per_batch)  # (cell, key) tables
-        if need > 0.6 * physical_memory_bytes():
-            raise UserError(f"{per_batch} tasks per batch need about {need / 2**30:.1f} GiB of memory, more than this "
-                            "machine can give; pass a smaller --goals-per-batch or fewer --tasks")
+        check_memory(2 * batch_memory_bytes(self.size, self.hidden, self.num_envs, per_batch),  # (cell, key) tables
+                     f"--size {self.size} with {per_batch} tasks per batch",
+                     "pass a smaller --goals-per-batch, fewer --tasks or a smaller --size")
         check_backend_options(self.backend, self.address, self.workers)
 
     def task_pairs(self) -> list[tuple[int, int, int, int]]:

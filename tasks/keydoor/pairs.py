@@ -66,7 +66,8 @@ def parse_pair(text: str, size: int) -> Pair:
 
 def draw_pairs(size: int, count: int, seed: int, pairs: list[str] | None = None) -> list[Pair]:
     """The tasks of a dataset: the ``pairs`` named (deduplicated, in order), else ``count`` pairs drawn without
-    replacement by ``seed`` (0 or more than exist: all of them), in :func:`all_pairs` order."""
+    replacement by ``seed`` (0 or more than exist: all of them; the command refuses more), in :func:`all_pairs`
+    order."""
     if pairs:
         out: list[Pair] = []
         for text in pairs:
@@ -79,6 +80,18 @@ def draw_pairs(size: int, count: int, seed: int, pairs: list[str] | None = None)
         return every
     chosen = np.sort(np.random.default_rng([int(seed), int(size), 17]).choice(len(every), count, replace=False))
     return [every[i] for i in chosen]
+
+
+def steps_needed(size: int, pair: Pair, random_start: bool = False) -> int:
+    """Fewest steps an episode needs to reach the key, then the door, from the start cell (from the farthest cell
+    with ``random_start``). Shorter episodes cannot score 2."""
+    kr, kc, dr, dc = pair
+    if random_start:
+        to_key = max(kr, size - 1 - kr) + max(kc, size - 1 - kc)
+    else:
+        sr, sc = start_cell(size)
+        to_key = abs(sr - kr) + abs(sc - kc) or 1  # starting on the key: "stay" steps onto it
+    return to_key + abs(kr - dr) + abs(kc - dc)
 
 
 def split_pairs(pairs: list[Pair], heldout_fraction: float, seed: int) -> tuple[list[Pair], list[Pair]]:

@@ -19,12 +19,12 @@ import torch
 from ad.atomic import write_json_atomic
 from ad.config import data_options
 from ad.history import HistoryWriter, Location
-from ad.pretrained import load_base
+from ad.pretrained import load_base, position_limit
 from ad.runs import run_folder
 from tasks.math.answers import format_number, score
 from tasks.math.config import GenerateConfig
 from tasks.math.problems import Problem, generate_problems, load_jsonl, split_problems, split_templates
-from tasks.math.prompts import render_prompt
+from tasks.math.prompts import check_prompt_lengths, render_prompt
 from tasks.math.rollouts import SPEC, MathRolloutLog, chunk_task
 
 #: Generated held-out problems start at this index (training problems use indices below it).
@@ -143,6 +143,8 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
         torch.set_num_threads(cfg.threads)
     split = load_split(cfg)  # bad problem files fail here, before anything is written
     model, tokenizer = load_base(cfg.model)
+    check_prompt_lengths(split["train"] + split["heldout"], tokenizer, split["shots"], position_limit(model),
+                         cfg.max_new_tokens, f"--problems {cfg.problems}" if cfg.problems else "a generated problem")
     if torch.cuda.is_available():
         model = model.cuda()
     shots = split["shots"]

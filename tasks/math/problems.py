@@ -17,7 +17,8 @@ from fractions import Fraction
 from pathlib import Path
 
 from ad.errors import UserError
-from tasks.math.answers import format_number, parse_answer
+from ad.text import read_utf8
+from tasks.math.answers import reference_answer
 
 LEVELS = (1, 2, 3)
 #: Largest starting value / operand per level.
@@ -149,28 +150,27 @@ def load_jsonl(path: str) -> list[Problem]:
         raise UserError(f"--problems {path}: no such file (a GSM8K-format .jsonl: one JSON object per line with "
                         "'question' and 'answer' fields)")
     problems: list[Problem] = []
-    with file.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise UserError(f"{where}: not valid JSON ({err.msg} at column {err.colno}); each line must be one "
-                                "JSON object with 'question' and 'answer'") from None
-            if not isinstance(row, dict) or not isinstance(row.get("question"), str) \
-                    or not isinstance(row.get("answer"), (str, int, float)) or isinstance(row.get("answer"), bool):
-                raise UserError(f"{where}: needs a JSON object with a string 'question' and an 'answer' (GSM8K: "
-                                "the solution text ending in '#### n')")
-            answer_text = str(row["answer"])
-            is_text = isinstance(row["answer"], str)  # GSM8K: worked solution text; also accepted: a bare number
-            parsed = parse_answer(answer_text if is_text else f"#### {answer_text}")
-            if parsed.value is None or (is_text and "####" in answer_text and parsed.form != "hashes"):
-                raise UserError(f"{where}: the answer {answer_text[-60:]!r} has no parsable final number (GSM8K "
-                                "writes it as '#### 42' at the end)")
-            solution = answer_text if "####" in answer_text else f"#### {format_number(parsed.value)}"
-            problems.append(Problem(f"p{len(problems):06d}", row["question"].strip(), parsed.value, solution, "file"))
+    for number, line in enumerate(read_utf8(file, f"--problems {path}").split("\n"), 1):
+        where = f"{path}:{number}"
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise UserError(f"{where}: not valid JSON ({err.msg} at column {err.colno}); each line must be one "
+                            "JSON object with 'question' and 'answer'") from None
+        if not isinstance(row, dict) or not isinstance(row.get("question"), str) \
+                or not isinstance(row.get("answer"), (str, int, float)) or isinstance(row.get("answer"), bool):
+            raise UserError(f"{where}: needs a JSON object with a string 'question' and an 'answer' (GSM8K: "
+                            "the solution text ending in '#### n')")
+        try:
+            value, final = reference_answer(row["answer"])
+        except ValueError as err:
+            raise UserError(f"{where}: the answer {str(row['answer'])[-60:]!r} {err}; fix or remove that "
+                            "line") from None
+        answer_text = row["answer"] if isinstance(row["answer"], str) else ""
+        solution = answer_text if "####" in answer_text else f"#### {final}"
+        problems.append(Problem(f"p{len(problems):06d}", row["question"].strip(), value, solution, "file"))
     if len(problems) < 2:
         raise UserError(f"--problems {path} holds {len(problems)} problem(s); at least 2 are needed (a training and "
                         "a held-out one)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ad.errors import UserError
 from tasks.math.problems import Problem
 
 INSTRUCTION = ("Solve the math word problem. Think step by step in a few short sentences, then give the final "
@@ -36,3 +37,32 @@ def render_prompt(tokenizer: Any, question: str, shots: Sequence[Problem] = (), 
         return text + so_far.lstrip("\n")
     head = instruction + "\n\n" + "".join(f"Question: {s.question}\nAnswer: {s.solution}\n\n" for s in shots)
     return f"{head}Question: {question}\nAnswer:{so_far}"
+
+
+#: No token covers more characters than this: a longer question is known not to fit without tokenizing it.
+MAX_CHARS_PER_TOKEN = 256
+
+
+def check_prompt_lengths(problems: Sequence[Problem], tokenizer: Any, shots: Sequence[Problem], limit: int | None,
+                         max_new_tokens: int, source: str) -> None:
+    """UserError naming the first problem whose prompt (instruction, ``shots`` and question) plus ``max_new_tokens``
+    does not fit the model's ``limit`` positions; checked before any prompt is built for training, so an absurdly
+    long question is refused at once instead of exhausting memory. ``source`` names where the problems came from."""
+    if not limit:
+        return
+    overhead = len(tokenizer(render_prompt(tokenizer, "", shots))["input_ids"])
+    room = limit - max_new_tokens - overhead
+    advice = "pass fewer --few-shot or a smaller --max-new-tokens"
+    if room <= 0:
+        raise UserError(f"the model attends over {limit} positions, but the instruction and {len(shots)} few-shot "
+                        f"examples take {overhead} and --max-new-tokens {max_new_tokens} more; {advice}")
+    for problem in problems:
+        chars = len(problem.question)
+        tokens = None if chars > room * MAX_CHARS_PER_TOKEN else \
+            len(tokenizer(problem.question, add_special_tokens=False)["input_ids"])
+        if tokens is None or tokens > room:
+            size = f"{chars:,} characters" + (f", {tokens:,} tokens" if tokens is not None else "")
+            raise UserError(f"{source}: problem {problem.id} ({size}; it starts {problem.question[:40]!r}) does not "
+                            f"fit the model's {limit} positions with the instruction and few-shot examples "
+                            f"({overhead} tokens) and --max-new-tokens {max_new_tokens}: questions may take "
+                            f"{room:,} tokens; shorten or remove it, or {advice}")

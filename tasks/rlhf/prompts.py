@@ -5,12 +5,13 @@ import numpy as np
 
 from ad.errors import UserError
 from ad.outputs import check_input_file
+from ad.text import read_utf8
 
 
 def load_prompts(path: str) -> list[str]:
     """Non-empty, non-comment lines of ``path``, unique, in file order (UserError if there are none)."""
     file = check_input_file(path, "prompt file", "pass --prompts <text file, one prompt per line>")
-    lines = [line.strip() for line in file.read_text(encoding="utf-8").splitlines()]
+    lines = [line.strip() for line in read_utf8(file, f"--prompts {path}").splitlines()]
     prompts = list(dict.fromkeys(line for line in lines if line and not line.startswith("#")))
     if len(prompts) < 2:
         raise UserError(f"prompt file {file} holds {len(prompts)} prompt(s); it needs at least 2 (one to train on, "
