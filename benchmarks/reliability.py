@@ -175,10 +175,7 @@ def size_and_text_cases(work: Path) -> dict[str, list[tuple[str, Callable[[], li
         return str(path)
 
     def long_question() -> list[str]:
-        try:  # the helper's home on main (before: models.lm.tiny)
-            from benchmarks.helpers.tiny_lm import build_tiny
-        except ImportError:
-            from models.lm.tiny import build_tiny
+        from benchmarks.helpers.tiny_lm import build_tiny
 
         model = work / "tiny-lm"
         if not model.exists():

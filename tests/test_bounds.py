@@ -39,10 +39,7 @@ def bandit_data(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> str:
-    try:  # the helper's home on main (before: models.lm.tiny); the fallback can go once both are merged
-        from benchmarks.helpers.tiny_lm import build_tiny  # one character = one token, 512 positions
-    except ImportError:
-        from models.lm.tiny import build_tiny
+    from benchmarks.helpers.tiny_lm import build_tiny  # one character = one token, 512 positions
 
     return str(build_tiny(tmp_path_factory.mktemp("tiny") / "model", n_layer=1, width=32))
 

@@ -12,10 +12,7 @@ import pytest
 
 from ad import cli
 from ad.history import HistoryReader, HistoryWriter, content_hash
-try:  # the test helpers' home on main (before: ad.synthetic); the fallback can go once both branches are merged
-    from benchmarks.helpers.synthetic import SPEC, synthetic_columns
-except ImportError:
-    from ad.synthetic import SPEC, synthetic_columns
+from benchmarks.helpers.synthetic import SPEC, synthetic_columns
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
