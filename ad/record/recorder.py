@@ -74,8 +74,10 @@ class HistoryRecorder:
         self._unit = None if self.complete else self.writer.open_unit(task, self.run)
         self._episode = np.zeros(0, np.int32)  # per stream: current episode, and step within it
         self._step = np.zeros(0, np.int32)
-        self._columns = self._empty_columns(FLUSH_ROWS)
+        self._columns = self._empty_columns(FLUSH_ROWS)  # for steps of varying streams (see flush)
         self._filled = 0
+        self._pending: list[tuple] = []  # steps as given, converted together at the next flush
+        self._pending_rows = 0
 
     # ------------------------------------------------------------------ writing
     def step(self, obs: Any, action: Any, reward: Any, terminated: Any, truncated: Any, *, logprob: Any,
@@ -85,19 +87,88 @@ class HistoryRecorder:
         ``obs`` is the observation the action was chosen in (not the next one). Scalars record one stream
         (stream 0); arrays with a leading dimension of N record streams ``0..N-1`` (or ``streams``).
         ``logprob`` is the behaviour policy's log-probability of ``action``; ``update`` the number of policy
-        updates made before the action was chosen (one int, or one per stream). Values are checked (shape,
-        range, finiteness) when the buffered rows are flushed, before anything is written.
+        updates made before the action was chosen (one int, or one per stream). Steps are buffered as given and
+        converted, checked (shape, range, finiteness) and counted into episodes together when they are flushed,
+        before anything is written, so recording costs the training loop little.
         """
         if self._unit is None:
             raise UserError(f"unit task={self.task} run={self.run} is already complete in {self.writer.location}; "
                             "skip its training (check HistoryRecorder.complete) or record another run")
-        reward = np.asarray(reward, dtype=np.float32).reshape(-1)
-        n = reward.shape[0]
-        if self._filled + n > FLUSH_ROWS:
+        if self.value and value is None:
+            raise UserError("this recorder records values (value=True): pass value= to step()")
+        n = int(np.size(reward))
+        obs, action = np.array(obs), np.array(action)  # copies: the caller may reuse its arrays in place
+        self._pending.append((obs, action, reward, terminated, truncated, logprob, update, value, streams, n))
+        self._pending_rows += n
+        if self._pending_rows >= FLUSH_ROWS:
             self.flush()
-        if n > FLUSH_ROWS:
-            raise UserError(f"one step of {n} streams is more than the recorder buffers ({FLUSH_ROWS}); "
-                            "record fewer envs per recorder")
+
+    def flush(self) -> None:
+        """Convert and check the buffered steps and hand them to the unit writer (still invisible until
+        :meth:`close`)."""
+        if not self._pending or self._unit is None:
+            return
+        steps, self._pending, self._pending_rows = self._pending, [], 0
+        n = steps[0][9]
+        if all(s[8] is None and s[9] == n for s in steps):
+            cols = self._columns_of_uniform(steps, n)  # every step: the same streams 0..n-1
+        else:
+            for step in steps:
+                self._write_step(*step)
+            cols = {name: values[:self._filled].copy() for name, values in self._columns.items()}
+            self._filled = 0
+        for name in ("state", "action", "reward", "logprob", "value"):
+            if name in cols and cols[name].dtype.kind == "f" and not np.isfinite(cols[name]).all():
+                bad = int(np.flatnonzero(~np.isfinite(cols[name]).reshape(len(cols[name]), -1).all(axis=1))[0])
+                raise UserError(f"{name} of stream {cols['stream'][bad]}, episode {cols['episode'][bad]}, step "
+                                f"{cols['step'][bad]} is not finite; the recorder stores finite values only: check "
+                                "the environment or the algorithm")
+        cols["state"] = from_space(cols["state"], self.observation_space, "obs")
+        cols["action"] = from_space(cols["action"], self.action_space, "action")
+        order = np.argsort(cols["stream"], kind="stable")  # a stream's rows stay in time order
+        self._unit.append({name: values[order] for name, values in cols.items()})
+
+    def _columns_of_uniform(self, steps: list[tuple], n: int) -> dict[str, np.ndarray]:
+        """The columns of S buffered steps that each recorded streams 0..n-1, converted all at once."""
+        S = len(steps)
+        if n > self._episode.shape[0]:
+            self._grow(n)
+
+        def stacked(i: int, dtype: Any, trailing: tuple[int, ...] = ()) -> np.ndarray:
+            try:
+                return np.stack([np.asarray(s[i], dtype=dtype).reshape(n, *trailing) for s in steps])  # (S, n, ...)
+            except (ValueError, TypeError):
+                what = ("obs", "action", "reward", "terminated", "truncated", "logprob", "update", "value")[i]
+                raise UserError(f"{what} of a step does not fit {n} stream(s) (shapes: "
+                                f"{sorted({np.shape(s[i]) for s in steps})}); give one value per stream") from None
+
+        state_shape, action_shape = self._columns["state"].shape[1:], self._columns["action"].shape[1:]
+        cols = {"state": stacked(0, self._columns["state"].dtype, state_shape).reshape(S * n, *state_shape),
+                "action": stacked(1, self._columns["action"].dtype, action_shape).reshape(S * n, *action_shape),
+                "reward": stacked(2, np.float32).reshape(-1)}
+        terminated, truncated = stacked(3, bool), stacked(4, bool)  # (S, n)
+        cols["terminated"], cols["truncated"] = terminated.reshape(-1), truncated.reshape(-1)
+        cols["logprob"] = stacked(5, np.float32).reshape(-1)
+        cols["update"] = np.broadcast_to(np.stack([np.asarray(s[6], np.int64).reshape(-1) for s in steps]),
+                                         (S, n)).reshape(-1)
+        if self.value:
+            cols["value"] = stacked(7, np.float32).reshape(-1)
+        # episode and step of every row, from each stream's counters and the episode ends before it
+        ended = terminated | truncated  # (S, n)
+        ep0, st0 = self._episode[:n].copy(), self._step[:n].copy()
+        index = np.arange(S)[:, None]  # (S, 1)
+        last_end = np.maximum.accumulate(np.where(ended, index, -1), axis=0)  # (S, n): last end at or before s
+        before = np.vstack([np.full((1, n), -1), last_end[:-1]])  # (S, n): last end strictly before s
+        cols["episode"] = (ep0 + np.cumsum(ended, axis=0) - ended).astype(np.int32).reshape(-1)
+        cols["step"] = np.where(before >= 0, index - before - 1, st0 + index).astype(np.int32).reshape(-1)
+        cols["stream"] = np.tile(_STREAMS[:n], S)
+        self._episode[:n] = ep0 + ended.sum(axis=0)
+        self._step[:n] = np.where(last_end[-1] >= 0, S - 1 - last_end[-1], st0 + S)
+        return cols
+
+    def _write_step(self, obs: Any, action: Any, reward: Any, terminated: Any, truncated: Any, logprob: Any,
+                    update: Any, value: Any, streams: Any, n: int) -> None:
+        """One buffered step into the column buffers (steps with their own stream ids or stream counts)."""
         if streams is None:
             stream, needed = _STREAMS[:n], n
         else:
@@ -107,6 +178,8 @@ class HistoryRecorder:
             needed = int(stream.max()) + 1 if n else 0
         if needed > self._episode.shape[0]:
             self._grow(needed)
+        if self._filled + n > self._columns["stream"].shape[0]:
+            self._columns = {k: np.concatenate([v, np.zeros_like(v)]) for k, v in self._columns.items()}
         rows, cols = slice(self._filled, self._filled + n), self._columns
         try:
             cols["state"][rows] = np.asarray(obs).reshape(n, *cols["state"].shape[1:])
@@ -118,13 +191,11 @@ class HistoryRecorder:
         cols["update"][rows] = update
         cols["episode"][rows] = self._episode[stream]
         cols["step"][rows] = self._step[stream]
-        cols["reward"][rows] = reward
+        cols["reward"][rows] = np.asarray(reward, np.float32).reshape(-1)
         cols["terminated"][rows] = terminated
         cols["truncated"][rows] = truncated
         cols["logprob"][rows] = logprob
         if self.value:
-            if value is None:
-                raise UserError("this recorder records values (value=True): pass value= to step()")
             cols["value"][rows] = value
         ended = cols["terminated"][rows] | cols["truncated"][rows]
         self._step[stream] += 1
@@ -132,23 +203,6 @@ class HistoryRecorder:
             self._episode[stream[ended]] += 1
             self._step[stream[ended]] = 0
         self._filled += n
-
-    def flush(self) -> None:
-        """Check the buffered rows and hand them to the unit writer (still invisible until :meth:`close`)."""
-        if not self._filled or self._unit is None:
-            return
-        cols = {name: values[:self._filled] for name, values in self._columns.items()}
-        self._filled = 0
-        for name in ("state", "action", "reward", "logprob", "value"):
-            if name in cols and cols[name].dtype.kind == "f" and not np.isfinite(cols[name]).all():
-                bad = int(np.flatnonzero(~np.isfinite(cols[name]).reshape(len(cols[name]), -1).all(axis=1))[0])
-                raise UserError(f"{name} of stream {cols['stream'][bad]}, episode {cols['episode'][bad]}, step "
-                                f"{cols['step'][bad]} is not finite; the recorder stores finite values only: check "
-                                "the environment or the algorithm")
-        cols["state"] = from_space(cols["state"], self.observation_space, "obs")
-        cols["action"] = from_space(cols["action"], self.action_space, "action")
-        order = np.argsort(cols["stream"], kind="stable")  # a stream's rows stay in time order
-        self._unit.append({name: values[order] for name, values in cols.items()})
 
     def _empty_columns(self, rows: int) -> dict[str, np.ndarray]:
         columns = {"stream": np.zeros(rows, np.int32), "update": np.zeros(rows, np.int64),
@@ -182,7 +236,7 @@ class HistoryRecorder:
         if self._unit is not None:
             self._unit.abort()
             self._unit = None
-        self._filled = 0
+        self._filled, self._pending, self._pending_rows = 0, [], 0
         if self._owns_writer:
             self.writer.close()
 

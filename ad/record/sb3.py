@@ -62,13 +62,15 @@ class HistoryCallback(BaseCallback):
     def _on_step(self) -> bool:
         loc = self.locals
         dones = np.asarray(loc["dones"], dtype=bool)
-        truncated = np.array([bool(info.get("TimeLimit.truncated", False)) for info in loc["infos"]]) & dones
+        truncated = dones.copy()
+        if dones.any():
+            truncated &= np.array([bool(info.get("TimeLimit.truncated", False)) for info in loc["infos"]])
         terminated = dones & ~truncated
-        if self._kind in ("PPO", "A2C"):
-            obs = _numpy(loc["obs_tensor"])
+        if self._kind in ("PPO", "A2C"):  # tensors as SB3 made them for this step: converted at the recorder's flush
+            obs = loc["obs_tensor"]
             action = loc["clipped_actions"]
-            logprob = _numpy(loc["log_probs"])
-            value = _numpy(loc["values"]).reshape(-1)
+            logprob = loc["log_probs"]
+            value = loc["values"]
         else:
             obs = self.model._last_obs  # the observation the action was sampled in (SB3 keeps it until after this call)
             action = loc["actions"]
