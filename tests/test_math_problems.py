@@ -76,7 +76,9 @@ def test_bad_jsonl_lines_name_file_and_line(tmp_path, line, message):
 
 
 def test_missing_or_tiny_file(tmp_path):
-    with pytest.raises(UserError, match="no such file"):
+    with pytest.raises(UserError, match="does not exist"):
         load_jsonl(str(tmp_path / "nope.jsonl"))
+    with pytest.raises(UserError, match="is a folder, not a file"):
+        load_jsonl(str(tmp_path))
     with pytest.raises(UserError, match="at least 2"):
         load_jsonl(_write(tmp_path, [json.dumps({"question": "q", "answer": "#### 1"})]))

@@ -198,6 +198,11 @@ def _round_logprob(array: pa.Array, bits: int) -> pa.Array:
     return pa.array(round_mantissa(array.to_numpy(zero_copy_only=False), bits), pa.float32())
 
 
+#: numpy dtype of each integer / float / bool column type (pyarrow's to_pandas_dtype would import pandas)
+_NUMPY_TYPES = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64,
+                pa.float32(): np.float32, pa.float64(): np.float64, pa.bool_(): np.bool_}
+
+
 def _to_arrow(name: str, values: Any, arrow_type: pa.DataType, where: str, spec: HistorySpec) -> pa.Array:
     if pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type) or pa.types.is_boolean(arrow_type):
         arr = np.asarray(values)
@@ -217,7 +222,7 @@ def _to_arrow(name: str, values: Any, arrow_type: pa.DataType, where: str, spec:
                     raise SchemaError(f"{where}: column {name!r} has value {bad} outside 0..{column_spec.n - 1}")
         elif arr.dtype.kind not in "fiu":
             raise SchemaError(f"{where}: column {name!r} must be numeric, got {arr.dtype}")
-        return pa.array(arr.astype(arrow_type.to_pandas_dtype(), copy=False), type=arrow_type)
+        return pa.array(arr.astype(_NUMPY_TYPES[arrow_type], copy=False), type=arrow_type)
     if pa.types.is_fixed_size_list(arrow_type):
         arr = np.asarray(values, dtype=np.float32)
         if arr.ndim != 2 or arr.shape[1] != arrow_type.list_size:

@@ -97,7 +97,8 @@ class HistoryRecorder:
         if self.value and value is None:
             raise UserError("this recorder records values (value=True): pass value= to step()")
         n = int(np.size(reward))
-        obs, action = np.array(obs), np.array(action)  # copies: the caller may reuse its arrays in place
+        obs, action, logprob = _kept(obs), _kept(action), _kept(logprob)
+        value = None if value is None else _kept(value)
         self._pending.append((obs, action, reward, terminated, truncated, logprob, update, value, streams, n))
         self._pending_rows += n
         if self._pending_rows >= FLUSH_ROWS:
@@ -261,3 +262,16 @@ class HistoryRecorder:
         grow = streams - self._episode.shape[0]
         self._episode = np.concatenate([self._episode, np.zeros(grow, np.int32)])
         self._step = np.concatenate([self._step, np.zeros(grow, np.int32)])
+
+
+def _kept(value: Any) -> Any:
+    """A value kept until the next flush: numpy arrays are copied (a loop may reuse its arrays in place), a torch
+    tensor is copied to numpy, anything else becomes an array."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if hasattr(value, "detach"):  # a torch tensor: .numpy() shares its memory, so copy
+        try:
+            return value.numpy().copy()
+        except (RuntimeError, TypeError):  # it requires grad or lives on a GPU
+            return value.detach().cpu().numpy()
+    return np.asarray(value)

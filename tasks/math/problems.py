@@ -14,9 +14,9 @@ import json
 import random
 from dataclasses import dataclass
 from fractions import Fraction
-from pathlib import Path
 
 from ad.errors import UserError
+from ad.outputs import check_input_file
 from ad.text import read_utf8
 from tasks.math.answers import reference_answer
 
@@ -145,10 +145,8 @@ def load_jsonl(path: str) -> list[Problem]:
     """Problems from a GSM8K-format jsonl file: one object per line with ``question`` and ``answer`` (the worked
     solution ending in ``#### n``; a bare number, or a text whose last number is the answer, is accepted too).
     Blank lines are skipped. UserError naming file and line for a bad line."""
-    file = Path(path).expanduser()
-    if not file.is_file():
-        raise UserError(f"--problems {path}: no such file (a GSM8K-format .jsonl: one JSON object per line with "
-                        "'question' and 'answer' fields)")
+    file = check_input_file(path, "--problems", "pass a GSM8K-format .jsonl: one JSON object per line with "
+                                                "'question' and 'answer' fields")
     problems: list[Problem] = []
     for number, line in enumerate(read_utf8(file, f"--problems {path}").split("\n"), 1):
         where = f"{path}:{number}"
