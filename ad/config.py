@@ -255,8 +255,7 @@ def build_parser(config_cls: type, prog: str, description: str = "",
 
 def load_config_file(path: str) -> dict[str, Any]:
     """Read a YAML or JSON mapping of option values."""
-    from ad.outputs import check_input_file
-    from ad.text import read_utf8
+    from ad.files import check_input_file, read_utf8
 
     file = check_input_file(path, "config file", "pass --config <a YAML or JSON file of option values>")
     text = read_utf8(file, f"config file {path}")

@@ -40,7 +40,7 @@ def figure_path(path: str | Path, option: str, default_name: str) -> Path:
 def save_figure(fig, out: str | Path, dpi: int = 120) -> Path:
     """Lay out, write (atomically, creating the folder) and close a figure; returns the PNG path."""
     fig.tight_layout()
-    from ad.atomic import atomic_path
+    from ad.files import atomic_path
 
     out = Path(out)
     try:

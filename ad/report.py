@@ -6,7 +6,7 @@ import platform
 from pathlib import Path
 from typing import Any, Sequence
 
-from ad.atomic import write_text_atomic
+from ad.files import write_text_atomic
 from ad.evaluate import episodes_36_40
 
 

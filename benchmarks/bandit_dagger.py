@@ -68,7 +68,7 @@ def train_fresh(config, source, aggregate, steps: int, batch: int, seed: int, lo
     """A new ADTransformer trained from scratch on half source windows, half soft-labelled aggregate windows."""
     import torch
 
-    from ad.training import OptimConfig, lr_multiplier
+    from models.training import OptimConfig, lr_multiplier
     from models.rl.model import ADTransformer
     from models.rl.module import parameter_groups
 

@@ -43,7 +43,7 @@ import torch.nn.functional as F  # noqa: E402
 from ad.config import make_config  # noqa: E402
 from models.rl.config import TrainRLConfig, model_config_of  # noqa: E402
 from models.rl.model import ADTransformer  # noqa: E402
-from ad.training import fast_adamw_kwargs  # noqa: E402
+from models.training import fast_adamw_kwargs  # noqa: E402
 from benchmarks.helpers.synthetic_goals import synthetic_batches, write_synthetic_dataset  # noqa: E402
 
 

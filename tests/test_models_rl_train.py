@@ -9,7 +9,7 @@ from ad.config import make_config
 from ad.errors import UserError
 from models.rl.config import TrainRLConfig
 from models.rl.model import ADTransformer
-from ad.training import OptimConfig, lr_multiplier
+from models.training import OptimConfig, lr_multiplier
 from benchmarks.helpers.synthetic_goals import write_synthetic_dataset
 from models.rl.train import train
 

@@ -130,7 +130,7 @@ def snapshot(folder: Path, names) -> dict[str, bytes]:
 
 # ---------------------------------------------------------------------------- the shared atomic writer
 def test_atomic_writer_keeps_the_old_file_when_the_write_dies(tmp_path, dying_writes):
-    from ad.atomic import write_json_atomic
+    from ad.files import write_json_atomic
 
     path = tmp_path / "summary.json"
     write_json_atomic(path, {"old": 1})
@@ -146,7 +146,7 @@ def test_atomic_writer_survives_kill_9_in_the_middle_of_a_write(tmp_path):
     path.write_text('{"old": 1}')
     writer = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys, time
-        from ad.atomic import atomic_path
+        from ad.files import atomic_path
         with atomic_path({str(path)!r}) as tmp:
             with open(tmp, "w") as fh:
                 fh.write('{{"new": ')
@@ -163,7 +163,7 @@ def test_atomic_writer_survives_kill_9_in_the_middle_of_a_write(tmp_path):
 
 
 def test_atomic_files_get_the_usual_mode(tmp_path):
-    from ad.atomic import write_text_atomic
+    from ad.files import write_text_atomic
 
     old = os.umask(0o022)
     try:

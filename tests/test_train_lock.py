@@ -116,7 +116,7 @@ def test_ctrl_c_in_training_exits_130_and_names_resume(data, tmp_path, kind):
 
 
 def test_an_interrupt_before_any_checkpoint_says_to_start_again(tmp_path):
-    from ad.trainer import fit
+    from models.trainer import fit
 
     class Trainer:
         interrupted = True

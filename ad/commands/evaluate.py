@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ad.atomic import write_json_atomic, write_text_atomic
+from ad.files import write_json_atomic, write_text_atomic
 from ad.config import option
 from ad.errors import UserError
 from ad.memory import check_memory
@@ -149,7 +149,7 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     from ad.plots import plot_in_context
     from ad.registry import env_factory, load_policy
 
-    from ad.outputs import check_output_folder
+    from ad.files import check_output_folder
 
     if config.threads:
         import torch

@@ -54,7 +54,7 @@ class ExportMinariConfig:
 def run(config: ExportMinariConfig) -> int:
     from ad.history import HistoryReader
     from ad.interop.minari import export_minari
-    from ad.outputs import check_outside_datasets
+    from ad.files import check_outside_datasets
 
     if not config.tasks:
         HistoryReader(config.data).require_complete(config.allow_incomplete)

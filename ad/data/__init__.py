@@ -1,6 +1,6 @@
 """Torch datasets and the Lightning DataModule over learning histories (each imported on first use, so reading a
 split does not import torch or Lightning)."""
-from ad.lazy import lazy_exports
+from ad.registry import lazy_exports
 
 __getattr__ = lazy_exports(__name__, {
     "RLDataModule": "ad.data.datamodule", "LanguageTrajectoryDataset": "ad.data.language_dataset",

@@ -9,7 +9,7 @@ Ray is optional (``pip install 'algorithm-distillation[ray]'``); nothing here im
 Ray backend runs.
 """
 
-from ad.lazy import lazy_exports
+from ad.registry import lazy_exports
 from ad.distributed.units import BACKENDS, WorkUnit, check_backend_options, require_ray, run_units
 
 _LAZY = {"GlobalBatchSampler": "ad.distributed.sampling", "shard_loader": "ad.distributed.sampling",

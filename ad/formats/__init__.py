@@ -5,7 +5,7 @@ every plugin); the RL-format ones, which read Parquet through pyarrow, load on f
 """
 from ad.formats.language import (TEMPLATES, CompactTemplate, GridWordTemplate, RolloutTemplate, Template,
                                  WordTemplate, get_template, register_template, tokenize_segments)
-from ad.lazy import lazy_exports
+from ad.registry import lazy_exports
 
 _LAZY = {name: "ad.formats.rl" for name in ("RL_COLUMNS", "WindowSource", "build_window_source",
                                             "load_window_source", "reference_windows", "select_episodes")}

@@ -85,9 +85,9 @@ class Location:
     def write_json_atomic(self, path: str, data: Any) -> None:
         """Write JSON to a temporary name, then rename over ``path``; on failure (disk full, read-only) the
         temporary file is removed and ``path`` keeps its old content. A local file goes through
-        :func:`ad.atomic.write_json_atomic` (flushed to disk before the rename)."""
+        :func:`ad.files.write_json_atomic` (flushed to disk before the rename)."""
         if self.local_path() is not None:
-            from ad.atomic import write_json_atomic
+            from ad.files import write_json_atomic
 
             write_json_atomic(path, data, sort_keys=False)
             return

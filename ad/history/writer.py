@@ -115,7 +115,7 @@ class HistoryWriter:
         if loc.is_file(loc.base):
             raise UserError(f"--out {loc} is a file, not a folder; choose a new or empty folder")
         if loc.local_path() is not None:
-            from ad.outputs import check_folder_path
+            from ad.files import check_folder_path
 
             check_folder_path(loc.local_path())
         if self.worker and not loc.exists(self._json_path):

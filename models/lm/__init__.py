@@ -5,8 +5,7 @@ only when used: ``from models.lm import LMPolicy`` works, but importing this pac
 """
 from __future__ import annotations
 
-from ad.lazy import lazy_exports, lazy_function
-from ad.registry import register, register_demo
+from ad.registry import lazy_exports, lazy_function, register, register_demo
 from models.lm import loader as _loader  # noqa: F401  (registers the `ad eval` policy loader)
 from models.lm.config import LoRAOptions, TrainLMConfig
 from models.lm.demo_config import LMDemoConfig

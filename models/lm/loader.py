@@ -22,7 +22,7 @@ def model_dir(path: Any) -> Path | None:
                 if json.loads(info.read_text()).get("model_type") == MODEL_TYPE:
                     return candidate
             except ValueError as err:
-                from ad.trainer import corrupt_model_file
+                from models.trainer import corrupt_model_file
 
                 raise corrupt_model_file(info, err) from None
     return None

@@ -10,7 +10,7 @@ from typing import Any
 import lightning as L
 import torch
 
-from ad.training import NonFiniteLossError, OptimConfig, fast_adamw_kwargs, lr_multiplier
+from models.training import NonFiniteLossError, OptimConfig, fast_adamw_kwargs, lr_multiplier
 
 def add_lora(model: Any, lora: dict[str, Any]) -> Any:
     """Wrap ``model`` in a peft ``PeftModel`` with LoRA adapters; only the adapters are trainable.

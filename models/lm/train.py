@@ -19,9 +19,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ad.atomic import write_json_atomic
+from ad.files import write_json_atomic
 from ad.distributed.options import first_local_process
-from ad.trainer import MODEL_DIR
+from models.trainer import MODEL_DIR
 from models.lm.config import RESUMABLE_CHANGES, SCRATCH, TrainLMConfig
 from models.lm.loader import MODEL_TYPE, WEIGHTS_DIR
 _EXPECTED_WARNINGS = (".*is_gradient_checkpointing.*",
@@ -137,8 +137,8 @@ def train(config: TrainLMConfig) -> Path:
     from ad.history import HistoryReader
     from ad.pretrained import position_limit
     from ad.registry import env_factory
-    from ad.trainer import check_resume, fit, load_checkpoint, lock_run, make_trainer, write_config
-    from ad.training import OptimConfig
+    from models.trainer import check_resume, fit, load_checkpoint, lock_run, make_trainer, write_config
+    from models.training import OptimConfig
     from models.lm.data import ShardedLMDataModule
     from models.lm.module import LMLightningModule
     from models.lm.watch import HeldoutReturn

@@ -6,8 +6,7 @@ package alone imports neither.
 """
 from __future__ import annotations
 
-from ad.lazy import lazy_exports, lazy_function
-from ad.registry import register
+from ad.registry import lazy_exports, lazy_function, register
 from models.rl import loader as _loader  # noqa: F401  (registers the `ad eval` policy loader)
 from models.rl.config import ADConfig, TrainRLConfig
 

@@ -21,7 +21,7 @@ def model_dir(path: Any) -> Path | None:
                 if json.loads(config.read_text()).get("model_type") == "ad-rl":
                     return candidate
             except ValueError as err:
-                from ad.trainer import corrupt_model_file
+                from models.trainer import corrupt_model_file
 
                 raise corrupt_model_file(config, err) from None
     return None

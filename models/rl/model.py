@@ -327,7 +327,7 @@ class ADTransformer(nn.Module):
 
         from safetensors.torch import save_file
 
-        from ad.atomic import atomic_path, write_json_atomic
+        from ad.files import atomic_path, write_json_atomic
 
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 import lightning as L
 import torch
 
-from ad.training import NonFiniteLossError, OptimConfig, fast_adamw_kwargs, lr_multiplier  # noqa: F401
+from models.training import NonFiniteLossError, OptimConfig, fast_adamw_kwargs, lr_multiplier  # noqa: F401
 from models.rl.config import ADConfig
 from models.rl.model import ADTransformer
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from ad.distributed.options import first_local_process
 from ad.errors import UserError
-from ad.trainer import MODEL_DIR
+from models.trainer import MODEL_DIR
 
 from models.rl.config import RESUMABLE_CHANGES, TrainRLConfig, model_config_of
 from models.rl.loader import TRAINING_DATA_FILE
@@ -93,7 +93,7 @@ def _check_checkpoint(path: Path, config: TrainRLConfig) -> None:
     """UserError unless ``path`` is a readable Lightning checkpoint of a model with this config."""
     import dataclasses
 
-    from ad.trainer import describe_changes, load_checkpoint
+    from models.trainer import describe_changes, load_checkpoint
 
     saved_model = load_checkpoint(path, "ad train rl", "hyper_parameters")["hyper_parameters"].get("model_config")
     if not isinstance(saved_model, dict):
@@ -115,7 +115,7 @@ def train(config: TrainRLConfig) -> Path:
 
     from ad.distributed.data import ShardedRLDataModule
     from ad.history import HistoryReader
-    from ad.trainer import check_resume, fit, lock_run, make_trainer, write_config
+    from models.trainer import check_resume, fit, lock_run, make_trainer, write_config
     from models.rl.module import ADLightningModule, optim_config_of
 
     if config.threads:
@@ -151,7 +151,7 @@ def train(config: TrainRLConfig) -> Path:
 def write_training_data(directory: Path, metadata: dict) -> None:
     """``training_data.json`` beside the weights: the dataset's task family and task spec, so that ``ad eval``
     refuses a dataset of another family or size with a clear message."""
-    from ad.atomic import write_json_atomic
+    from ad.files import write_json_atomic
 
     record = {"family": metadata.get("family"), "task_spec": metadata.get("task_spec") or {}}
     write_json_atomic(directory / TRAINING_DATA_FILE, record, indent=1, default=str)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import gymnasium
 
 from ad.families import TaskFamily, register_family
-from ad.lazy import lazy_function
+from ad.registry import lazy_function
 from tasks.bandit.config import GenerateConfig
 from tasks.bandit.demo_config import BanditDemoConfig
 

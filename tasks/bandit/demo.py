@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ad.atomic import write_json_atomic, write_text_atomic
+from ad.files import write_json_atomic, write_text_atomic
 from ad.config import make_config
 from ad.demo_pipeline import stage, train_policies
 from ad.errors import UserError

@@ -25,7 +25,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ad.atomic import write_json_atomic
+from ad.files import write_json_atomic
 from ad.config import data_options
 from ad.history import ColumnSpec, HistorySpec, HistoryWriter, Location
 from tasks.bandit.algorithms import GAUSSIAN_PRIOR, run_source

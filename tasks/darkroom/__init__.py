@@ -8,7 +8,7 @@ from __future__ import annotations
 import gymnasium
 
 from ad.families import TaskFamily, register_family
-from ad.lazy import lazy_function
+from ad.registry import lazy_function
 from tasks.darkroom.config import GenerateConfig
 from tasks.darkroom.demo import DarkRoomDemoConfig
 

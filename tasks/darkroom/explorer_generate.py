@@ -14,10 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ad.atomic import write_json_atomic
+from ad.files import run_folder, write_json_atomic
 from ad.errors import UserError
 from ad.history import ColumnSpec, HistoryReader, HistorySpec, HistoryWriter, Location
-from ad.runs import run_folder
 from tasks.darkroom.config import GenerateConfig
 from tasks.darkroom.explorer import explore_goal
 from tasks.darkroom.generate import (FAMILY, FINAL_FRACTION, LEARNED_RATIO, dataset_metadata, finite_or_none,

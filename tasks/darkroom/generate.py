@@ -29,11 +29,10 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from ad.atomic import write_json_atomic
+from ad.files import run_folder, write_json_atomic
 from ad.config import data_options
 from ad.distributed import WorkUnit, run_units
 from ad.errors import UserError
-from ad.runs import run_folder
 from ad.history import ColumnSpec, HistorySpec, HistoryReader, HistoryWriter, Location
 from tasks.darkroom.a2c import BatchedA2C, Rollout, denormals_flushed
 from tasks.darkroom.batch_writer import BatchWriter

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ad.atomic import atomic_path
+from ad.files import atomic_path
 from tasks.darkroom.env import DarkRoomEnv
 
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import gymnasium
 
-from ad.lazy import lazy_function
-from ad.registry import register
+from ad.registry import lazy_function, register
 from tasks.gridworld.config import GenerateConfig
 
 #: gymnasium ids registered here (the one place): id -> (size, max_episode_steps, clip_at_wall).

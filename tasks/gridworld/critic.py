@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ad.atomic import atomic_path
+from ad.files import atomic_path
 from tasks.gridworld.actor import left_pad
 
 

@@ -27,10 +27,9 @@ from typing import Any, Iterable
 import numpy as np
 import torch
 
-from ad.atomic import write_json_atomic
+from ad.files import run_folder, write_json_atomic
 from ad.config import data_options
 from ad.errors import UserError
-from ad.runs import run_folder
 from ad.history import HistoryReader, HistoryWriter, Location
 from ad.pretrained import load_base
 from tasks.gridworld.actor import LMActor, all_move_lists

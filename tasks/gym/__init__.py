@@ -10,7 +10,7 @@ Importing this package registers the command and the evaluation env; nothing hea
 from __future__ import annotations
 
 from ad.families import TaskFamily, register_family
-from ad.lazy import lazy_function
+from ad.registry import lazy_function
 from tasks.gym.config import GymGenerateConfig
 
 register_family(TaskFamily(

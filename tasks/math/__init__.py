@@ -11,7 +11,7 @@ format with the ``rollout`` template (``prompt: <problem>\ncompletion: <solution
 from __future__ import annotations
 
 from ad.families import TaskFamily, register_family
-from ad.lazy import lazy_function
+from ad.registry import lazy_function
 from tasks.math.config import GenerateConfig
 
 register_family(TaskFamily(

@@ -16,11 +16,10 @@ from typing import Any
 
 import torch
 
-from ad.atomic import write_json_atomic
+from ad.files import run_folder, write_json_atomic
 from ad.config import data_options
 from ad.history import HistoryWriter, Location
 from ad.pretrained import load_base, position_limit
-from ad.runs import run_folder
 from tasks.math.answers import format_number, score
 from tasks.math.config import GenerateConfig
 from tasks.math.problems import Problem, generate_problems, load_jsonl, split_problems, split_templates

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ad.errors import UserError
-from ad.outputs import check_input_file
-from ad.text import read_utf8
+from ad.files import check_input_file, read_utf8
 from tasks.math.answers import reference_answer
 
 LEVELS = (1, 2, 3)

@@ -3,8 +3,7 @@ logged as a learning history (``ad generate rlhf``). Importing registers the com
 it runs."""
 from __future__ import annotations
 
-from ad.lazy import lazy_function
-from ad.registry import register
+from ad.registry import lazy_function, register
 from tasks.rlhf.config import GenerateConfig
 
 

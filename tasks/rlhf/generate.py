@@ -21,9 +21,8 @@ from typing import Any
 
 import torch
 
-from ad.atomic import write_json_atomic
+from ad.files import run_folder, write_json_atomic
 from ad.config import data_options
-from ad.runs import run_folder
 from ad.history import HistoryWriter, Location
 from ad.pretrained import load_base
 from tasks.rlhf.config import GenerateConfig

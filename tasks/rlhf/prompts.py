@@ -4,8 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ad.errors import UserError
-from ad.outputs import check_input_file
-from ad.text import read_utf8
+from ad.files import check_input_file, read_utf8
 
 
 def load_prompts(path: str) -> list[str]:

@@ -11,7 +11,7 @@ import gymnasium
 
 from ad.families import TaskFamily, register_family
 from ad.formats.language import register_template
-from ad.lazy import lazy_function
+from ad.registry import lazy_function
 from tasks.textworld.config import GenerateConfig
 from tasks.textworld.template import TextWorldTemplate
 

@@ -26,11 +26,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ad.atomic import write_json_atomic
+from ad.files import run_folder, write_json_atomic
 from ad.config import data_options
 from ad.history import HistoryReader, HistoryWriter, Location
 from ad.progress import PhaseLog
-from ad.runs import run_folder
 from tasks.textworld.config import GenerateConfig
 from tasks.textworld.games import GameOptions
 from tasks.textworld.history import SPEC, episode_columns

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from ad.atomic import atomic_path
+from ad.files import atomic_path
 
 
 def plot_phases(results: dict[str, dict[str, Any]], path: Path, seeds: Any = None,

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from ad.atomic import atomic_path, write_json_atomic
+from ad.files import atomic_path, write_json_atomic
 from ad.errors import UserError
 from tasks.textworld.config import GenerateConfig
 

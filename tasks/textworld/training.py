@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from ad.atomic import atomic_path
+from ad.files import atomic_path
 from tasks.textworld.config import GenerateConfig
 from tasks.textworld.policy import TextWorldPolicy
 from tasks.textworld.ppo import PPOLearner

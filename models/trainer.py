@@ -39,7 +39,7 @@ def check_resume(config: Any, out: Path, resumable: Iterable[str],
     """
     import yaml
 
-    from ad.outputs import check_output_folder
+    from ad.files import check_output_folder
 
     check_output_folder(out)
     last = out / CHECKPOINT_DIR / LAST_CHECKPOINT
@@ -104,7 +104,7 @@ def lock_run(out: Path) -> Any:
 
     from ad.history.lock import DatasetLock
     from ad.history.storage import Location
-    from ad.outputs import check_output_folder
+    from ad.files import check_output_folder
 
     check_output_folder(out)
     if not first_local_process() or int(os.environ.get("NODE_RANK", "0") or 0) != 0:
@@ -137,7 +137,7 @@ def write_config(config: Any, out: Path) -> None:
     """Save the resolved options as ``out/config.yaml`` (once per machine under DDP)."""
     import yaml
 
-    from ad.atomic import write_text_atomic
+    from ad.files import write_text_atomic
 
     out.mkdir(parents=True, exist_ok=True)
     if first_local_process():
@@ -185,7 +185,7 @@ def fit(trainer: Any, module: Any, datamodule: Any, out: Path, resume_from: Path
 
     A NaN / inf loss stops the run with a UserError naming the last good checkpoint.
     """
-    from ad.training import NonFiniteLossError, non_finite_error
+    from models.training import NonFiniteLossError, non_finite_error
 
     last = out / CHECKPOINT_DIR / LAST_CHECKPOINT
     try:
