@@ -10,21 +10,9 @@ from pathlib import Path
 import pytest
 
 from ad import cli
+from cli_run import run_cli
 
 
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    """(exit code, stderr, stdout) of ``ad argv``; asserts a failure is one ``error:`` line, never a traceback."""
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as exit_info:
-        cli.main(list(argv))
-    out, err = capsys.readouterr()
-    code = exit_info.value.code
-    if code:
-        assert "Traceback" not in err, err
-        lines = [line for line in err.splitlines() if line.strip() and not line.startswith("usage:")
-                 and not line.startswith(" ")]
-        assert len(lines) == 1 and "error:" in lines[0], err
-    return code, err, out
 
 
 @pytest.fixture(scope="module")

@@ -10,22 +10,11 @@ from ad import cli
 from ad.history import HistoryReader, content_hash
 from tasks.gym.eval_env import make_eval_env
 from tasks.gym.task_file import load_tasks
+from cli_run import run_cli
 
 ALGO = ["--algo-kwargs", '{"n_steps": 32, "batch_size": 16, "n_epochs": 1}', "--steps", "64", "--no-progress"]
 
 
-def run_cli(capsys, *argv: str) -> tuple[int, str]:
-    """(exit code, stderr) of ``ad argv``; a failure must be one ``error:`` line, never a traceback."""
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as exit_info:
-        cli.main(list(argv))
-    err = capsys.readouterr().err
-    code = exit_info.value.code
-    if code:
-        assert "Traceback" not in err, err
-        lines = [line for line in err.splitlines() if line.strip() and not line.startswith(("usage:", " "))]
-        assert len(lines) == 1 and lines[0].startswith("error:"), err
-    return code, err
 
 
 @pytest.fixture
@@ -100,7 +89,7 @@ def test_sampled_tasks_depend_on_the_seed_only(tmp_path):
     (["--env", "CartPole-v1", "--steps", "0"], "--steps"),
 ])
 def test_bad_input_is_one_error_line(tmp_path, capsys, extra, expected):
-    code, err = run_cli(capsys, "generate", "gym", "--out", str(tmp_path / "d"), "--steps", "64", "--no-progress",
+    code, err, _ = run_cli(capsys, "generate", "gym", "--out", str(tmp_path / "d"), "--steps", "64", "--no-progress",
                         *extra)
     assert code == 2 and expected in err
 
@@ -116,7 +105,7 @@ def test_bad_input_is_one_error_line(tmp_path, capsys, extra, expected):
 def test_bad_tasks_file_is_named(tmp_path, capsys, content, expected):
     path = tmp_path / "tasks.yaml"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
-    code, err = run_cli(capsys, "generate", "gym", "--env", "CartPole-v1", "--tasks", str(path), "--out",
+    code, err, _ = run_cli(capsys, "generate", "gym", "--env", "CartPole-v1", "--tasks", str(path), "--out",
                         str(tmp_path / "d"), *ALGO)
     assert code == 2 and expected in err and not (tmp_path / "d" / "dataset.json").exists()
 
@@ -128,7 +117,7 @@ def test_a_missing_package_is_named(tmp_path, capsys, monkeypatch):
         raise gymnasium.error.DependencyNotInstalled('Box2D is not installed, run `pip install "gymnasium[box2d]"`')
 
     monkeypatch.setattr(gymnasium, "make", missing)
-    code, err = run_cli(capsys, "generate", "gym", "--env", "LunarLander-v3", "--out", str(tmp_path / "d"), *ALGO)
+    code, err, _ = run_cli(capsys, "generate", "gym", "--env", "LunarLander-v3", "--out", str(tmp_path / "d"), *ALGO)
     assert code == 2 and "needs a package" in err and "gymnasium[box2d]" in err
     assert not (tmp_path / "d" / "dataset.json").exists()
 

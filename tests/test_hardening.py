@@ -19,26 +19,13 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from ad import cli
 from ad.history import HistoryReader, Location, content_hash
+from cli_run import run_cli
 
 TINY = ["--size", "3", "--steps-per-goal", "2000", "--hidden", "16", "--progress", "false", "--plots", "false",
         "--tensorboard", "false"]
 
 
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    """(exit code, stderr, stdout) of ``ad argv``; asserts a failure is one ``error:`` line, never a traceback."""
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as exit_info:
-        cli.main(list(argv))
-    out, err = capsys.readouterr()
-    code = exit_info.value.code
-    if code:
-        assert "Traceback" not in err, err
-        lines = [line for line in err.splitlines() if line.strip() and not line.startswith("usage:")
-                 and not line.startswith(" ") and not line.startswith("repairing ")]  # usage / notes
-        assert len(lines) == 1 and "error:" in lines[0], err
-    return code, err, out
 
 
 def generate(capsys, out: Path, *extra: str) -> tuple[int, str, str]:

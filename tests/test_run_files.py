@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from ad import cli
+from cli_run import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
@@ -32,18 +33,6 @@ TINY_TRAIN = ["--context", "20", "--batch-size", "4", "--n-layer", "1", "--n-emb
               "--checkpoint-every", "2"]
 
 
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    """(exit code, stderr, stdout) of ``ad argv``; a failure must be one ``error:`` line, never a traceback."""
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as exit_info:
-        cli.main(list(argv))
-    out, err = capsys.readouterr()
-    code = exit_info.value.code
-    if code == 2:
-        assert "Traceback" not in err, err
-        lines = [line for line in err.splitlines() if line.strip()]
-        assert len(lines) == 1 and lines[0].startswith("error:"), err
-    return code, err, out
 
 
 def train(capsys, data: Path, out: Path, *extra: str) -> tuple[int, str, str]:
