@@ -151,15 +151,7 @@ def _nothing_committed(work: Path, before: str, argv: list[str]) -> bool:
 
 def run_bad_inputs(work: Path) -> tuple[int, list[str]]:
     """(cases handled, names of the cases that were not)."""
-    failed = []
-    cases = bad_input_cases(work)
-    for name, setup in cases:
-        argv = setup()
-        before = _tree_digest(work)
-        result = _ad(*argv)
-        if not _handled(result) or not _nothing_committed(work, before, argv):
-            failed.append(f"{name}: exit {result.returncode}: {result.stderr.strip()[-300:]}")
-    return len(cases) - len(failed), failed
+    return run_cases(work, bad_input_cases(work))
 
 
 def size_and_text_cases(work: Path) -> dict[str, list[tuple[str, Callable[[], list[str]]]]]:
