@@ -22,7 +22,8 @@ RESULTS = Path(__file__).parent / "results"
 ROOT = Path(__file__).resolve().parents[1]
 # The experiment pages (docs/experiments/<slug>.md) a figure's `page` may name.
 PAGES = ("history-store", "darkroom", "bandit", "keydoor", "language-format", "models-and-evaluation", "scale-out",
-         "rlhf", "gridworld", "textworld", "math", "gym", "reliability", "usability")
+         "rlhf", "gridworld", "textworld", "math", "gym", "in-context-methods", "continuous", "metaworld",
+         "reliability", "usability")
 # Fields a re-run of a benchmark carries over from the figure of the same name in the file it replaces.
 _KEPT = ("headline", "short", "vs", "capability", "page", "readme", "rank")
 _config_file: str | None = None  # the --config file parse_args read, recorded by report()
