@@ -51,6 +51,11 @@ class TaskFamily:
     #: ``task_spec`` keys that parametrise the eval envs (e.g. a grid's size): ``ad eval`` refuses a checkpoint whose
     #: training data recorded other values for them
     task_kwargs: tuple[str, ...] = ()
+    #: ``optimal_actions(metadata, task, stream) -> (T,) int64``: the optimal action at each row of one stream of
+    #: ``task`` (``stream`` maps the history columns ``state``, ``action``, ``reward``, ``episode``, ``step`` to
+    #: (T,) arrays in history order, so a family whose optimum depends on the episode so far, e.g. whether a key
+    #: is carried, can read it); the target of objectives that imitate an optimal policy (DPT). None: unknown
+    optimal_actions: Callable[[dict, str, dict], Any] | None = None
     #: the family ``ad demo`` runs without ``--task``; its ``ad generate`` folder is the default ``--data``
     default: bool = False
 

@@ -118,6 +118,20 @@ def transition_table(size: int) -> np.ndarray:
     return new_rows * size + new_cols
 
 
+def shortest_path_actions(size: int, target_cell: int) -> np.ndarray:
+    """``action[s]``: an action on a shortest path from cell ``s`` to ``target_cell`` (rows first, then columns;
+    noop on the target itself), shape ``(size * size,)`` int64. The room has no walls inside, so the path is the
+    Manhattan one."""
+    rows, cols = np.divmod(np.arange(size * size), size)  # (S,), (S,)
+    t_row, t_col = divmod(int(target_cell), size)
+    action = np.zeros(size * size, dtype=np.int64)  # noop on the target
+    action[cols < t_col] = 2  # right
+    action[cols > t_col] = 4  # left
+    action[rows < t_row] = 3  # down
+    action[rows > t_row] = 1  # up
+    return action
+
+
 def optimal_return(size: int, goal: tuple[int, int], episode_length: int, terminate_on_goal: bool,
                    random_start: bool = False) -> float:
     """Exact optimal expected return of one goal, by finite-horizon dynamic programming.
