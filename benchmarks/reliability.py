@@ -266,7 +266,7 @@ def main(args: argparse.Namespace) -> None:
                "all"),
         figure("faults repaired by re-running the same command (truncated shard, deleted shard)", "faults",
                repairs["repaired"], repairs["faults"], "all"),
-        figure(f"SIGKILLs of `ad generate` at random moments, each resumed", "kills", stats["killed"], kills, "all"),
+        figure("SIGKILLs of `ad generate` at random moments, each resumed", "kills", stats["killed"], kills, "all"),
         figure("DuckDB + polars glob reads during runs and after kills that failed", "reads",
                stats["probe_failures"], stats["probe_reads"], "0", higher_is_better=False),
         figure("transitions lost after the kills (vs an uninterrupted run)", "transitions", lost, None, "0",

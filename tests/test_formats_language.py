@@ -1,7 +1,6 @@
 """Templates: serialise -> parse round trips, tokenised action masks, the language dataset."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from ad.data import LanguageTrajectoryDataset, pad_collate

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 from ad.errors import SchemaError, UserError
 from ad.history import layout
 from ad.history.manifest import read_manifest
-from ad.history.spec import SCHEMA_VERSION, HistorySpec
+from ad.history.spec import HistorySpec
 from ad.history.storage import Location
 
 

@@ -1,7 +1,7 @@
 """`ADLightningModule`: the training / validation steps and the optimiser of the AD transformer, nothing else."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import lightning as L
 import torch

@@ -87,7 +87,7 @@ def server_errors(doing: str) -> Iterator[None]:
     except Py4JNetworkError as err:
         raise UserError(f"the TextWorldExpress game server (Java) stopped while {doing} ({str(err).splitlines()[0]})"
                         f"; {RESUME_ADVICE}") from None
-    except Py4JError as err:
+    except Py4JError:
         if _SERVER is not None and not _SERVER.alive:
             raise UserError(f"the TextWorldExpress game server (Java) stopped while {doing}; {RESUME_ADVICE}") \
                 from None
