@@ -16,8 +16,9 @@ the grid world's move-list actor), written once:
 
 :func:`full_recompute` is the reference: one plain causal forward of context + candidate, no cache, no padding.
 
-It sits beside ``models.lm`` rather than inside it: tasks import it (models import no task), and a module inside
-``models/lm/`` would first run that package's plugin registration.
+It lives in the core, beside :mod:`ad.pretrained` (how both load a base LM), because it is the one layer both of its
+users may import: ``models.lm`` imports no task and tasks import no model. The core still knows no family: this
+module scores token lists, and each family says what its actions' tokens are.
 """
 from __future__ import annotations
 
