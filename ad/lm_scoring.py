@@ -12,7 +12,8 @@ the grid world's move-list actor), written once:
    once, no candidate's last token fed) and run once over the cache with a 4D attention mask in which a node sees
    its context and its own ancestors only, at position context length + depth: every candidate is scored as if it
    alone followed its context (the sum of its tokens' log-probabilities). The nodes' keys and values are then
-   cropped off again (:meth:`CachedContexts.score`).
+   cropped off again (:meth:`CachedContexts.score` per candidate, :meth:`CachedContexts.score_table` as one (B, A)
+   table).
 
 :func:`full_recompute` is the reference: one plain causal forward of context + candidate, no cache, no padding.
 
@@ -81,10 +82,6 @@ class CachedContexts:
         self.cache = cache
         self.mask = torch.zeros((num_contexts, 0), dtype=torch.bool)  # (B, L)
         self.count = torch.zeros(num_contexts, dtype=torch.long)  # (B,)
-
-    @property
-    def num_contexts(self) -> int:
-        return len(self.count)
 
     def extend(self, seqs: Sequence[Sequence[int]]) -> torch.Tensor:
         """Feed each context's new tokens (one non-empty sequence per context, left-padded into one (B, D) chunk);
