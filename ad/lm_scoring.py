@@ -143,6 +143,9 @@ class CachedContexts:
     def score_table(self, first_logp: torch.Tensor, candidates: Sequence[Sequence[Sequence[int]]]) -> torch.Tensor:
         """:meth:`score` as one (B, A) table of summed scores, A the most candidates of a context (-inf past a
         context's own); no per-candidate tensors are built (acting in many envs every step)."""
+        if all(cands is candidates[0] for cands in candidates) and all(len(c) == 1 for c in candidates[0]):
+            # the same one-token candidates after every context (a discrete action set): nothing to feed
+            return first_logp[:, [int(c[0]) for c in candidates[0]]].cpu()  # (B, A)
         first, rest, fed = candidate_logprobs(self.decoder, self.head, self.cache, self.mask, self.count, first_logp,
                                               candidates, self.pad_id)
         self._crop(fed)

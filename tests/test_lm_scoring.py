@@ -56,6 +56,11 @@ def test_cached_scores_equal_a_plain_forward_per_action(model, cache):
         hidden = contexts.start(texts)
         assert contexts.cache.get_seq_length() == 9 + 11  # the opening once, then the longest tail
         check(model, contexts, hidden, texts, actions)
+        shared = [[3], [5], [8]]  # one discrete action set for every context: a single gather
+        table = contexts.score_table(contexts.next_logp(hidden), [shared] * len(texts))
+        for b, text in enumerate(texts):
+            for a, action in enumerate(shared):
+                assert float(table[b, a]) == pytest.approx(float(plain(model, text, action).sum()), abs=1e-5)
         more = [torch.randint(1, VOCAB, (n,), generator=g).tolist() for n in (2, 1, 5)]
         hidden = contexts.extend(more)
         texts = [t + m for t, m in zip(texts, more)]
