@@ -27,10 +27,10 @@ import torch
 
 from ad.errors import UserError
 from ad.formats.language import Template, get_template
+from ad.lm_scoring import CachedContexts, full_recompute, left_pad
 from ad.pretrained import position_limit
 from models.lm.context import (TransitionTokens, TruncationWarner, encode_action, encode_prompt, encode_transition,
                                keep_newest)
-from ad.lm_scoring import CachedContexts, full_recompute, left_pad
 
 
 def _items(x: Any) -> list[Any]:
