@@ -195,15 +195,21 @@ def register_policy_loader(name: str, detect: Callable[[Any], bool], load: Calla
 
 
 def load_policy(path: Any, **kwargs: Any) -> Any:
-    """Load the policy saved in ``path`` with the first loader that recognises it (model families' loaders)."""
+    """Load the policy saved in ``path`` with the first loader that recognises it (model families' loaders): those
+    of the model plugins already loaded first, then the others' one plugin at a time, until one does."""
     from pathlib import Path
 
     if "://" not in str(path) and not Path(path).expanduser().exists():
         raise UserError(f"{path} does not exist; pass the --out folder of `ad train`")
-    load_plugins(groups=(MODEL_ENTRY_POINT_GROUP,))
-    for name, (detect, load) in _POLICY_LOADERS.items():
-        if detect(path):
-            return load(path, **kwargs)
+    tried: set[str] = set()
+    for plugin in [None, *(name for name, _ in plugin_modules((MODEL_ENTRY_POINT_GROUP,)))]:
+        if plugin is not None:
+            load_plugins([plugin], groups=(MODEL_ENTRY_POINT_GROUP,))
+        for name, (detect, load) in list(_POLICY_LOADERS.items()):
+            if name not in tried:
+                tried.add(name)
+                if detect(path):
+                    return load(path, **kwargs)
     raise UserError(f"{path} holds no checkpoint any model family recognises (tried: "
                     f"{', '.join(_POLICY_LOADERS) or 'none'}); pass the --out folder of `ad train`")
 

@@ -6,7 +6,8 @@ state (``... s40 a2 r0\\ns41 a``). Two ways to act on it:
 * :class:`LMPolicy` *scores the valid actions*: the log-likelihood of every valid action's tokens after the
   context, for all B envs in one batched forward pass, and picks the best (greedy) or samples from the scores
   renormalised over the valid actions. It cannot emit an invalid action. One KV cache holds all B contexts
-  (left-padded, pads masked); a step feeds only the new tokens (last action + reward + new state prompt).
+  (left-padded, pads masked); a step feeds only the new tokens (last action + reward + new state prompt), then the
+  actions' tokens as one prefix tree (the shared scorer, :mod:`ad.lm_scoring`).
 * :class:`GeneratePolicy` generates text one env at a time and parses it through the template (how seed 002
   and most LLM-agent libraries act). Unparseable or invalid outputs are counted in ``invalid`` and reported,
   never silently replaced: ``on_invalid="error"`` raises, ``"random"`` takes a random valid action and counts it.
@@ -26,6 +27,7 @@ import torch
 
 from ad.errors import UserError
 from ad.formats.language import Template, get_template
+from ad.lm_scoring import CachedContexts, full_recompute, left_pad
 from ad.pretrained import position_limit
 from models.lm.context import (TransitionTokens, TruncationWarner, encode_action, encode_prompt, encode_transition,
                                keep_newest)
@@ -116,18 +118,6 @@ class ContextBook:
         return np.concatenate([last.action, last.after, self.prompts[b]])
 
 
-def _left_pad(seqs: Sequence[np.ndarray], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(B, L) ids and mask of sequences aligned on their last token."""
-    length = max(len(s) for s in seqs)
-    ids = torch.full((len(seqs), length), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(seqs), length), dtype=torch.long)
-    for i, s in enumerate(seqs):
-        if len(s):
-            ids[i, length - len(s):] = torch.from_numpy(np.asarray(s, dtype=np.int64))
-            mask[i, length - len(s):] = 1
-    return ids, mask
-
-
 def _choose(scores: torch.Tensor, greedy: bool, generator: torch.Generator | None) -> torch.Tensor:
     """Indices (B,) of the best (greedy) or sampled candidates; scores (B, A) are log-likelihoods."""
     if greedy:
@@ -190,9 +180,7 @@ class LMPolicy(_LMActor):
 
     def reset(self, num_envs: int) -> None:
         super().reset(num_envs)
-        self.cache = None
-        self.mask: torch.Tensor | None = None  # (B, L) 1 = real token in the cache
-        self.next_pos: torch.Tensor | None = None  # (B,) position id of each env's next token
+        self.contexts: CachedContexts | None = None  # the B contexts' tokens in one KV cache
 
     @torch.no_grad()
     def scores(self, obs, prev_action, prev_reward, timestep, first, valid=None) -> torch.Tensor:
@@ -201,19 +189,12 @@ class LMPolicy(_LMActor):
 
         if self.num_envs is None:
             raise RuntimeError("call reset(num_envs) before acting")
-        if self.book.push(obs, prev_action, prev_reward, timestep, first) or self.cache is None:
-            ids, chunk_mask = _left_pad([self.book.context_ids(b) for b in range(self.num_envs)], self.pad_id)
-            self.cache = growing_cache()
-            self.mask = chunk_mask[:, :0]
-            self.next_pos = torch.zeros(self.num_envs, dtype=torch.long)
+        if self.book.push(obs, prev_action, prev_reward, timestep, first) or self.contexts is None:
+            self.contexts = CachedContexts(self.model, self.pad_id, self.num_envs, growing_cache())
+            hidden = self._forward(*left_pad([self.book.context_ids(b) for b in range(self.num_envs)], self.pad_id))
         else:
-            ids, chunk_mask = _left_pad([self.book.new_ids(b) for b in range(self.num_envs)], self.pad_id)
-        logits = self._forward(ids, chunk_mask)[:, -1]  # (B, V) next-token logits after each context
-        logp = torch.log_softmax(logits.float(), -1)  # (B, V)
-        first_tokens = torch.as_tensor([int(c[0]) for c in self.candidates])  # (A,)
-        scores = logp[:, first_tokens]  # (B, A)
-        if max(len(c) for c in self.candidates) > 1:
-            scores = scores + self._continuation_logp()
+            hidden = self._forward(*left_pad([self.book.new_ids(b) for b in range(self.num_envs)], self.pad_id))
+        scores = self.contexts.score_table(self.contexts.next_logp(hidden), [self.candidates] * self.num_envs)
         if valid is not None:
             valid = torch.as_tensor(valid, dtype=torch.bool, device=scores.device)
             if not bool(valid.any(-1).all()):
@@ -221,57 +202,9 @@ class LMPolicy(_LMActor):
             scores = scores.masked_fill(~valid, float("-inf"))
         return scores
 
-    @property
-    def last_logits_only(self) -> bool:
-        """Whether the model's forward takes ``logits_to_keep`` (transformers >= 4.50 causal LMs)."""
-        if not hasattr(self, "_last_only"):
-            import inspect
-
-            forward = getattr(getattr(self.model, "get_base_model", lambda: self.model)(), "forward")
-            self._last_only = "logits_to_keep" in inspect.signature(forward).parameters
-        return self._last_only
-
     def _forward(self, ids: torch.Tensor, chunk_mask: torch.Tensor) -> torch.Tensor:
-        """Feed a (B, D) left-padded chunk after the cached tokens; returns logits (B, D or 1, V)."""
-        device = self.device
-        mask = torch.cat([self.mask, chunk_mask], 1)  # (B, L + D)
-        positions = self.next_pos[:, None] + (chunk_mask.cumsum(1) - 1).clamp(min=0)  # (B, D) pads skipped
-        inputs = dict(input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=positions.to(device),
-                      cache=self.cache, use_cache=True)
-        if self.last_logits_only:  # the LM head only where it is read: saves a (B, D, vocab) matmul
-            # the last position as a 1-D index tensor, not the int 1: transformers then gathers a contiguous
-            # (B, 1, C) copy, where the int gives a strided view that torch's CPU matmul runs ~250x slower in
-            # bfloat16 (2 s vs 8 ms for SmolLM2's 49k-word head, 10 envs) and ~5x slower in float32
-            out = self.model(**inputs, logits_to_keep=torch.tensor([ids.shape[1] - 1], device=device))
-        else:
-            out = self.model(**inputs)
-        self.mask = mask
-        self.next_pos = self.next_pos + chunk_mask.sum(1)
-        return out.logits
-
-    def _continuation_logp(self) -> torch.Tensor:
-        """Log-likelihood (B, A) of every candidate's tokens after its first, all B*A in one pass.
-
-        The cache is repeated A times in place for the pass, then cropped and selected back to B rows.
-        """
-        B, A, device = self.num_envs, self.num_actions, self.device
-        M = max(len(c) for c in self.candidates)
-        cand, cand_mask = torch.full((A, M), self.pad_id, dtype=torch.long), torch.zeros((A, M), dtype=torch.long)
-        for a, c in enumerate(self.candidates):
-            cand[a, :len(c)], cand_mask[a, :len(c)] = torch.from_numpy(c), 1
-        self.cache.batch_repeat_interleave(A)  # (B*A, ...) rows: env-major
-        ids = cand.repeat(B, 1)  # (B*A, M)
-        mask = torch.cat([self.mask.repeat_interleave(A, 0), cand_mask.repeat(B, 1)], 1)  # (B*A, L + M)
-        positions = self.next_pos.repeat_interleave(A)[:, None] + torch.arange(M)  # (B*A, M)
-        logits = self.model(input_ids=ids.to(device), attention_mask=mask.to(device),
-                            position_ids=positions.to(device), cache=self.cache,
-                            use_cache=True).logits  # (B*A, M, V)
-        self.cache.crop(-M)  # drop the candidates' tokens (a negative count: every transformers version)
-        self.cache.batch_select_indices(torch.arange(0, B * A, A, device=device))
-        logp = torch.log_softmax(logits[:, :-1].float(), -1)  # (B*A, M-1, V): token j+1 given tokens <= j
-        target = ids[:, 1:].to(device)  # (B*A, M-1)
-        picked = logp.gather(-1, target[..., None]).squeeze(-1) * cand_mask.repeat(B, 1)[:, 1:].to(device)
-        return picked.sum(-1).view(B, A).cpu()  # (B, A)
+        """Feed a (B, D) left-padded chunk after the cached tokens; returns the newest hidden states (B, H)."""
+        return self.contexts.feed(ids, chunk_mask)
 
     def act(self, obs, prev_action, prev_reward, timestep, first, valid=None) -> torch.Tensor:
         """Actions (B,) for the new states: the best-scored valid action if greedy, else sampled."""
@@ -340,10 +273,7 @@ class GeneratePolicy(_LMActor):
         return self.invalid / max(1, self.decisions)
 
 
-@torch.no_grad()
 def sequence_logprob(model: Any, prefix: Sequence[int], continuation: Sequence[int]) -> float:
     """log p(continuation | prefix) by a full forward without cache (the reference for :class:`LMPolicy`)."""
-    ids = torch.as_tensor(list(prefix) + list(continuation), dtype=torch.long)[None]  # (1, L)
-    logp = torch.log_softmax(model(input_ids=ids.to(next(model.parameters()).device)).logits[0].float(), -1)
-    n = len(prefix)
-    return float(sum(logp[n - 1 + j, int(tok)] for j, tok in enumerate(continuation)))
+    with torch.no_grad():
+        return float(full_recompute(model, prefix, continuation).sum())

@@ -18,6 +18,7 @@ GYM_IDS = {"ad/DarkRoom-9x9-v0": (9, 20), "ad/DarkRoom-3x3-v0": (3, 10)}
 for _gym_id, (_size, _steps) in GYM_IDS.items():
     if _gym_id not in gymnasium.registry:
         gymnasium.register(id=_gym_id, entry_point="tasks.darkroom.env:DarkRoomEnv", max_episode_steps=_steps,
+                           vector_entry_point="tasks.darkroom.vector_env:make_vector_env",
                            kwargs={"size": _size, "random_start": False, "terminate_on_goal": False})
 
 

@@ -5,7 +5,10 @@ Follows gymnasium's ``VectorEnv`` conventions: batched spaces, ``metadata["autor
 ``infos["final_obs"]`` where ``infos["_final_obs"]`` is True). Sub-env ``i`` plays goal
 ``goals[i // envs_per_goal]``; ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i`` like
 ``SyncVectorEnv``, so it matches single :class:`~tasks.darkroom.env.DarkRoomEnv` copies wrapped in
-``TimeLimit`` transition for transition. One step is a table lookup for all sub-envs at once.
+``TimeLimit`` transition for transition. One step is a table lookup for all sub-envs at once. With ``goals=None``
+every sub-env draws its goal at every reset from its own generator, as the single env without ``goal`` does.
+
+:func:`make_vector_env` is the ``vector_entry_point`` of the gymnasium ids (``gymnasium.make_vec``).
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from tasks.darkroom.goals import NUM_ACTIONS, check_size, start_cell, transition_table
+from tasks.darkroom.goals import NUM_ACTIONS, all_goals, check_size, start_cell, transition_table
 
 
 class DarkRoomVectorEnv(VectorEnv):
@@ -25,10 +28,14 @@ class DarkRoomVectorEnv(VectorEnv):
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
-    def __init__(self, goals: Sequence[tuple[int, int]], envs_per_goal: int = 1, size: int = 9,
+    def __init__(self, goals: Sequence[tuple[int, int]] | None, envs_per_goal: int = 1, size: int = 9,
                  episode_length: int = 20, random_start: bool = False, terminate_on_goal: bool = False):
+        """``goals=None``: ``envs_per_goal`` sub-envs, each drawing its goal at every reset."""
         check_size(size)
         self.size = int(size)
+        self.random_goals = goals is None
+        if self.random_goals:  # one row per sub-env, filled at every reset
+            goals, envs_per_goal = np.zeros((int(envs_per_goal), 2), dtype=np.int64), 1
         self.goals = np.asarray(goals, dtype=np.int64).reshape(-1, 2)  # (G, 2)
         self.envs_per_goal = int(envs_per_goal)
         self.num_envs = len(self.goals) * self.envs_per_goal
@@ -95,7 +102,16 @@ class DarkRoomVectorEnv(VectorEnv):
 
     def _restart(self, idx: np.ndarray) -> None:
         """Put the sub-envs ``idx`` at the start of a new episode (cells only; counters are the caller's)."""
+        if self.random_goals:
+            self._draw_tasks(idx)
         self.cell[idx] = self._start_cells(idx)
+
+    def _draw_tasks(self, idx: np.ndarray) -> None:
+        """New goals for the sub-envs ``idx`` (``goals=None``), each drawn as the single env draws it."""
+        every = all_goals(self.size)
+        for i in idx:
+            self.goals[i] = every[int(self._rngs[i].integers(len(every)))]
+            self.goal_cell[i] = self.goals[i, 0] * self.size + self.goals[i, 1]
 
     # ------------------------------------------------------------------ helpers
     def _start_cells(self, idx: np.ndarray) -> np.ndarray:
@@ -107,3 +123,25 @@ class DarkRoomVectorEnv(VectorEnv):
             row, col = self._rngs[i].integers(0, self.size, size=2)
             cells[j] = int(row) * self.size + int(col)
         return cells
+
+
+def vector_tasks(num_envs: int, task: Any, tasks: Sequence[Any] | None) -> tuple[list[Any] | None, int]:
+    """(tasks, sub-envs per task) of a ``vector_entry_point`` call: ``num_envs`` copies of ``task``, or ``tasks``
+    task-major (``num_envs`` a multiple of their number, or 1 for one sub-env each), or with neither (None,
+    ``num_envs``): every sub-env draws its own."""
+    if tasks is not None:
+        tasks = list(tasks)
+        if not tasks or num_envs != 1 and num_envs % len(tasks):
+            raise ValueError(f"num_envs={num_envs} with {len(tasks)} tasks: give 1 or a multiple of their number")
+        return tasks, max(1, num_envs // len(tasks))
+    return (None, num_envs) if task is None else ([task], num_envs)
+
+
+def make_vector_env(num_envs: int = 1, size: int = 9, goal: Sequence[int] | None = None,
+                    goals: Sequence[Sequence[int]] | None = None, random_start: bool = False,
+                    terminate_on_goal: bool = False, max_episode_steps: int = 20) -> DarkRoomVectorEnv:
+    """The ``vector_entry_point`` of the gymnasium ids: ``num_envs`` sub-envs with the single env's settings, on
+    ``goal``, on ``goals`` (:func:`vector_tasks`), or each drawing its goal at every reset; episodes of
+    ``max_episode_steps`` steps (gymnasium passes the id's own)."""
+    chosen, per_goal = vector_tasks(num_envs, goal, goals)
+    return DarkRoomVectorEnv(chosen, per_goal, size, max_episode_steps, random_start, terminate_on_goal)

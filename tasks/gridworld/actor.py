@@ -1,10 +1,11 @@
 """The LLM actor: a causal LM whose output is constrained to move lists, for B prompts in one cached pass.
 
 Every move list of 1..``max_moves`` moves is a *candidate*: the tokens of its text (``" forward, left"``) followed
-by EOS. The candidates form a token trie. Decoding runs B prompts in lockstep with one KV cache (left-padded,
-pads masked, position ids skip pads); at each token the logits of each prompt are restricted to the children
-of its trie node, so every output is a valid move list and the model never runs off the vocabulary. The logged
-log-probabilities are those of the behaviour policy: the restricted, renormalised (and tempered) softmax.
+by EOS. The candidates form a token trie. Decoding runs B prompts in lockstep with one KV cache (the shared
+scorer's :class:`ad.lm_scoring.CachedContexts`: left-padded, pads masked, position ids skip pads); at each
+token the logits of each prompt are restricted to the children of its trie node, so every output is a valid move
+list and the model never runs off the vocabulary. The logged log-probabilities are those of the behaviour policy:
+the restricted, renormalised (and tempered) softmax.
 
 The prompts of a batch share their opening (strategy + grid info): the tokens they have in common are run once
 and their KV cache is repeated for every row, so only each prompt's own tail (its state) is computed per env.
@@ -18,6 +19,8 @@ import numpy as np
 import torch
 
 from ad.agents import ActorOutput
+from ad.lm_scoring import CachedContexts
+from ad.lm_scoring import shared_prefix_length  # noqa: F401  (the tests' name)
 from tasks.gridworld.env import MOVES
 from tasks.gridworld.prompts import moves_text
 
@@ -63,26 +66,6 @@ class MoveTrie:
         return max(len(ids) for ids in self.token_ids)
 
 
-def left_pad(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(B, L) ids and attention mask of sequences aligned on their last token."""
-    length = max(len(s) for s in seqs)
-    ids = torch.full((len(seqs), length), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(seqs), length), dtype=torch.long)
-    for i, s in enumerate(seqs):
-        ids[i, length - len(s):] = torch.as_tensor(list(s), dtype=torch.long)
-        mask[i, length - len(s):] = 1
-    return ids, mask
-
-
-def shared_prefix_length(seqs: Sequence[Sequence[int]]) -> int:
-    """Tokens every sequence starts with, leaving at least one token of each for its own tail."""
-    shortest = min(len(s) for s in seqs)
-    length = 0
-    while length < shortest - 1 and all(s[length] == seqs[0][length] for s in seqs):
-        length += 1
-    return length
-
-
 class LMActor:
     """Implements :class:`ad.agents.Actor`: ``act(prompts, greedy)`` -> valid move lists + per-token logprobs."""
 
@@ -98,32 +81,14 @@ class LMActor:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
-    def _forward(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any) -> torch.Tensor:
-        out = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                         position_ids=positions.to(self.device), cache=cache, use_cache=True,
-                         logits_to_keep=1)  # the LM head only on the last position: saves a (B, L, V) matmul
-        return out.logits[:, -1].float().cpu()  # (B, V) next-token logits
-
     @torch.no_grad()
     def act(self, prompts: Sequence[str], greedy: bool = False) -> ActorOutput:
         """Valid move lists for B prompts, decoded in lockstep under the trie (see the module docstring)."""
-        from transformers import DynamicCache
-
         was_training = self.model.training
         self.model.eval()
         B = len(prompts)
-        prompt_ids = [self.tokenizer(p)["input_ids"] for p in prompts]
-        cache = DynamicCache()
-        shared = shared_prefix_length(prompt_ids) if B > 1 else 0
-        if shared:
-            prefix = torch.as_tensor(prompt_ids[0][:shared], dtype=torch.long)[None]  # (1, P)
-            self._forward(prefix, torch.ones_like(prefix), torch.arange(shared)[None], cache)
-            cache.batch_repeat_interleave(B)  # (1, ...) -> (B, ...) the shared tokens' keys and values
-        tails, tail_mask = left_pad([ids[shared:] for ids in prompt_ids], self.pad_id)  # (B, T)
-        mask = torch.cat([torch.ones((B, shared), dtype=torch.long), tail_mask], 1)  # (B, P + T)
-        positions = shared + (tail_mask.cumsum(1) - 1).clamp(min=0)  # (B, T) pads skipped
-        next_pos = mask.sum(1)  # (B,)
-        logits = self._forward(tails, mask, positions, cache)  # (B, V)
+        contexts = CachedContexts(self.model, self.pad_id, B)
+        logits = contexts.logits(contexts.start([self.tokenizer(p)["input_ids"] for p in prompts])).cpu()  # (B, V)
         node = [0] * B
         logps: list[list[float]] = [[] for _ in range(B)]
         done = [False] * B
@@ -145,9 +110,7 @@ class LMActor:
                 done[b] = self.trie.leaf[node[b]] >= 0
             if all(done):
                 break
-            mask = torch.cat([mask, torch.ones((B, 1), dtype=torch.long)], 1)  # (B, L + 1)
-            logits = self._forward(step_tokens, mask, next_pos[:, None], cache)
-            next_pos = next_pos + 1
+            logits = contexts.logits(contexts.feed(step_tokens, torch.ones_like(step_tokens))).cpu()  # (B, V)
         if was_training:
             self.model.train()
         actions = [list(self.trie.candidates[self.trie.leaf[n]]) for n in node]

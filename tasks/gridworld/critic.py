@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from ad.files import atomic_path
-from tasks.gridworld.actor import left_pad
+from ad.lm_scoring import left_pad
 
 
 class LMFeatures:

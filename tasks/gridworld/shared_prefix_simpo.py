@@ -21,12 +21,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from tasks.gridworld.actor import completion_ids, shared_prefix_length
+from ad.lm_scoring import base_model, shared_prefix_length
+from tasks.gridworld.actor import completion_ids
 
 
 def _body_and_head(model: Any) -> tuple[Any, Any]:
     """The decoder stack and the LM head of a causal LM (through a peft wrapper: LoRA layers stay in place)."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    base = base_model(model)
     return getattr(base, base.base_model_prefix), base.get_output_embeddings()
 
 

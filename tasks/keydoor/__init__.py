@@ -29,7 +29,7 @@ GYM_IDS = {"ad/DarkKeyToDoor-9x9-v0": (9, 50), "ad/DarkKeyToDoor-3x3-v0": (3, 20
 for _gym_id, (_size, _steps) in GYM_IDS.items():
     if _gym_id not in gymnasium.registry:
         gymnasium.register(id=_gym_id, entry_point="tasks.keydoor.env:KeyDoorEnv", max_episode_steps=_steps,
-                           vector_entry_point="tasks.keydoor.vector_env:KeyDoorVectorEnv",
+                           vector_entry_point="tasks.keydoor.vector_env:make_vector_env",
                            kwargs={"size": _size, "random_start": False})
 
 register_family(TaskFamily(

@@ -5,7 +5,8 @@ Same conventions as :class:`tasks.darkroom.vector_env.DarkRoomVectorEnv` (SAME_S
 ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i``), so it matches single
 :class:`~tasks.keydoor.env.KeyDoorEnv` copies wrapped in ``TimeLimit`` transition for transition. The observation
 is the cell; with ``observe_key`` (the A2C source's full-state view) it is ``cell + size**2 * has_key``, so a
-tabular agent gets 2 * size**2 states.
+tabular agent gets 2 * size**2 states. With ``pairs=None`` every sub-env draws its pair at every reset, as the single
+env without ``pair`` does; :func:`make_vector_env` is the ``vector_entry_point`` of the gymnasium ids.
 """
 from __future__ import annotations
 
@@ -15,18 +16,24 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
 
-from tasks.darkroom.vector_env import DarkRoomVectorEnv
-from tasks.keydoor.pairs import Pair
+from tasks.darkroom.vector_env import DarkRoomVectorEnv, vector_tasks
+from tasks.keydoor.pairs import Pair, all_pairs, parse_pair
 
 
 class KeyDoorVectorEnv(DarkRoomVectorEnv):
     """``len(pairs) * envs_per_task`` Key-to-Door sub-envs, task-major (sub-env i -> pair i // envs_per_task)."""
 
-    def __init__(self, pairs: Sequence[Pair], envs_per_task: int = 1, size: int = 9, episode_length: int = 50,
-                 random_start: bool = False, observe_key: bool = False):
+    def __init__(self, pairs: Sequence[Pair] | None, envs_per_task: int = 1, size: int = 9,
+                 episode_length: int = 50, random_start: bool = False, observe_key: bool = False):
+        """``pairs=None``: ``envs_per_task`` sub-envs, each drawing its pair at every reset."""
+        random_pairs = pairs is None
+        if random_pairs:  # one row per sub-env, filled at every reset
+            pairs, envs_per_task = np.zeros((int(envs_per_task), 4), dtype=np.int64), 1
+            self._every_pair = all_pairs(int(size))  # checks the size
         self.pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 4)  # (T, 4) key row, col, door row, col
         super().__init__(self.pairs[:, :2], envs_per_task, size, episode_length, random_start,
                          terminate_on_goal=True)
+        self.random_goals = random_pairs  # DarkRoom's restart then draws pairs (_draw_tasks)
         self.key_cell = self.goal_cell  # (E,) DarkRoom's goal is the key
         door = self.pairs[:, 2] * self.size + self.pairs[:, 3]  # (T,)
         self.door_cell = np.repeat(door, self.envs_per_goal)  # (E,)
@@ -50,3 +57,22 @@ class KeyDoorVectorEnv(DarkRoomVectorEnv):
     def _restart(self, idx: np.ndarray) -> None:
         super()._restart(idx)
         self.has_key[idx] = False
+
+    def _draw_tasks(self, idx: np.ndarray) -> None:
+        """New pairs for the sub-envs ``idx`` (``pairs=None``), each drawn as the single env draws it."""
+        for i in idx:
+            self.pairs[i] = self._every_pair[int(self._rngs[i].integers(len(self._every_pair)))]
+            self.key_cell[i] = self.pairs[i, 0] * self.size + self.pairs[i, 1]
+            self.door_cell[i] = self.pairs[i, 2] * self.size + self.pairs[i, 3]
+
+
+def make_vector_env(num_envs: int = 1, size: int = 9, pair: Pair | str | None = None,
+                    pairs: Sequence[Pair | str] | None = None, random_start: bool = False,
+                    max_episode_steps: int = 50, observe_key: bool = False) -> KeyDoorVectorEnv:
+    """The ``vector_entry_point`` of the gymnasium ids: ``num_envs`` sub-envs with the single env's settings, on
+    ``pair``, on ``pairs`` (:func:`tasks.darkroom.vector_env.vector_tasks`; a pair may be written ``"kr,kc/dr,dc"``),
+    or each drawing its pair at every reset; episodes of ``max_episode_steps`` steps (gymnasium passes the id's)."""
+    chosen, per_task = vector_tasks(num_envs, pair, pairs)
+    if chosen is not None:
+        chosen = [parse_pair(p, int(size)) if isinstance(p, str) else p for p in chosen]
+    return KeyDoorVectorEnv(chosen, per_task, size, max_episode_steps, random_start, observe_key)

@@ -21,10 +21,9 @@ from __future__ import annotations
 
 from typing import Any, Hashable, Sequence
 
-import torch
-
 from ad.errors import UserError
-from tasks.textworld.scoring import Scored, base_model, encode_commands, score_candidates_after
+from ad.lm_scoring import CachedContexts
+from tasks.textworld.scoring import Scored, encode_commands
 
 STEP_MARK = "\n# STEP "
 
@@ -80,9 +79,7 @@ class TranscriptScorer:
     def reset(self) -> None:
         """Forget every game."""
         self.keys: list[Hashable] = []
-        self.cache: Any = None
-        self.mask = torch.zeros((0, 0), dtype=torch.bool)  # (B, L) real (True) or pad cached tokens
-        self.count = torch.zeros(0, dtype=torch.long)  # (B,) real tokens cached per game
+        self.contexts: CachedContexts | None = None  # the games' transcripts in one KV cache
         self.texts: list[str] = []
         self.ids: list[list[int]] = []
 
@@ -91,18 +88,14 @@ class TranscriptScorer:
         if not self.keys or not set(keys) & set(self.keys):
             self.reset()
             self.keys = list(keys)
-            self.mask = torch.zeros((len(keys), 0), dtype=torch.bool)
-            self.count = torch.zeros(len(keys), dtype=torch.long)
+            self.contexts = CachedContexts(self.model, self.pad, len(keys))
             self.texts, self.ids = [""] * len(keys), [[] for _ in keys]
             return
         if set(keys) - set(self.keys):
             raise ValueError("a transcript scorer cannot add games to a running batch: start all games together")
         if list(keys) != self.keys:
             rows = [self.keys.index(k) for k in keys]
-            index = torch.tensor(rows, dtype=torch.long)
-            if self.cache is not None:  # None only before the first forward pass of these games
-                self.cache.batch_select_indices(index)
-            self.mask, self.count = self.mask[index], self.count[index]
+            self.contexts.select(rows)
             self.texts, self.ids = [self.texts[r] for r in rows], [self.ids[r] for r in rows]
             self.keys = list(keys)
 
@@ -122,46 +115,26 @@ class TranscriptScorer:
         out = []
         for key, prompt, commands in zip(keys, prompts, candidates):
             r = rows.get(key)
-            cached, text = (int(self.count[r]), self.texts[r]) if r is not None else (0, "")
+            cached, text = (int(self.contexts.count[r]), self.texts[r]) if r is not None else (0, "")
             longest = max((len(c) for c in encode_commands(self.tokenizer, list(commands))), default=0)
             out.append(cached + len(self._extension(text, prompt)) + longest <= self.max_tokens)
         return out
 
     def score(self, keys: Sequence[Hashable], prompts: Sequence[str], candidates: Sequence[Sequence[str]]) -> Scored:
         """Score every candidate of every game; ``Scored.prompt_ids`` are the whole transcripts' tokens."""
-        from transformers import DynamicCache
-
         if len(keys) != len(prompts) or len(set(keys)) != len(keys):
             raise ValueError("give one distinct key per prompt")
         self._keep(keys)
-        lm = base_model(self.model)
-        decoder, head = lm.get_decoder(), lm.get_output_embeddings()
-        device = next(lm.parameters()).device
         new = [self._extension(self.texts[b], p) for b, p in enumerate(prompts)]
-        B, N = len(new), max(len(t) for t in new)
+        count = self.contexts.count
         for b, tokens in enumerate(new):
-            if int(self.count[b]) + len(tokens) > self.max_tokens:
-                raise UserError(f"the transcript of game {keys[b]} reached {int(self.count[b]) + len(tokens)} "
+            if int(count[b]) + len(tokens) > self.max_tokens:
+                raise UserError(f"the transcript of game {keys[b]} reached {int(count[b]) + len(tokens)} "
                                 f"tokens, over the limit of {self.max_tokens}: raise --max-prompt-tokens (within "
                                 "the model's context) or lower --step-limit")
-        ids = torch.full((B, N), self.pad, dtype=torch.long)
-        chunk = torch.zeros((B, N), dtype=torch.bool)  # (B, N) new real tokens, left-padded
-        for b, tokens in enumerate(new):
-            ids[b, N - len(tokens):], chunk[b, N - len(tokens):] = torch.tensor(tokens), True
-        positions = self.count[:, None] + (chunk.long().cumsum(1) - 1).clamp(min=0)  # (B, N) pads skipped
-        mask = torch.cat([self.mask, chunk], 1)  # (B, L + N)
-        if self.cache is None:
-            self.cache = DynamicCache()
-        out = decoder(input_ids=ids.to(device), attention_mask=mask.long().to(device),
-                      position_ids=positions.to(device), cache=self.cache, use_cache=True)
-        hidden = out.last_hidden_state[:, -1]  # (B, H) each game's newest token
-        first_logp = torch.log_softmax(head(hidden).float(), -1)  # (B, V)
-        self.mask, self.count = mask, self.count + chunk.sum(1)
+        hidden = self.contexts.extend(new)  # (B, H) each game's newest token
         for b, (prompt, tokens) in enumerate(zip(prompts, new)):
             self.texts[b], self.ids[b] = prompt, self.ids[b] + tokens
-
         command_ids = [encode_commands(self.tokenizer, c) for c in candidates]
-        scores, token_logprobs, fed = score_candidates_after(decoder, head, self.cache, mask, self.count, first_logp,
-                                                             command_ids, self.pad)
-        self.cache.crop(-fed)  # the candidates' keys and values go: the transcript stays cached
+        scores, token_logprobs = self.contexts.score(self.contexts.next_logp(hidden), command_ids)
         return Scored(scores, token_logprobs, hidden, [list(t) for t in self.ids], command_ids)
