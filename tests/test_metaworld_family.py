@@ -128,8 +128,9 @@ def test_generate_records_histories_metadata_and_resumes_identically(tmp_path, c
     assert np.abs(np.stack(one.action.to_numpy())).max() <= 1.0
     first = content_hash(out)
     assert run_cli(capsys, *argv)[0] == 0 and content_hash(out) == first  # resume: nothing redone
-    batched = tmp_path / "batched"  # a unit's history does not depend on the batching
-    assert run_cli(capsys, *[a if a != str(out) else str(batched) for a in argv], "--batch", "1")[0] == 0
+    batched = tmp_path / "batched"  # a unit's history does not depend on the batching or the processes
+    assert run_cli(capsys, *[a if a != str(out) else str(batched) for a in argv], "--batch", "1",
+                   "--workers", "2")[0] == 0
     assert content_hash(batched) == first
 
 

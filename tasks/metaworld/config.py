@@ -40,10 +40,12 @@ class GenerateConfig:
                               "seed gives the same 50 + 50 goals")
     batch: int = option(25, "goals stepped together in one vectorised env (memory: one MuJoCo model each)",
                         runtime=True)
+    workers: int = option(1, "processes stepping blocks of goals at once (1: this process only); the histories "
+                             "are the same for any number", runtime=True)
     progress: bool = option(True, "show progress", runtime=True)
 
     def __post_init__(self) -> None:
-        for name in ("runs", "episodes", "batch"):
+        for name in ("runs", "episodes", "batch", "workers"):
             if getattr(self, name) <= 0:
                 raise UserError(f"--{name} must be positive, got {getattr(self, name)}")
         if not 1 <= self.episode_length <= MAX_EPISODE_STEPS:

@@ -155,6 +155,44 @@ def unit_histories(cfg: GenerateConfig, env: MetaWorldVectorEnv, units: list[tup
              "success": success[i]} for i in range(N)]
 
 
+_WORKER_ENVS: dict[tuple, MetaWorldVectorEnv] = {}  # a worker process's vector envs, by (settings, width)
+
+
+def _worker_block(cfg: GenerateConfig, block: list[tuple[str, int, int]]) -> list[dict[str, np.ndarray]]:
+    """One block's histories in a worker process (its vector env built once per width and reused)."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message="Constant\\(s\\) may be too high")
+    key = (cfg.skill, cfg.episode_length, cfg.ml1_seed, len(block))
+    if key not in _WORKER_ENVS:
+        _WORKER_ENVS[key] = MetaWorldVectorEnv(cfg.skill, [(s, g) for s, g, _ in block],
+                                               episode_length=cfg.episode_length, ml1_seed=cfg.ml1_seed)
+    env = _WORKER_ENVS[key]
+    env.set_goals([(s, g) for s, g, _ in block])
+    return unit_histories(cfg, env, block, expert_policy(cfg.skill))
+
+
+def block_histories(cfg: GenerateConfig, env: MetaWorldVectorEnv, todo: list[tuple[str, int, int]],
+                    policy: Any) -> Iterator[tuple[list, list[dict[str, np.ndarray]]]]:
+    """(block, its units' histories) for ``todo`` in blocks of ``env.num_envs``, in order: here on ``env``
+    (``--workers 1``) or in ``--workers`` processes, each stepping its own vector env (the histories are the same)."""
+    if cfg.workers <= 1 or len(todo) <= env.num_envs:
+        for block_env, block in blocks(env, todo):
+            yield block, unit_histories(cfg, block_env, block, policy)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    chunks = [todo[i:i + env.num_envs] for i in range(0, len(todo), env.num_envs)]
+    pool = ProcessPoolExecutor(max_workers=cfg.workers, mp_context=multiprocessing.get_context("fork"))
+    try:
+        futures = [pool.submit(_worker_block, cfg, chunk) for chunk in chunks]
+        for chunk, future in zip(chunks, futures):
+            yield chunk, future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def episode_success(success: np.ndarray, episode_length: int) -> np.ndarray:
     """(..., episodes) whether each episode reached success at any step, from a (..., T) per-step flag."""
     return success.reshape(*success.shape[:-1], -1, episode_length).any(axis=-1)
@@ -189,8 +227,8 @@ def generate(cfg: GenerateConfig) -> Path | str:
     started = time.time()
     bar = progress_bar(len(todo), desc=f"noisy {cfg.skill} expert", unit="history") if cfg.progress else None
     try:
-        for block_env, block in blocks(env, todo):
-            for (split, goal, run), columns in zip(block, unit_histories(cfg, block_env, block, policy)):
+        for block, histories in block_histories(cfg, env, todo, policy):
+            for (split, goal, run), columns in zip(block, histories):
                 unit = writer.open_unit(task_name(cfg.skill, split, goal), run)
                 try:
                     unit.append(columns)
