@@ -121,7 +121,10 @@ def main() -> None:
                figure(f"Meta-World ML1 {args.skill} noise-source env steps/s, {workers} processes each stepping a "
                       f"vectorised env (--workers {workers}) vs Meta-World one env at a time ({work})", "steps/s",
                       best["workers"], best["reference"], ">= 1.0x")]
-    report("metaworld_source", figures, args.quick, capability="Meta-World ML1 source", page="metaworld",
+    if not args.quick:
+        figures[1].update(headline=True, short=f"Meta-World ML1 {args.skill} source env steps/s, --workers {workers}",
+                          vs="Meta-World one env at a time")
+    report("metaworld_source", figures, args.quick, capability="Meta-World ML1 source speed", page="metaworld",
            config=None if args.quick else "configs/metaworld/source.yaml")
 
 
