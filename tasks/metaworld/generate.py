@@ -26,7 +26,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ad.config import data_options
-from ad.files import write_json_atomic
+from ad.files import run_folder, write_json_atomic
 from ad.history import ColumnSpec, HistorySpec, HistoryWriter, Location
 from ad.record import env_spec
 from tasks.metaworld import GYM_ID
@@ -245,9 +245,7 @@ def generate(cfg: GenerateConfig) -> Path | str:
         writer.close()
         env.close()
     summary = summarize(cfg, location, time.time() - started)
-    run_dir = Path(local) / "_run" if local is not None else Path("runs") / "generate-metaworld"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(run_dir / "summary.json", summary)
+    write_json_atomic(run_folder(cfg.out, location) / "summary.json", summary)
     curve = summary["success_per_episode"]
     print(f"noisy {cfg.skill} expert on {len(goals)} goals x {cfg.runs} runs, {cfg.episodes} episodes of "
           f"{cfg.episode_length} steps: success {curve[0]:.2f} in the first episode, {curve[-1]:.2f} in the last; "
