@@ -1,0 +1,182 @@
+"""Meta-World ML1 family: the registered id passes check_env, the hidden goal matches ML1's own partially observable
+env, the vector env matches single envs, the noise source's log-densities, `ad generate metaworld` (columns,
+metadata, resume, batching), and bad input as one error line."""
+from __future__ import annotations
+
+import importlib
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+pytest.importorskip("metaworld")
+importlib.import_module("tasks.metaworld")  # registers the gymnasium id, `ad generate metaworld` and the eval env
+
+from ad.errors import UserError  # noqa: E402
+from ad.history import HistoryReader, content_hash  # noqa: E402
+from tasks.metaworld import GYM_ID  # noqa: E402
+from tasks.metaworld import skills  # noqa: E402
+from tasks.metaworld.env import MetaWorldML1Env  # noqa: E402
+from tasks.metaworld.eval_env import make_eval_env  # noqa: E402
+from tasks.metaworld.noise import clipped_gaussian_logprob, noise_schedule, noisy_actions  # noqa: E402
+from tasks.metaworld.vector_env import MetaWorldVectorEnv  # noqa: E402
+from cli_run import run_cli  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore:Constant\\(s\\) may be too high", "ignore:.*Box .* space")
+
+TINY = ["--train-goals", "0,1", "--heldout-goals", "3", "--episodes", "2", "--episode-length", "6",
+        "--no-progress"]
+
+
+def test_check_env_on_the_registered_id_and_the_goal_is_hidden():
+    env = gym.make(GYM_ID, skill="reach-v3", split="test", goal=3)
+    check_env(env.unwrapped, skip_render_check=True)
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (39,) and np.all(obs[-3:] == 0) and env.observation_space.contains(obs)
+    obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+    assert np.all(obs[-3:] == 0) and not terminated and 0.0 <= reward <= 10.0 and info["success"] in (0.0, 1.0)
+    expert = env.unwrapped.expert_observation()
+    np.testing.assert_array_equal(expert[:-3], obs[:-3])
+    assert np.linalg.norm(expert[-3:]) > 0  # the goal, for the scripted expert only
+    assert env.spec.max_episode_steps == 100
+
+
+def test_observations_match_ml1s_own_partially_observable_env():
+    """The same task in Meta-World's ML1 env (goal hidden by Meta-World) gives the same observations and rewards."""
+    bench = skills.benchmark("reach-v3", 0)
+    reference = bench.train_classes["reach-v3"]()
+    reference.set_task(bench.train_tasks[2])
+    ours = MetaWorldML1Env("reach-v3", "train", 2)
+    rng = np.random.default_rng(0)
+    a, b = reference.reset()[0], ours.reset()[0]
+    np.testing.assert_array_equal(a, b)
+    for _ in range(5):
+        action = rng.uniform(-1, 1, 4).astype(np.float32)
+        a, ra, *_ = reference.step(action)
+        b, rb, *_ = ours.step(action)
+        np.testing.assert_array_equal(a, b)
+        assert ra == rb
+
+
+def test_vector_env_matches_single_envs_and_autoresets_at_the_episode_length():
+    goals = [("train", 0), ("test", 4)]
+    vec = MetaWorldVectorEnv("reach-v3", goals, episode_length=3)
+    singles = [MetaWorldML1Env("reach-v3", s, g) for s, g in goals]
+    obs, _ = vec.reset(seed=1)
+    np.testing.assert_array_equal(obs, np.stack([e.reset()[0] for e in singles]))
+    rng = np.random.default_rng(1)
+    for t in range(4):
+        actions = rng.uniform(-1, 1, (2, 4)).astype(np.float32)
+        obs, rewards, terminated, truncated, infos = vec.step(actions)
+        steps = [e.step(a) for e, a in zip(singles, actions)]
+        np.testing.assert_array_equal(rewards, [s[1] for s in steps])
+        np.testing.assert_array_equal(infos["success"], [s[4]["success"] > 0 for s in steps])
+        assert not terminated.any() and truncated.all() == (t == 2)
+        if t == 2:  # the episode ended: final_obs is its last observation, obs the next episode's first
+            np.testing.assert_array_equal(infos["final_obs"], np.stack([s[0] for s in steps]))
+            np.testing.assert_array_equal(obs, np.stack([e.reset()[0] for e in singles]))
+        else:
+            np.testing.assert_array_equal(obs, np.stack([s[0] for s in steps]))
+    made = gym.make_vec(GYM_ID, num_envs=2, vectorization_mode="vector_entry_point", skill="reach-v3",
+                        split="test", goals=[4, 9])
+    assert isinstance(made, MetaWorldVectorEnv) and made.goals == [("test", 4), ("test", 9)]
+
+
+def test_noise_schedule_and_clipped_gaussian_logprob():
+    from scipy.stats import norm
+
+    sigmas = noise_schedule(5, 4.0, 0.1)
+    assert sigmas[0] == 4.0 and np.isclose(sigmas[-1], 0.1) and np.all(np.diff(sigmas) < 0)
+    assert np.allclose(np.diff(np.log(sigmas)), np.log(0.1 / 4.0) / 4)  # geometric
+    mean, sigma = np.array([[0.3, 1.5, -2.0, 0.0]]), np.array([0.7])
+    action = np.array([[0.5, 1.0, -1.0, -0.2]])
+    expected = (norm.logpdf(0.5, 0.3, 0.7) + np.log(norm.sf(1.0, 1.5, 0.7)) + np.log(norm.cdf(-1.0, -2.0, 0.7))
+                + norm.logpdf(-0.2, 0.0, 0.7))
+    assert np.isclose(clipped_gaussian_logprob(action, mean, sigma)[0], expected)
+    # one dimension: the density inside the box plus the two point masses integrate to 1
+    grid = np.linspace(-1, 1, 20001)[1:-1]
+    inside = np.exp(clipped_gaussian_logprob(grid[:, None], np.full((len(grid), 1), 0.4), np.full(len(grid), 0.9)))
+    masses = np.exp(clipped_gaussian_logprob(np.array([[-1.0], [1.0]]), np.full((2, 1), 0.4), np.full(2, 0.9)))
+    assert abs(inside.mean() * 2 + masses.sum() - 1) < 1e-3
+    drawn = noisy_actions(np.zeros((1000, 4)), np.full(1000, 2.0), np.random.default_rng(0))
+    assert drawn.min() == -1 and drawn.max() == 1 and 0.2 < np.mean(np.abs(drawn) == 1) < 0.8
+
+
+def test_generate_records_histories_metadata_and_resumes_identically(tmp_path, capsys):
+    out = tmp_path / "mw"
+    argv = ["generate", "metaworld", "--skill", "reach-v3", "--source", "noise", "--out", str(out), *TINY]
+    assert run_cli(capsys, *argv)[0] == 0
+    reader = HistoryReader(out)
+    meta, spec = reader.metadata, reader.metadata["task_spec"]
+    assert reader.family == "metaworld" and reader.num_transitions() == 3 * 2 * 6
+    assert meta["split"] == {"train": ["mw-reach-v3-train-g00", "mw-reach-v3-train-g01"],
+                             "heldout": ["mw-reach-v3-test-g03"]}
+    assert spec["skill"] == "reach-v3" and spec["episode_length"] == 6 and spec["env_id"] == GYM_ID
+    assert spec["observation_space"]["shape"] == [39] and spec["action_space"]["low"] == -1.0
+    assert spec["state_dim"] == 39 and spec["action_dim"] == 4 and spec["goal_hidden"]
+    task = meta["tasks"]["mw-reach-v3-test-g03"]
+    assert task["ml1_split"] == "test" and task["goal"] == 3 and len(task["goal_position"]) == 3
+    assert task["optimal_return"] > 0 and meta["source"]["expert"] == "metaworld.policies.SawyerReachV3Policy"
+    table = reader.table().to_pandas()
+    assert {"success", "noise"} <= set(table.columns)
+    one = table[table.task == "mw-reach-v3-train-g01"]
+    assert list(one.episode) == [0] * 6 + [1] * 6 and list(one["update"]) == list(one.episode)
+    assert list(one.step) == list(range(6)) * 2 and list(one.truncated) == [False] * 5 + [True] + [False] * 5 + [True]
+    assert np.allclose(one.noise, [4.0] * 6 + [0.1] * 6) and np.isfinite(one.logprob).all()
+    state = np.stack(one.state.to_numpy())
+    assert state.shape == (12, 39) and np.all(state[:, -3:] == 0)
+    assert np.abs(np.stack(one.action.to_numpy())).max() <= 1.0
+    first = content_hash(out)
+    assert run_cli(capsys, *argv)[0] == 0 and content_hash(out) == first  # resume: nothing redone
+    batched = tmp_path / "batched"  # a unit's history does not depend on the batching or the processes
+    assert run_cli(capsys, *[a if a != str(out) else str(batched) for a in argv], "--batch", "1",
+                   "--workers", "2")[0] == 0
+    assert content_hash(batched) == first
+    evaluation = make_eval_env(meta, ["mw-reach-v3-test-g03"], envs_per_task=2)  # what `ad eval` acts in
+    assert evaluation.env.num_envs == 2 and evaluation.env.episode_length == 6
+    assert evaluation.optimal.tolist() == [task["optimal_return"]]
+    with pytest.raises(UserError, match="push-v3"):
+        make_eval_env(meta, ["mw-push-v3-test-g03"])
+
+
+@pytest.mark.parametrize("extra, expected", [
+    (["--skill", "reach-v9"], "reach-v3"),  # an unknown skill: the message lists the skills
+    (["--heldout-goals", "48-50"], "out of range"),
+    (["--train-goals", "x"], "--train-goals"),
+    (["--train-goals", ""], "--train-goals"),
+    (["--noise-min", "2", "--noise-max", "1"], "--noise-min"),
+    (["--episode-length", "501"], "--episode-length"),
+])
+def test_bad_options_are_one_error_line(tmp_path, capsys, extra, expected):
+    code, err, _ = run_cli(capsys, "generate", "metaworld", "--out", str(tmp_path / "d"), *extra)
+    assert code == 2 and expected in err
+    assert not (tmp_path / "d").exists()
+
+
+def test_a_skill_without_a_scripted_expert_is_refused(tmp_path, capsys, monkeypatch):
+    policies = importlib.import_module("metaworld.policies")
+    monkeypatch.setattr(policies, "ENV_POLICY_MAP", {k: v for k, v in policies.ENV_POLICY_MAP.items()
+                                                     if k != "push-v3"})
+    code, err, _ = run_cli(capsys, "generate", "metaworld", "--skill", "push-v3", "--out", str(tmp_path / "d"))
+    assert code == 2 and "no scripted expert" in err and "reach-v3" in err
+
+
+def test_mujoco_failing_to_load_is_one_error_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "metaworld", None)  # `import metaworld` now raises ImportError
+    code, err, _ = run_cli(capsys, "generate", "metaworld", "--out", str(tmp_path / "d"), *TINY)
+    assert code == 2 and "MuJoCo failed to load" in err and "pip install" in err
+    assert not (tmp_path / "d").exists()
+
+
+def test_a_model_that_fails_to_compile_is_one_error_line(tmp_path, capsys, monkeypatch):
+    bench = skills.benchmark("reach-v3", 0)
+
+    def broken(*args, **kwargs):
+        raise ValueError("XML Error: Schema violation")  # what mujoco.MjModel.from_xml_path raises
+
+    monkeypatch.setitem(bench.train_classes, "reach-v3", broken)
+    code, err, _ = run_cli(capsys, "generate", "metaworld", "--out", str(tmp_path / "d"), *TINY)
+    assert code == 2 and "MuJoCo failed to load the reach-v3 model" in err
+    assert not (tmp_path / "d").exists()
