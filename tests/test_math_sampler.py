@@ -1,4 +1,4 @@
-"""The batched group sampler (models.lm.sampling) against transformers' ``generate`` on a tiny random LM: the same
+"""The batched group sampler (tasks.lm_sampling) against transformers' ``generate`` on a tiny random LM: the same
 greedy tokens, the same sampling distribution, logprobs equal to a full recompute, rows stopping at EOS."""
 import numpy as np
 import pytest
@@ -26,7 +26,7 @@ def _prompts(tok):
 
 
 def _hf(model, tok, prompts, g, new, eos, **kw):
-    from models.lm.sampling import left_pad
+    from tasks.lm_sampling import left_pad
 
     ids, mask, _ = left_pad(prompts, tok.pad_token_id)
     out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=new, num_return_sequences=g,
@@ -39,7 +39,7 @@ def _hf(model, tok, prompts, g, new, eos, **kw):
 
 
 def test_greedy_tokens_equal_generate_with_rows_stopping_at_eos(tiny):
-    from models.lm.sampling import sample_groups
+    from tasks.lm_sampling import sample_groups
 
     model, tok = tiny
     prompts = _prompts(tok)
@@ -52,7 +52,7 @@ def test_greedy_tokens_equal_generate_with_rows_stopping_at_eos(tiny):
 
 
 def test_logprobs_equal_a_full_recompute(tiny):
-    from models.lm.sampling import sample_groups
+    from tasks.lm_sampling import sample_groups
 
     model, tok = tiny
     prompts = _prompts(tok)
@@ -79,7 +79,7 @@ def _chi2_p(a: np.ndarray, b: np.ndarray) -> float:
 
 @pytest.mark.parametrize("top_p", [1.0, 0.8])
 def test_sampled_token_frequencies_agree_with_generate(tiny, top_p):
-    from models.lm.sampling import sample_groups
+    from tasks.lm_sampling import sample_groups
 
     model, tok = tiny
     prompt = [tok("Ava has 7 apples.")["input_ids"]]
@@ -105,7 +105,7 @@ def test_sampled_token_frequencies_agree_with_generate(tiny, top_p):
 def test_top_p_filter_matches_transformers():
     from transformers.generation.logits_process import TopPLogitsWarper
 
-    from models.lm.sampling import filter_top_p
+    from tasks.lm_sampling import filter_top_p
 
     logits = torch.randn(4, 50, generator=torch.Generator().manual_seed(0)) * 3
     for p in (0.3, 0.9):

@@ -1,5 +1,6 @@
 """Batched sampling of several completions per prompt with a KV cache: what the math task's fast REINFORCE loop
-samples with, usable by any family that samples groups of completions from a causal LM.
+samples with, usable by any family that samples groups of completions from a causal LM (it lives beside the
+families, not in ``models/``, because tasks never import models).
 
 Differences from ``model.generate(..., num_return_sequences=G)`` that make it faster on a CPU, none of which
 changes the distribution (``tests/test_math_sampler.py`` checks that):
@@ -8,8 +9,7 @@ changes the distribution (``tests/test_math_sampler.py`` checks that):
   ``G`` times (``generate`` repeats the prompt before the prefill, so it reads it ``G`` times);
 * **finished rows leave the batch**: when a row emits EOS it stops costing anything once enough rows have finished
   (``generate`` keeps computing finished rows, padded, until every row is done);
-* keys and values grow in place (:func:`models.lm.kv_cache.growing_cache`) instead of ``torch.cat`` per step, and
-  only the last position's logits are computed.
+* only the last position's logits are computed, in the prefill as in every step.
 
 Sampling follows ``generate``'s: logits / temperature, then top-p (the smallest set of tokens whose probability
 reaches ``top_p``), then a multinomial draw. The log-probability recorded for each token is ``log_softmax(logits /
@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import torch
 
-from models.lm.kv_cache import growing_cache
+from transformers import DynamicCache
 
 
 @dataclass
@@ -83,7 +83,7 @@ def sample_groups(model: Any, prompts: Sequence[Sequence[int]], num_samples: int
     device = next(model.parameters()).device
     try:
         ids, mask, positions = left_pad(prompts, pad_id, device)
-        cache = growing_cache()
+        cache = DynamicCache()
         out = model(input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True,
                     logits_to_keep=1)
         logits = out.logits[:, -1].float()  # (P, V)
