@@ -77,6 +77,26 @@ def cpu_has_fast_bfloat16(cpuinfo: str = _CPUINFO) -> bool | None:
     return None if not flags else bool({"amx_bf16", "avx512_bf16"} & set(flags))
 
 
+def bfloat16_slowdown(size: int = 256, width: int = 576, repeats: int = 3) -> float:
+    """How many times slower a (size x width) @ (width x width) product runs in bfloat16 than in float32 on this
+    CPU, measured now (fastest of ``repeats``; about a tenth of a second where bfloat16 is emulated)."""
+    import time
+
+    import torch
+
+    def fastest(dtype: Any) -> float:
+        a, b = torch.randn(size, width, dtype=dtype), torch.randn(width, width, dtype=dtype)
+        a @ b  # warm-up
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            a @ b
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    return fastest(torch.bfloat16) / max(fastest(torch.float32), 1e-9)
+
+
 def _cuda_available() -> bool:
     """Whether torch sees a GPU (imports torch: call it only when the answer matters)."""
     import torch
