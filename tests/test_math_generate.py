@@ -160,6 +160,8 @@ def test_gsm8k_file_problems(tmp_path, tiny_model):
     (["--beta", "nan"], "beta"),
     (["--problems", "BAD"], "BAD:2: not valid JSON"),
     (["--problems", "NOANSWER"], "NOANSWER:1: the answer"),
+    (["--preset", "laptop"], "unknown preset 'laptop'; choose one of: cpu, standard"),
+    (["--engine", "fast", "--no-lora"], "--engine fast trains a LoRA adapter"),
 ])
 def test_bad_input_is_one_line_exit_2_and_keeps_the_dataset(tmp_path, tiny_model, small_dataset, capsys, argv,
                                                              message):
@@ -260,3 +262,25 @@ def test_fast_engine_resume_is_the_uninterrupted_run(tmp_path, tiny_model, monke
     whole, cut = sorted(_rows(tmp_path / "whole"), key=key), sorted(_rows(tmp_path / "cut"), key=key)
     assert [r["completion_ids"] for r in whole] == [r["completion_ids"] for r in cut]
     np.testing.assert_allclose([r["kl"] for r in whole], [r["kl"] for r in cut], atol=1e-5)
+
+
+def test_bfloat16_on_a_cpu_that_emulates_it_warns_with_the_measured_cost(monkeypatch, capsys):
+    import torch
+
+    import ad.options
+    from tasks.math.reinforce import resolve_dtype
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(ad.options, "cpu_has_fast_bfloat16", lambda: False)
+    monkeypatch.setattr(ad.options, "bfloat16_slowdown", lambda: 7.25)
+    assert resolve_dtype("bfloat16") == torch.bfloat16 and resolve_dtype("auto") == torch.float32
+    assert "measured 7.2x slower than in float32" in capsys.readouterr().out
+    monkeypatch.setattr(ad.options, "cpu_has_fast_bfloat16", lambda: True)
+    assert resolve_dtype("auto") == torch.bfloat16 and "warning" not in capsys.readouterr().out
+
+
+def test_bfloat16_slowdown_is_a_positive_ratio():
+    from ad.options import bfloat16_slowdown
+
+    ratio = bfloat16_slowdown(size=8, width=16, repeats=1)
+    assert np.isfinite(ratio) and ratio > 0

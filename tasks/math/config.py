@@ -22,7 +22,7 @@ class GenerateConfig(LoRAOptions):
         "cpu": {"engine": "fast", "dtype": "auto", "problems_per_step": 4, "iterations": 60, "max_new_tokens": 96},
     }
 
-    preset: Literal["standard", "cpu"] = option(
+    preset: str = option(
         "standard", "standard: trl's RLOOTrainer at the GPU run's scale (60 iterations x 16 problems x 8 solutions); "
                     "cpu: the batched engine at a scale an hour on 2 CPU cores allows (4 problems per iteration); "
                     "explicit options override the preset's")
