@@ -175,7 +175,8 @@ class Reinforce:
         cfg, G, t = self.cfg, self.cfg.num_generations, self.step
         chosen = iteration_problems(len(self.problems), cfg.problems_per_step, cfg.seed, t)
         clock = time.perf_counter()
-        generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + t)
+        device = next(self.policy.parameters()).device
+        generator = torch.Generator(device=device).manual_seed(cfg.seed * 1_000_003 + t)
         samples = sample_groups(self.policy, [self.prompts[i] for i in chosen], G, cfg.max_new_tokens,
                                 eos_ids=self.eos, pad_id=self.pad, temperature=cfg.temperature, generator=generator)
         seconds = {"sampling": time.perf_counter() - clock}
