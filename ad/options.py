@@ -118,8 +118,8 @@ class WeightsDtypeOptions:
             raise UserError(f"--dtype must be one of {', '.join(WEIGHT_DTYPES)}, got {self.dtype!r}")
         if self.dtype == "bfloat16" and cpu_has_fast_bfloat16() is False and not _cuda_available():
             print("warning: --dtype bfloat16 on a CPU without AMX or AVX512-BF16: torch emulates bfloat16 matrix "
-                  "products here, several times slower than float32 (8x measured on an AVX2 CPU); --dtype float32 "
-                  "is the faster choice on this machine", file=sys.stderr)
+                  f"products here (one measured {bfloat16_slowdown():.1f}x slower than in float32 just now); "
+                  "--dtype float32 is the faster choice on this machine", file=sys.stderr)
         continue_post_init(WeightsDtypeOptions, self)
 
 

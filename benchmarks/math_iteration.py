@@ -40,9 +40,11 @@ def make_cfg(args: argparse.Namespace, engine: str, out: Path):
     """The GenerateConfig of one profiled run."""
     from ad.config import make_config
     from tasks.math.config import GenerateConfig
+    from tasks.math.reinforce import resolve_dtype
 
+    dtype = str(resolve_dtype(args.dtype)).removeprefix("torch.")
     return make_config(GenerateConfig, dict(
-        out=str(out), model=args.model, engine=engine, dtype=args.dtype, iterations=args.iterations,
+        out=str(out), model=args.model, engine=engine, dtype=dtype, iterations=args.iterations,
         chunk_steps=args.iterations, problems_per_step=args.problems_per_step, num_generations=args.num_generations,
         max_new_tokens=args.max_new_tokens, eval_problems=0, plots=False, progress=False, threads=args.threads,
         seed=0, ref_refresh=max(args.ref_refresh, 1), refresh=args.ref_refresh > 0), source="benchmark options")
@@ -56,11 +58,10 @@ def profile_trl(cfg) -> list[dict[str, float]]:
     from ad.history import HistoryWriter
     from ad.pretrained import load_base
     from tasks.math.generate import build_trainer, load_split, reward_function, training_rows
-    from tasks.math.reinforce import resolve_dtype
     from tasks.math.rollouts import SPEC, MathRolloutLog
     from tasks.trl_runs.callbacks import ChunkCallback
 
-    model, tokenizer = load_base(cfg.model, str(resolve_dtype(cfg.dtype)).removeprefix("torch."))
+    model, tokenizer = load_base(cfg.model, cfg.dtype)
     split = load_split(cfg)
     log = MathRolloutLog(HistoryWriter(cfg.out, SPEC, "math", {}), 0, cfg.num_generations, {tokenizer.eos_token_id})
     spent = {k: 0.0 for k in PHASES}
@@ -136,7 +137,7 @@ def profile_fast(cfg) -> list[dict[str, float]]:
     from tasks.math.generate import load_split
     from tasks.math.rollouts import SPEC, MathRolloutLog
 
-    model, tokenizer = load_base(cfg.model, str(reinforce.resolve_dtype(cfg.dtype)).removeprefix("torch."))
+    model, tokenizer = load_base(cfg.model, cfg.dtype)
     split = load_split(cfg)
     log = MathRolloutLog(HistoryWriter(cfg.out, SPEC, "math", {}), 0, cfg.num_generations,
                          reinforce.eos_ids(model, tokenizer))

@@ -268,15 +268,20 @@ def test_bfloat16_on_a_cpu_that_emulates_it_warns_with_the_measured_cost(monkeyp
     import torch
 
     import ad.options
+    from ad.config import make_config
+    from tasks.math.config import GenerateConfig
     from tasks.math.reinforce import resolve_dtype
 
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(ad.options, "_cuda_available", lambda: False)
     monkeypatch.setattr(ad.options, "cpu_has_fast_bfloat16", lambda: False)
     monkeypatch.setattr(ad.options, "bfloat16_slowdown", lambda: 7.25)
-    assert resolve_dtype("bfloat16") == torch.bfloat16 and resolve_dtype("auto") == torch.float32
-    assert "measured 7.2x slower than in float32" in capsys.readouterr().out
+    assert make_config(GenerateConfig, {"dtype": "bfloat16", "engine": "fast"}).dtype == "bfloat16"
+    err = capsys.readouterr().err
+    assert err.count("warning: --dtype bfloat16") == 1 and "measured 7.2x slower than in float32" in err
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_dtype("auto") == torch.float32 and resolve_dtype("bfloat16") == torch.bfloat16
     monkeypatch.setattr(ad.options, "cpu_has_fast_bfloat16", lambda: True)
-    assert resolve_dtype("auto") == torch.bfloat16 and "warning" not in capsys.readouterr().out
+    assert resolve_dtype("auto") == torch.bfloat16
 
 
 def test_bfloat16_slowdown_is_a_positive_ratio():

@@ -141,10 +141,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     split = load_split(cfg)  # bad problem files fail here, before anything is written
-    from tasks.math.reinforce import resolve_dtype
-
-    dtype = resolve_dtype(cfg.dtype)
-    model, tokenizer = load_base(cfg.model, str(dtype).removeprefix("torch."))
+    model, tokenizer = load_base(cfg.model, cfg.dtype)
     check_prompt_lengths(split["train"] + split["heldout"], tokenizer, split["shots"], position_limit(model),
                          cfg.max_new_tokens, f"--problems {cfg.problems}" if cfg.problems else "a generated problem")
     if torch.cuda.is_available():
@@ -192,7 +189,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
                                           on_commit)
         elapsed = time.perf_counter() - start
         summary["phase_seconds"] = {k: round(sum(v), 2) for k, v in timings.items()}
-        summary["dtype"] = str(dtype).removeprefix("torch.")
+        summary["dtype"] = cfg.dtype
     else:
         train = training_rows(cfg, tokenizer, split["train"], shots)
         trainer = build_trainer(cfg, model, tokenizer, train, reward_function(trainer_ref, cfg.format_reward),

@@ -55,17 +55,13 @@ def eos_ids(model: Any, tokenizer: Any) -> set[int]:
 
 
 def resolve_dtype(name: str) -> torch.dtype:
-    """The base model's dtype for ``--dtype`` (auto: bfloat16 on a GPU or a CPU that multiplies it in hardware);
-    bfloat16 asked for on a CPU that emulates it prints a warning with the slowdown measured now."""
-    from ad.options import bfloat16_slowdown, cpu_has_fast_bfloat16
+    """The torch dtype of a ``--dtype`` value; ``auto`` (benchmarks): bfloat16 on a GPU or on a CPU that multiplies
+    it in hardware (AMX / AVX512-BF16), else float32. (Asking for bfloat16 on a CPU that emulates it warns when the
+    option is parsed: :class:`ad.options.WeightsDtypeOptions`.)"""
+    from ad.options import cpu_has_fast_bfloat16
 
-    gpu = torch.cuda.is_available()
     if name == "auto":
-        return torch.bfloat16 if gpu or cpu_has_fast_bfloat16() else torch.float32
-    if name == "bfloat16" and not gpu and cpu_has_fast_bfloat16() is False:
-        print(f"warning: --dtype bfloat16 on a CPU without AMX or AVX512-BF16: torch emulates bfloat16 here; a "
-              f"matrix product measured {bfloat16_slowdown():.1f}x slower than in float32 just now. --dtype auto or "
-              "float32 is faster on this machine", flush=True)
+        return torch.bfloat16 if torch.cuda.is_available() or cpu_has_fast_bfloat16() else torch.float32
     return getattr(torch, name)
 
 
