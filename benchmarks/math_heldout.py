@@ -42,7 +42,8 @@ def main() -> None:
 
     math_reinforce.run = cpu_run
     math_reinforce.report = lambda name, figures, quick, page: report(  # noqa: E731
-        "math_heldout" if name == "math" else name, figures, quick=quick, page=page)
+        "math_heldout" if name == "math" else name, figures, quick=quick, page=page,
+        capability="Math word problems with RLOO (ad generate math)")
     math_reinforce.main()
 
 

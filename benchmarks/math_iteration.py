@@ -34,6 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import figure, parse_args, report  # noqa: E402
 
 PHASES = ("sampling", "reference", "update", "logging")
+#: The headline-page row these figures belong to (the math task's).
+CAPABILITY = "Math word problems with RLOO (ad generate math)"
 
 
 def make_cfg(args: argparse.Namespace, engine: str, out: Path):
@@ -193,7 +195,8 @@ def main() -> None:
     fig.update(phases=split, iterations=runs, threads=args.threads, dtype=args.dtype,
                note="engines alternated in one process, first iteration of each run not counted, medians; CPU shared "
                     "with other jobs while measured")
-    report("math_iteration", [fig], quick=args.quick, page="math")
+    report("math_iteration", [fig], quick=args.quick, page="math",
+           capability=CAPABILITY)
 
 
 if __name__ == "__main__":

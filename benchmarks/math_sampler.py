@@ -21,6 +21,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import figure, parse_args, report  # noqa: E402
 
+#: The headline-page row these figures belong to (the math task's).
+CAPABILITY = "Math word problems with RLOO (ad generate math)"
+
 
 def prompts(tokenizer, count: int) -> list[list[int]]:
     """Token ids of the first ``count`` training problems of seed 0 (level 1), rendered as the task renders them."""
@@ -113,7 +116,8 @@ def main() -> None:
                cpu_capability=torch.backends.cpu.get_cpu_capability(), cpu_fast_bfloat16=cpu_has_fast_bfloat16(),
                prompt_tokens=[len(i) for i in ids], model=Path(args.model).name if args.quick else args.model,
                note="alternating repeats, fastest of each side; CPU shared with other jobs while measured")
-    report("math_sampler", [fig], quick=args.quick, page="math")
+    report("math_sampler", [fig], quick=args.quick, page="math",
+           capability=CAPABILITY)
 
 
 if __name__ == "__main__":
