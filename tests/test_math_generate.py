@@ -160,6 +160,8 @@ def test_gsm8k_file_problems(tmp_path, tiny_model):
     (["--beta", "nan"], "beta"),
     (["--problems", "BAD"], "BAD:2: not valid JSON"),
     (["--problems", "NOANSWER"], "NOANSWER:1: the answer"),
+    (["--preset", "laptop"], "unknown preset 'laptop'; choose one of: cpu, standard"),
+    (["--engine", "fast", "--no-lora"], "--engine fast trains a LoRA adapter"),
 ])
 def test_bad_input_is_one_line_exit_2_and_keeps_the_dataset(tmp_path, tiny_model, small_dataset, capsys, argv,
                                                              message):
@@ -189,3 +191,101 @@ def test_config_rejects_bad_values(tiny_model):
         with pytest.raises(UserError):
             _cfg("x", tiny_model, **kw)
     assert _cfg("x", tiny_model, beta=0.0, refresh=False).refresh_every is None
+
+
+def test_fast_engine_logs_every_solution_with_recomputable_logprobs_and_kl(tmp_path, tiny_model, monkeypatch):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ad.config import make_config
+    from tasks.math.config import GenerateConfig
+    from tasks.math.generate import generate
+
+    from tasks.math import reinforce
+
+    # a reward that varies within every group (a random tiny LM never answers right), so the policy moves
+    monkeypatch.setattr(reinforce, "score", lambda text, answer, fmt: float(ord(text[0]) % 7) if text else 0.0)
+    out = tmp_path / "d"
+    opts = dict(out=str(out), model=tiny_model, preset="cpu", iterations=4, chunk_steps=2, num_generations=3,
+                problems_per_step=2, max_new_tokens=6, eval_problems=3, threads=1, plots=False, progress=False,
+                ref_refresh=2, train_problems=20, temperature=1.0, format_reward=0.0, lr=0.05)
+    cfg = make_config(GenerateConfig, opts)
+    assert cfg.engine == "fast" and cfg.problems_per_step == 2  # the preset, explicit options over it
+    summary = generate(cfg)
+    rows = _rows(out)
+    assert len(rows) == 4 * 6 and sorted(r["update"] for r in rows) == [u for u in range(4) for _ in range(6)]
+    assert len({(r["stream"], r["episode"]) for r in rows}) == len(rows)
+    assert set(summary["phase_seconds"]) == {"sampling", "reference", "update", "logging"}
+    assert (out / "_run" / "checkpoints" / "checkpoint-4" / "adapter_model.safetensors").is_file()
+    # reference = policy right after a refresh (updates 0 and 2): KL exactly 0; the update between moved it
+    kl = {u: max(abs(r["kl"]) for r in rows if r["update"] == u) for u in range(4)}
+    assert kl[0] == kl[2] == 0.0 and kl[1] > 1e-6 and kl[3] > 1e-6
+    base, tok = AutoModelForCausalLM.from_pretrained(tiny_model).eval(), AutoTokenizer.from_pretrained(tiny_model)
+    for r in (r for r in rows if r["update"] == 0):  # update 0 sampled from the base model
+        prompt = tok(r["prompt"])["input_ids"]
+        with torch.no_grad():
+            logits = base(torch.tensor([prompt + r["completion_ids"]])).logits[0, len(prompt) - 1:-1]
+        lp = torch.log_softmax(logits.float(), -1).gather(1, torch.tensor(r["completion_ids"])[:, None])[:, 0]
+        np.testing.assert_allclose(lp.numpy(), np.asarray(r["logprob"]), atol=2e-4)
+        assert r["terminated"] == (r["completion_ids"][-1] == tok.eos_token_id)
+
+
+def test_fast_engine_resume_is_the_uninterrupted_run(tmp_path, tiny_model, monkeypatch):
+    from ad.config import make_config
+    from tasks.math.config import GenerateConfig
+    from tasks.math.generate import generate
+    from tasks.math.rollouts import MathRolloutLog
+
+    def cfg(out):
+        return make_config(GenerateConfig, dict(out=str(out), model=tiny_model, preset="cpu", iterations=4,
+                                                chunk_steps=2, num_generations=2, problems_per_step=2,
+                                                max_new_tokens=6, eval_problems=0, threads=1, plots=False,
+                                                progress=False, ref_refresh=2, train_problems=20, lr=0.05,
+                                                refresh=False))
+
+    generate(cfg(tmp_path / "whole"))
+    real, calls = MathRolloutLog.commit, {"n": 0}
+
+    def crash_on_second(self, chunk, info):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real(self, chunk, info)
+
+    monkeypatch.setattr(MathRolloutLog, "commit", crash_on_second)
+    with pytest.raises(KeyboardInterrupt):
+        generate(cfg(tmp_path / "cut"))
+    assert len(_rows(tmp_path / "cut")) == 2 * 4
+    monkeypatch.setattr(MathRolloutLog, "commit", real)
+    generate(cfg(tmp_path / "cut"))
+    key = lambda r: (r["update"], r["stream"], r["episode"])  # noqa: E731
+    whole, cut = sorted(_rows(tmp_path / "whole"), key=key), sorted(_rows(tmp_path / "cut"), key=key)
+    assert [r["completion_ids"] for r in whole] == [r["completion_ids"] for r in cut]
+    np.testing.assert_allclose([r["kl"] for r in whole], [r["kl"] for r in cut], atol=1e-5)
+
+
+def test_bfloat16_on_a_cpu_that_emulates_it_warns_with_the_measured_cost(monkeypatch, capsys):
+    import torch
+
+    import ad.options
+    from ad.config import make_config
+    from tasks.math.config import GenerateConfig
+    from tasks.math.reinforce import resolve_dtype
+
+    monkeypatch.setattr(ad.options, "_cuda_available", lambda: False)
+    monkeypatch.setattr(ad.options, "cpu_has_fast_bfloat16", lambda: False)
+    monkeypatch.setattr(ad.options, "bfloat16_slowdown", lambda: 7.25)
+    assert make_config(GenerateConfig, {"dtype": "bfloat16", "engine": "fast"}).dtype == "bfloat16"
+    err = capsys.readouterr().err
+    assert err.count("warning: --dtype bfloat16") == 1 and "measured 7.2x slower than in float32" in err
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_dtype("auto") == torch.float32 and resolve_dtype("bfloat16") == torch.bfloat16
+    monkeypatch.setattr(ad.options, "cpu_has_fast_bfloat16", lambda: True)
+    assert resolve_dtype("auto") == torch.bfloat16
+
+
+def test_bfloat16_slowdown_is_a_positive_ratio():
+    from ad.options import bfloat16_slowdown
+
+    ratio = bfloat16_slowdown(size=8, width=16, repeats=1)
+    assert np.isfinite(ratio) and ratio > 0

@@ -2,18 +2,35 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from ad.config import option, override
 from ad.errors import UserError
-from ad.options import LoRAOptions
+from ad.options import LoRAOptions, WeightsDtypeOptions, cpu_has_fast_bfloat16
 from tasks.math.problems import LEVELS
 
 
 @dataclass
-class GenerateConfig(LoRAOptions):
+class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
     """REINFORCE (trl's RLOO: leave-one-out baseline) with a KL penalty to a reference policy refreshed every k
     iterations, on math word problems; every sampled solution logged as a learning history."""
 
+    #: ``--preset`` values: standard = the GPU run's recipe through trl's RLOOTrainer (the defaults below); cpu = the
+    #: same recipe through the batched engine (:mod:`tasks.math.reinforce`) at the scale an hour on 2 cores allows.
+    PRESETS = {
+        "standard": {},
+        "cpu": {"engine": "fast", "problems_per_step": 4, "iterations": 60, "max_new_tokens": 96,
+                "dtype": "bfloat16" if cpu_has_fast_bfloat16() else "float32"},  # bfloat16 where it is fast
+    }
+
+    preset: str = option(
+        "standard", "standard: trl's RLOOTrainer at the GPU run's scale (60 iterations x 16 problems x 8 solutions); "
+                    "cpu: the batched engine at a scale an hour on 2 CPU cores allows (4 problems per iteration); "
+                    "explicit options override the preset's")
+    engine: Literal["trl", "fast"] = option(
+        "trl", "trl: trl's RLOOTrainer; fast: the same loss with a batched sampler (each prompt read once per group), "
+               "reference log-probabilities from the base model with the adapter off (or a saved copy of the "
+               "adapter when refreshed), no second model (needs LoRA)")
     out: str = option("data/math", "output dataset folder or URL (file://, s3://, memory:// ...; re-running the "
                                    "same command resumes)", runtime=True)
     model: str = option("smollm2-135m", "policy: smollm2-135m (offline, packaged), a save_pretrained folder or a "
@@ -74,6 +91,12 @@ class GenerateConfig(LoRAOptions):
             raise UserError("--beta 0 has no reference policy to refresh; give --beta > 0 or --no-refresh")
         if not 0.0 < self.heldout_fraction < 1.0:
             raise UserError(f"--heldout-fraction must be in (0, 1), got {self.heldout_fraction}")
+        if self.engine == "fast" and not self.lora:
+            raise UserError("--engine fast trains a LoRA adapter (its reference is the base model with the adapter "
+                            "off); use --lora or --engine trl")
+        if self.engine == "trl" and self.dtype != "float32":
+            raise UserError(f"--dtype {self.dtype} needs --engine fast (or --preset cpu): the trl engine trains in "
+                            "float32")
         if self.few_shot < 0 or self.eval_problems < 0 or self.threads < 0:
             raise UserError("--few-shot, --eval-problems and --threads must be >= 0")
 

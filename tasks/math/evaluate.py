@@ -12,24 +12,20 @@ from tasks.math.problems import Problem
 @torch.no_grad()
 def greedy_solutions(model: Any, tokenizer: Any, prompts: Sequence[str], max_new_tokens: int, batch_size: int = 32,
                      on_batch: Callable[[int], None] | None = None) -> list[str]:
-    """One greedy solution per prompt (left-padded batches)."""
-    was_training = model.training
-    model.eval()
-    side, tokenizer.padding_side = tokenizer.padding_side, "left"
-    device = next(model.parameters()).device
+    """One greedy solution per prompt, batches of ``batch_size`` through the batched sampler (the tokens
+    ``model.generate`` picks greedily; a row stops at its own EOS)."""
+    from tasks.lm_sampling import sample_groups
+    from tasks.math.reinforce import eos_ids
+
+    eos = eos_ids(model, tokenizer)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     out: list[str] = []
-    try:
-        for start in range(0, len(prompts), batch_size):
-            batch = tokenizer(list(prompts[start:start + batch_size]), return_tensors="pt", padding=True).to(device)
-            ids = model.generate(**batch, do_sample=False, max_new_tokens=max_new_tokens,
-                                 pad_token_id=tokenizer.pad_token_id)
-            new = ids[:, batch["input_ids"].size(1):]  # (b, <= max_new_tokens)
-            out += tokenizer.batch_decode(new, skip_special_tokens=True)
-            if on_batch is not None:
-                on_batch(len(out))
-    finally:
-        tokenizer.padding_side = side
-        model.train(was_training)
+    for start in range(0, len(prompts), batch_size):
+        ids = [tokenizer(p)["input_ids"] for p in prompts[start:start + batch_size]]
+        samples = sample_groups(model, ids, 1, max_new_tokens, eos_ids=eos, pad_id=pad, greedy=True)
+        out += tokenizer.batch_decode(samples.tokens, skip_special_tokens=True)
+        if on_batch is not None:
+            on_batch(len(out))
     return out
 
 

@@ -141,7 +141,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     split = load_split(cfg)  # bad problem files fail here, before anything is written
-    model, tokenizer = load_base(cfg.model)
+    model, tokenizer = load_base(cfg.model, cfg.dtype)
     check_prompt_lengths(split["train"] + split["heldout"], tokenizer, split["shots"], position_limit(model),
                          cfg.max_new_tokens, f"--problems {cfg.problems}" if cfg.problems else "a generated problem")
     if torch.cuda.is_available():
@@ -167,6 +167,10 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
         write_json_atomic(summary_path, summary)
 
     eos = {int(t) for t in ([tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else [])}
+    if cfg.engine == "fast":  # it stops at every EOS token of the model's generation config too
+        from tasks.math.reinforce import eos_ids
+
+        eos = eos_ids(model, tokenizer)
     log = MathRolloutLog(writer, run=cfg.seed, num_generations=cfg.num_generations, eos_ids=eos)
     trainer_ref: dict[str, Any] = {}
 
@@ -177,6 +181,15 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     elapsed = 0.0
     if resume is not None and int(Path(resume).name.split("-")[1]) >= cfg.iterations:
         policy = load_policy(model, resume, cfg.lora)  # everything is committed: the final policy, for evaluation
+    elif cfg.engine == "fast":
+        from tasks.math import reinforce
+
+        start = time.perf_counter()
+        policy, timings = reinforce.train(cfg, model, tokenizer, split["train"], shots, log, ckpt_dir, resume,
+                                          on_commit)
+        elapsed = time.perf_counter() - start
+        summary["phase_seconds"] = {k: round(sum(v), 2) for k, v in timings.items()}
+        summary["dtype"] = cfg.dtype
     else:
         train = training_rows(cfg, tokenizer, split["train"], shots)
         trainer = build_trainer(cfg, model, tokenizer, train, reward_function(trainer_ref, cfg.format_reward),
