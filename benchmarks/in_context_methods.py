@@ -115,6 +115,10 @@ def bandit_figures(seeds: list[int], runs: list[dict], labels: list[str]) -> lis
         figures.append({**figure(f"{label} regret / Thompson sampling's after {first['pulls']} pulls ({setting})",
                                  "regret", float(np.mean(ours)), float(np.mean(ts)), goal, higher_is_better=False),
                         **per_seed(seeds, ours, ts)})
+        if label == "DPT":  # the capability's headline: DPT against the algorithm the DPT paper says it matches
+            figures[-1].update(headline=True, vs="Thompson sampling",
+                               short=f"DPT regret over {first['pulls']} pulls, {first['settings']['arms']}-armed "
+                                     f"{first['settings']['kind']}, seeds {', '.join(map(str, seeds))}")
     if "DPT" in labels and "AD" in labels:
         figures.append({**figure(f"DPT regret / AD's after {first['pulls']} pulls ({setting})", "regret",
                                  float(np.mean(regret("DPT"))), float(np.mean(regret("AD"))), "-",
@@ -149,13 +153,19 @@ def grid_figures(family: str, seeds: list[int], runs: list[dict], labels: list[s
     return figures
 
 
+#: the headline-page row of these figures; its headline is DPT's bandit regret over Thompson sampling's
+CAPABILITY = "In-context methods on the same data (ad demo --methods)"
+
+
 def merge(bench: str, quick: bool, family_tag: str, figures: list[dict]) -> None:
     """Write the figures through :func:`benchmarks.common.report`, keeping the other families' figures as they were."""
     path = RESULTS / f"{bench}{'_quick' if quick else ''}.json"
     others = [f for f in json.loads(path.read_text()) if f.get("family") != family_tag] if path.exists() else []
     for fig in figures:
         fig["family"] = family_tag
-    report(bench, figures, quick, page="in-context-methods")
+        if quick:  # a quick run is never a headline
+            fig.pop("headline", None)
+    report(bench, figures, quick, capability=CAPABILITY, page="in-context-methods")
     written = json.loads(path.read_text())
     path.write_text(json.dumps(others + written, indent=2) + "\n")
 
