@@ -41,6 +41,8 @@ def options() -> argparse.Namespace:
     parser.add_argument("--keep", action="store_true", help="keep demo folders: re-runs skip their finished stages")
     parser.add_argument("--demo", type=json.loads, default={},
                         help="more `ad demo --task <family>` options, as JSON (a mapping in a --config file)")
+    parser.add_argument("--variant", default="", help="name of a variant of the demo options (e.g. roundrobin): it "
+                                                       "names the demo folders and the figures' family tag")
     parser.add_argument("--quick", action="store_true", help="a small version of the same work")
     return parse_args(parser)
 
@@ -97,12 +99,16 @@ def per_seed(seeds: list[int], ours: list[float], reference: list[float] | None)
     return {"per_seed": rows, "spread": [min(values), max(values)] if values else None}
 
 
-def bandit_figures(seeds: list[int], runs: list[dict], labels: list[str]) -> list[dict]:
-    """Regret of every method over Thompson sampling's (DPT's goal <= 1.1x), and DPT's over AD's."""
+def bandit_figures(seeds: list[int], runs: list[dict], labels: list[str], tag: str = "bandit") -> list[dict]:
+    """Regret of every method over Thompson sampling's (DPT's goal <= 1.1x), and DPT's over AD's; the DPT figure of
+    the plain run (``tag`` "bandit", no variant) is the capability's headline."""
     first = runs[0]
-    setting = (f"{first['settings']['arms']}-armed {first['settings']['kind']}, {first['instances']} held-out "
-               f"instances x {first['runs_per_instance']} runs, {first['pulls']} pulls, source "
-               f"{first['settings']['source']}, seeds {', '.join(map(str, seeds))}")
+    options = first["settings"]
+    steps = ", ".join(f"{label} {options.get(label.lower() + '_steps') or options['ad_steps']} steps"
+                      for label in labels)
+    setting = (f"{options['arms']}-armed {options['kind']}, {first['instances']} held-out instances x "
+               f"{first['runs_per_instance']} runs, {first['pulls']} pulls, source {options['source']} "
+               f"c={options['ucb_c']:g}, {steps}, seeds {', '.join(map(str, seeds))}")
 
     def regret(name: str) -> list[float]:
         return [run["policies"][name]["final_regret"] for run in runs]
@@ -115,7 +121,7 @@ def bandit_figures(seeds: list[int], runs: list[dict], labels: list[str]) -> lis
         figures.append({**figure(f"{label} regret / Thompson sampling's after {first['pulls']} pulls ({setting})",
                                  "regret", float(np.mean(ours)), float(np.mean(ts)), goal, higher_is_better=False),
                         **per_seed(seeds, ours, ts)})
-        if label == "DPT":  # the capability's headline: DPT against the algorithm the DPT paper says it matches
+        if label == "DPT" and tag == "bandit":  # the capability's headline: DPT against the algorithm the DPT paper says it matches
             figures[-1].update(headline=True, vs="Thompson sampling",
                                short=f"DPT regret over {first['pulls']} pulls, {first['settings']['arms']}-armed "
                                      f"{first['settings']['kind']}, seeds {', '.join(map(str, seeds))}")
@@ -177,13 +183,14 @@ def main(args: argparse.Namespace) -> None:
     labels = [METHODS[m] for m in methods]
     demo = {**args.demo, **(QUICK[args.family] if args.quick else {})}
     tag = args.family if args.family != "darkroom" else f"darkroom{demo.get('size', 9)}"
+    tag += f"-{args.variant}" if args.variant else ""
     seeds, runs = list(args.seeds), []
     for seed in seeds:
         out = Path(args.out) / f"{tag}-seed{seed}{'-quick' if args.quick else ''}"
         if out.exists() and not args.keep:
             shutil.rmtree(out)
         runs.append(run_demo(args.family, out, seed, ",".join(methods), demo))
-    figures = (bandit_figures(seeds, runs, labels) if args.family == "bandit" else
+    figures = (bandit_figures(seeds, runs, labels, tag) if args.family == "bandit" else
                grid_figures(args.family, seeds, runs, labels, tag))
     merge("in_context_methods", args.quick, tag, figures)
 
