@@ -38,7 +38,8 @@ def options() -> argparse.Namespace:
     parser.add_argument("--methods", default="ad,dpt,ed", help="in-context methods (ad demo --methods)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="demo seeds (held-out splits)")
     parser.add_argument("--out", default="data/bench-in-context-methods", help="work folder (a demo folder per seed)")
-    parser.add_argument("--keep", action="store_true", help="keep demo folders: re-runs skip their finished stages")
+    parser.add_argument("--keep", action="store_true", help="keep demo folders: a finished demo of the same options is read "
+                                                            "back, an unfinished one resumes")
     parser.add_argument("--demo", type=json.loads, default={},
                         help="more `ad demo --task <family>` options, as JSON (a mapping in a --config file)")
     parser.add_argument("--variant", default="", help="name of a variant of the demo options (e.g. roundrobin): it "
@@ -57,27 +58,38 @@ QUICK = {"bandit": dict(instances=40, pulls=50, ad_steps=30, ed_steps=10, dpt_st
                           episodes=40, seeds=1, context=100),
          "keydoor": dict(tasks=30, steps_per_task=20_000, ad_steps=30, ed_steps=10, dpt_steps=30, episodes=40,
                          seeds=1, context=60, subsample=4)}
+#: in a demo folder: the options of the finished demo (``--keep`` reads a finished demo back)
+FINISHED = "bench_options.json"
 #: the in-context episode windows of the grid families' table (1-based, inclusive)
 WINDOWS = ((1, 5), (36, 40))
 LEVEL = 0.9
 
 
 def run_demo(family: str, out: Path, seed: int, methods: str, demo: dict) -> dict:
-    """Run ``ad demo --task family --methods ...`` into ``out``; the bandit's regret summary, else ``eval.json``."""
+    """Run ``ad demo --task family --methods ...`` into ``out``; the bandit's regret summary, else ``eval.json``. A
+    finished demo of the same options (kept with ``--keep``) is read back instead of evaluated again."""
+    from dataclasses import asdict
+
     from ad import registry
     from ad.config import make_config
 
     command = registry.get_demo(family, "rl")
     config = make_config(command.config_cls, {**demo, "methods": methods, "seed": seed, "out": str(out)},
                          source="in_context_methods demo options")
+    summary = out / ("regret.json" if family == "bandit" else "eval/eval.json")
+    if summary.is_file() and (out / FINISHED).is_file() and json.loads((out / FINISHED).read_text()) == asdict(config):
+        print(f"{out}: finished with the same options, reading {summary}")
+        return json.loads(summary.read_text())
     if family == "bandit":
         from tasks.bandit.demo import demo as bandit_demo
 
-        return bandit_demo(config)
-    from ad.demo_pipeline import run_ad_demo
+        bandit_demo(config)
+    else:
+        from ad.demo_pipeline import run_ad_demo
 
-    run_ad_demo(config)
-    return json.loads((out / "eval" / "eval.json").read_text())
+        run_ad_demo(config)
+    (out / FINISHED).write_text(json.dumps(asdict(config)))
+    return json.loads(summary.read_text())
 
 
 def window(row: dict, first: int, last: int) -> float:
@@ -117,7 +129,7 @@ def bandit_figures(seeds: list[int], runs: list[dict], labels: list[str], tag: s
     figures = []
     for label in labels + ["random"]:
         ours = regret(label)
-        goal = {"DPT": "<= 1.1x", "AD": "<= 1.2x"}.get(label, "-")
+        goal = "<= 1.1x" if label == "DPT" else "-"
         figures.append({**figure(f"{label} regret / Thompson sampling's after {first['pulls']} pulls ({setting})",
                                  "regret", float(np.mean(ours)), float(np.mean(ts)), goal, higher_is_better=False),
                         **per_seed(seeds, ours, ts)})
