@@ -4,7 +4,8 @@ generate the source algorithm's learning histories on every task (``ad generate 
 ``models/rl`` transformer on subsampled histories of the training tasks) and the expert-distillation (ED) baseline
 (the same model on the histories' last episodes only) -> evaluate both in context on the held-out tasks
 (``ad eval``) -> ``report.md`` with the table and the plot. Every stage resumes: re-running the command skips
-finished work.
+finished work. ``--methods`` picks the in-context methods trained on the same histories (:data:`METHODS`: AD, ED
+and DPT, the Decision-Pretrained Transformer, which learns the optimal action of every state in context).
 
 A family plugs in by subclassing :class:`ADDemoConfig` (its ``FAMILY`` and :meth:`ADDemoConfig.generate_options`,
 plus the options of its own source) and registering the subclass with :func:`run` through
@@ -21,8 +22,41 @@ from ad.config import make_config, option
 from ad.errors import UserError
 
 
+#: In-context methods a demo can train on the same histories (``--methods``): name -> label in the report. Each is
+#: the ``ad train rl --objective`` of the same name.
+METHODS = {"ad": "AD", "ed": "ED", "dpt": "DPT"}
+
+
+def parse_methods(items: Any) -> list[str]:
+    """``--methods`` as a list of :data:`METHODS` names: items may be comma-separated (``ad,dpt,ed``); a UserError
+    for an unknown, repeated or missing method."""
+    names = [part.strip().lower() for item in ([items] if isinstance(items, str) else items)
+             for part in str(item).split(",") if part.strip()]
+    unknown = [name for name in names if name not in METHODS]
+    if unknown or not names or len(set(names)) < len(names):
+        what = f"unknown method {unknown[0]!r}" if unknown else "no method" if not names else "a repeated method"
+        raise UserError(f"--methods {','.join(names)}: {what}; choose one or more of {', '.join(METHODS)} "
+                        "(e.g. --methods ad,dpt,ed)")
+    return names
+
+
 @dataclass
-class ADDemoConfig:
+class MethodsOptions:
+    """The in-context methods a demo trains and compares (every demo shares these options)."""
+
+    methods: list[str] = option(["ad", "ed"], "in-context methods trained on the same histories and compared on the "
+                                              "same held-out tasks: ad, ed (expert distillation), dpt "
+                                              "(Decision-Pretrained Transformer), e.g. --methods ad,dpt,ed")
+    dpt_steps: int = option(0, "optimiser steps for DPT; 0 = the same as AD's")
+
+
+def method_runs(methods: list[str], options: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """(label, ``ad train rl`` options) of each of ``methods``: ``options[name]`` plus its ``objective``."""
+    return [(METHODS[name], {**options[name], "objective": name}) for name in methods]
+
+
+@dataclass
+class ADDemoConfig(MethodsOptions):
     """Options every AD demo shares (a family's subclass adds its source's options and sets ``FAMILY``)."""
 
     #: the task family whose ``ad generate`` command and ``ad eval`` environment the demo uses
@@ -49,11 +83,12 @@ class ADDemoConfig:
     train_overrides: dict = option({}, "extra `ad train rl` options for both runs (YAML/JSON config only)")
 
     def __post_init__(self) -> None:
+        self.methods = parse_methods(self.methods)
         for name in ("subsample", "context", "ad_steps", "ed_steps", "episodes", "seeds"):
             if getattr(self, name) <= 0:
                 raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
-        if self.threads < 0:
-            raise UserError(f"--threads must be >= 0, got {self.threads}")
+        if self.threads < 0 or self.dpt_steps < 0:
+            raise UserError(f"--threads and --dpt-steps must be >= 0, got {self.threads} and {self.dpt_steps}")
         if not (0.0 <= self.dropout < 1.0 or self.dropout == -1.0):  # also refuses NaN
             raise UserError(f"--dropout must be in [0, 1), or -1 for the task family's default, got {self.dropout}")
 
@@ -72,10 +107,12 @@ class ADDemoConfig:
                 "attn_dropout": dropout, "resid_dropout": dropout}
 
     def runs(self) -> list[tuple[str, dict[str, Any]]]:
-        """(label, extra ``ad train rl`` options) of each trained policy: AD (on every ``subsample``-th episode) and
-        its ED baseline."""
-        return [("AD", {"max_steps": self.ad_steps, "subsample": self.subsample}),
-                ("ED", {"max_steps": self.ed_steps, "expert_only": True})]
+        """(label, extra ``ad train rl`` options) of each trained policy of ``methods``: AD (on every
+        ``subsample``-th episode), its ED baseline, DPT (AD's windows, the optimal actions as targets)."""
+        return method_runs(self.methods, {
+            "ad": {"max_steps": self.ad_steps, "subsample": self.subsample},
+            "ed": {"max_steps": self.ed_steps},
+            "dpt": {"max_steps": self.dpt_steps or self.ad_steps, "subsample": self.subsample}})
 
 
 def stage(name: str, timings: dict[str, float], fn: Callable[..., Any], *args: Any) -> Any:
@@ -128,15 +165,17 @@ def run_ad_demo(config: ADDemoConfig) -> Path:
     common = {**config.train_options(), **config.train_overrides}
     runs = train_policies(data, out, config.runs(), common, timings)
 
-    eval_cfg = EvalConfig(ckpt=str(runs["AD"]), baseline=str(runs["ED"]), data=str(data), episodes=config.episodes,
-                          seeds=config.seeds, seed=config.seed, out=str(out / "eval"))
+    (first, first_run), *others = runs.items()
+    eval_cfg = EvalConfig(ckpt=str(first_run), name=first, models=[f"{label}={path}" for label, path in others],
+                          data=str(data), episodes=config.episodes, seeds=config.seeds, seed=config.seed,
+                          out=str(out / "eval"))
     summary = stage("evaluate in context", timings, evaluate, eval_cfg)
     timings["total"] = sum(timings.values())
     images = {"in-context return on held-out tasks": "eval/in_context.png"}
     if (data / "learning_curves.png").is_file():
         images["source learning curves"] = f"{family}/learning_curves.png"
     report = write_report(out, summary, timings, asdict(config), images, task=config.TITLE or family,
-                          windows=config.REPORT_WINDOWS)
+                          windows=config.REPORT_WINDOWS, methods=list(runs))
     print(f"\nwrote {report}")
     return report
 

@@ -34,7 +34,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ad.registry import register, register_default_family, register_demo, register_env_factory
+from ad.registry import (register, register_default_family, register_demo, register_env_factory,
+                         register_optimal_actions)
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,8 @@ def register_family(family: TaskFamily) -> None:
     register("generate", family.name, family.generate_config, family.generate, help=family.summary)
     if family.eval_env is not None:
         register_env_factory(family.name, family.eval_env, family.task_kwargs)
+    if family.optimal_actions is not None:
+        register_optimal_actions(family.name, family.optimal_actions)
     if family.demo is not None:
         register_demo(family.name, "rl", family.demo_config, family.demo,
                       help=f"Algorithm Distillation on {family.name} end to end (writes report.md)")

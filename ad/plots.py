@@ -98,7 +98,7 @@ def band(mean: np.ndarray, spread: np.ndarray, optimum: float) -> tuple[np.ndarr
 
 
 #: Colours of the curves of an in-context comparison, by name.
-CURVE_COLOURS = {"AD": "tab:blue", "ED": "tab:orange", "source": "tab:green", "random": "tab:gray"}
+CURVE_COLOURS = {"AD": "tab:blue", "ED": "tab:orange", "DPT": "tab:red", "source": "tab:green", "random": "tab:gray"}
 
 
 def plot_in_context(curves: Mapping[str, tuple[np.ndarray, np.ndarray]], optimum: float, out: str | Path,

@@ -189,6 +189,28 @@ def env_factory(family: str) -> Callable[..., Any]:
     return _ENV_FACTORIES[family]
 
 
+#: task family -> optimal_actions(metadata, task, stream) -> (T,) int64 (see ad.families.TaskFamily.optimal_actions)
+_OPTIMAL_ACTIONS: dict[str, Callable[..., Any]] = {}
+
+
+def register_optimal_actions(family: str, fn: Callable[..., Any]) -> None:
+    """Register a task family's optimal actions (the target of objectives that imitate an optimal policy)."""
+    _OPTIMAL_ACTIONS[family] = fn
+
+
+def optimal_actions(family: str | None, what: str = "this objective") -> Callable[..., Any]:
+    """The optimal-actions function of a task family; a UserError naming the families that have one if it has
+    none (``what`` names the option that needs it)."""
+    load_plugins([family] if family else [])
+    if family not in _OPTIMAL_ACTIONS:
+        load_plugins()
+    if family not in _OPTIMAL_ACTIONS:
+        known = ", ".join(sorted(_OPTIMAL_ACTIONS)) or "none"
+        raise UserError(f"{what} needs the optimal action of every state, which task family {family!r} does not "
+                        f"provide (families that do: {known}); use another objective or a dataset of one of these")
+    return _OPTIMAL_ACTIONS[family]
+
+
 def register_policy_loader(name: str, detect: Callable[[Any], bool], load: Callable[..., Any]) -> None:
     """Register a loader that turns a checkpoint folder into an in-context policy."""
     _POLICY_LOADERS[name] = (detect, load)

@@ -48,36 +48,45 @@ def table_lines(summary: dict[str, Any], windows: Sequence[tuple[int, int]] = ((
     return lines
 
 
-def reach_lines(policies: dict[str, Any], level: float = 0.9) -> list[str]:
-    """When AD first reaches ``level`` of the optimal return, next to its source, saying when AD trails it."""
-    ad, source = policies.get("AD"), policies.get("source")
-    if ad is None:
-        return []
-    reached = first_reaching(ad, level)
-    text = (f"AD reaches {level:.0%} of the optimal return at episode {reached}" if reached else
-            f"AD does not reach {level:.0%} of the optimal return within the evaluated episodes")
-    if source is None:
-        return [text + "."]
-    own = first_reaching(source, level)
-    text += f", its source at episode {own}" if own else (
-        f"; its source does not within its {len(source.get('normalised') or [])} episodes")
-    if own and (reached is None or reached > own):
-        text += " (AD trails its own source: it learns in context more slowly than the algorithm it distils)"
-    return [text + "."]
+def reach_lines(policies: dict[str, Any], level: float = 0.9, names: Sequence[str] = ("AD",)) -> list[str]:
+    """When each of ``names`` (AD by default) first reaches ``level`` of the optimal return, next to the source,
+    saying when it trails the source."""
+    lines = []
+    for name in names:
+        row, source = policies.get(name), policies.get("source")
+        if row is None:
+            continue
+        reached = first_reaching(row, level)
+        text = (f"{name} reaches {level:.0%} of the optimal return at episode {reached}" if reached else
+                f"{name} does not reach {level:.0%} of the optimal return within the evaluated episodes")
+        if source is not None:
+            own = first_reaching(source, level)
+            text += f", its source at episode {own}" if own else (
+                f"; its source does not within its {len(source.get('normalised') or [])} episodes")
+            if own and (reached is None or reached > own):
+                text += (f" ({name} trails its own source: it learns in context more slowly than the algorithm "
+                         "whose histories it was trained on)" if name != "AD" else
+                         " (AD trails its own source: it learns in context more slowly than the algorithm it "
+                         "distils)")
+        lines.append(text + ".")
+    return lines
 
 
 def write_report(out: Path, summary: dict[str, Any], timings: dict[str, float], settings: dict[str, Any],
                  images: dict[str, str], task: str,
-                 windows: Sequence[tuple[int, int]] = ((36, 40),)) -> Path:
+                 windows: Sequence[tuple[int, int]] = ((36, 40),), methods: Sequence[str] = ("AD", "ED")) -> Path:
     """Write ``out/report.md`` from an ``ad eval`` summary of a demo on ``task``; ``windows`` are the episode
-    ranges shown beside the first 5 and the last 10 (the figures a family's docs quote)."""
-    lines = [f"# Algorithm Distillation on {task}: in-context evaluation", "",
+    ranges shown beside the first 5 and the last 10 (the figures a family's docs quote); ``methods`` are the
+    labels of the trained policies (each but ED gets a line saying when it reaches 90% of the optimum)."""
+    heading = ("Algorithm Distillation" if set(methods) <= {"AD", "ED"} else
+               f"In-context methods ({', '.join(methods)})")
+    lines = [f"# {heading} on {task}: in-context evaluation", "",
              f"Held-out tasks: {len(summary['tasks'])} (never in the transformer's training data), "
              f"{summary['seeds']} seeds each, {summary['episodes']} episodes in context, "
              f"{'greedy' if summary['greedy'] else 'sampled'} actions. "
              f"Mean optimal return: {summary['optimal_mean_return']:.2f}.", ""]
     lines += table_lines(summary, windows)
-    reach = reach_lines(summary["policies"])
+    reach = reach_lines(summary["policies"], names=[m for m in methods if m != "ED"])
     lines += ["", *reach] if reach else []
     lines += ["", "## Plots", ""]
     lines += [f"![{title}]({path})" for title, path in images.items()]

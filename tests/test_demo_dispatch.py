@@ -108,7 +108,7 @@ def test_darkroom_demo_options_left_at_zero_take_the_source_default(values, expe
     demo = make_config(DarkRoomDemoConfig, values)
     assert (demo.subsample, demo.context, demo.ad_steps, demo.steps_per_goal) == expected
     runs = dict(demo.runs())
-    assert runs["AD"] == {"max_steps": expected[2], "subsample": expected[0]}
+    assert runs["AD"] == {"max_steps": expected[2], "subsample": expected[0], "objective": "ad"}
     # ED reads the last 10% of each stream's episodes (the explorer's 60 leave 6, 120 transitions): its context is
     # cut to that where the demo's is longer
     assert runs["ED"].get("context", demo.context) == ed_context

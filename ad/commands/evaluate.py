@@ -28,6 +28,7 @@ class EvalConfig:
     baseline: str | None = option(None, "run folder of a second model to compare, e.g. the expert-distillation one")
     baseline_name: str = option("ED", "label of --baseline in the table and plot")
     name: str = option("AD", "label of --ckpt in the table and plot")
+    models: list[str] = option([], "more trained models to compare, each LABEL=RUN_FOLDER (e.g. DPT=runs/dpt)")
     episodes: int = option(100, "episodes in context per env (the AD paper used up to 1000)")
     seeds: int = option(3, "evaluation seeds (parallel envs) per task")
     split: str = option("heldout", "which tasks: heldout, train or all")
@@ -54,6 +55,8 @@ class EvalConfig:
         if self.max_tasks is not None and self.max_tasks <= 0:
             raise UserError(f"--max-tasks must be positive, got {self.max_tasks} (leave it out to evaluate every task)")
         labels = {"--name": self.name, **({"--baseline-name": self.baseline_name} if self.baseline else {})}
+        for label, _ in self.named_models()[1 + bool(self.baseline):]:
+            labels[f"--models {label}"] = label
         for flag, label in labels.items():
             if not label.strip() or label.strip().lower() in RESERVED_LABELS:
                 what = "a row the evaluation adds itself" if label.strip() else "empty"
@@ -62,6 +65,21 @@ class EvalConfig:
         if self.baseline and self.name == self.baseline_name:
             raise UserError(f"--name and --baseline-name are both {self.name!r}: the two models' rows would be mixed; "
                             "give them different labels")
+        names = [label for label, _ in self.named_models()]
+        repeated = next((label for label in names if names.count(label) > 1), None)
+        if repeated is not None:
+            raise UserError(f"two models are labelled {repeated!r} (--name, --baseline-name, --models): their rows "
+                            "would be mixed; give them different labels")
+
+    def named_models(self) -> list[tuple[str, str]]:
+        """(label, run folder) of every model to evaluate: --ckpt, --baseline (if given), then --models."""
+        out = [(self.name, self.ckpt)] + ([(self.baseline_name, self.baseline)] if self.baseline else [])
+        for item in self.models:
+            label, sep, path = str(item).partition("=")
+            if not sep or not label.strip() or not path.strip():
+                raise UserError(f"--models {item!r} is not LABEL=RUN_FOLDER (e.g. --models DPT=runs/dpt)")
+            out.append((label.strip(), path.strip()))
+        return out
 
 
 def pick_tasks(reader: Any, split: str, max_tasks: int | None) -> list[str]:
@@ -167,9 +185,7 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     make_env = env_factory(reader.family)
 
     policies: list[tuple[str, Any]] = []
-    for name, ckpt in ((config.name, config.ckpt), (config.baseline_name, config.baseline)):
-        if ckpt is None:
-            continue
+    for name, ckpt in config.named_models():
         policy = load_policy(ckpt, greedy=config.greedy, seed=config.seed)
         check_compatible(policy, reader, ckpt)
         policies.append((name, policy))

@@ -9,6 +9,7 @@ from ad.data.rl_dataset import RLTrajectoryDataset
 from ad.data.splits import task_split
 from ad.errors import UserError
 from ad.history.reader import HistoryReader
+from ad.registry import optimal_actions
 
 
 class RLDataModule(L.LightningDataModule):
@@ -21,6 +22,8 @@ class RLDataModule(L.LightningDataModule):
         subsample: keep every k-th episode of each stream.
         expert_only: train on the last ``expert_fraction`` of each stream's episodes only.
         expert_fraction: fraction of episodes that counts as expert data.
+        optimal_targets: give every window ``action_targets``, the optimal action at each row from the dataset's task
+            family (:func:`ad.registry.optimal_actions`; a UserError if the family has none): DPT's target.
         stride: distance between window starts.
         steps_per_epoch: batches in one "epoch" of random windows.
         val_batches: held-out batches per validation run.
@@ -30,7 +33,8 @@ class RLDataModule(L.LightningDataModule):
 
     def __init__(self, path: Any, window: int = 80, batch_size: int = 64, subsample: int = 1,
                  expert_only: bool = False, expert_fraction: float = 0.1, stride: int = 1,
-                 steps_per_epoch: int = 1000, val_batches: int = 4, num_workers: int = 0, seed: int = 0) -> None:
+                 steps_per_epoch: int = 1000, val_batches: int = 4, num_workers: int = 0, seed: int = 0,
+                 optimal_targets: bool = False) -> None:
         super().__init__()
         self.path = path
         self.window = window
@@ -46,17 +50,20 @@ class RLDataModule(L.LightningDataModule):
         self.spec = self.reader.spec
         self.metadata = self.reader.metadata
         self.train_tasks, self.heldout_tasks = task_split(self.reader)
+        self.optimal_actions = (optimal_actions(self.reader.family, f"DPT (optimal-action targets) on dataset {path}")
+                                if optimal_targets else None)
         self.train_set: RLTrajectoryDataset | None = None
         self.val_set: RLTrajectoryDataset | None = None
 
     def setup(self, stage: str | None = None) -> None:
         if self.train_set is None:
             self.train_set = RLTrajectoryDataset(self.reader, self.train_tasks, self.window, self.stride,
-                                                 self.subsample, self.expert_fraction)
+                                                 self.subsample, self.expert_fraction, self.optimal_actions)
         if self.val_set is None and self.heldout_tasks:
             try:
                 self.val_set = RLTrajectoryDataset(self.reader, self.heldout_tasks, self.window,
-                                                   max(self.stride, self.window), self.subsample, None)
+                                                   max(self.stride, self.window), self.subsample, None,
+                                                   self.optimal_actions)
             except UserError:
                 self.val_set = None
 

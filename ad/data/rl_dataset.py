@@ -1,7 +1,7 @@
 """`RLTrajectoryDataset`: RL-format windows as a torch Dataset with batched fetching."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -26,16 +26,19 @@ class RLTrajectoryDataset(Dataset):
         stride: distance between consecutive window starts.
         subsample: keep every k-th episode of each stream (the AD paper's subsampling).
         expert_fraction: if set, keep only this last fraction of each stream's episodes (expert data).
+        optimal_actions: a task family's ``optimal_actions``: items then also hold ``action_targets`` (T,) int64,
+            the optimal action at each row (the target of DPT).
     """
 
     def __init__(self, source: Any, tasks: Sequence[str] | None = None, window: int = 80, stride: int = 1,
-                 subsample: int = 1, expert_fraction: float | None = None) -> None:
+                 subsample: int = 1, expert_fraction: float | None = None,
+                 optimal_actions: Callable[[dict, str, dict], Any] | None = None) -> None:
         if isinstance(source, WindowSource):
             self.source = source
         else:
             reader = source if isinstance(source, HistoryReader) else HistoryReader(source)
             self.source = load_window_source(reader, list(tasks) if tasks is not None else reader.tasks(),
-                                             window, stride, subsample, expert_fraction)
+                                             window, stride, subsample, expert_fraction, optimal_actions)
         self.window = self.source.window
 
     def __len__(self) -> int:

@@ -3,11 +3,15 @@
 A :class:`WindowSource` holds the selected streams concatenated into flat
 columns plus the offsets where windows may start, so a whole batch of windows
 is one fancy-indexing gather (``flat[starts[:, None] + arange(T)]``).
+
+With ``optimal_actions`` (a task family's, :attr:`ad.families.TaskFamily.optimal_actions`) the windows also carry
+``action_targets``: the optimal action at each row, given the stream before it. An objective that imitates an
+optimal policy (DPT) trains the action head on them instead of the actions taken.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -17,6 +21,8 @@ from ad.history.reader import HistoryReader, Stream
 #: RL-format keys and the history columns they come from.
 RL_COLUMNS = {"states": "state", "actions": "action", "rewards": "reward", "logprobs": "logprob",
               "timesteps": "step"}
+#: RL-format key of the optimal action at each row (windows built with ``optimal_actions`` only)
+TARGETS = "action_targets"
 _READ = ["episode", "step", "state", "action", "reward", "logprob", "terminated", "truncated"]
 
 
@@ -75,22 +81,26 @@ class WindowSource:
 
 
 def build_window_source(streams: Sequence[Stream], window: int, stride: int = 1, every: int = 1,
-                        last_fraction: float | None = None, where: str = "dataset") -> WindowSource:
-    """Concatenate streams (after episode selection) and index every full window at ``stride``."""
+                        last_fraction: float | None = None, where: str = "dataset",
+                        targets: Callable[[Stream], np.ndarray] | None = None) -> WindowSource:
+    """Concatenate streams (after episode selection) and index every full window at ``stride``; ``targets(stream)``
+    (if given) is the (T,) optimal action of each row of a whole stream, kept as ``action_targets``."""
     if window < 1 or stride < 1:
         raise UserError(f"window ({window}) and stride ({stride}) must be at least 1")
-    flat: dict[str, list[np.ndarray]] = {key: [] for key in RL_COLUMNS}
+    keys = {**RL_COLUMNS, **({TARGETS: TARGETS} if targets is not None else {})}
+    flat: dict[str, list[np.ndarray]] = {key: [] for key in keys}
     starts, owners, names = [], [], []
     offset, longest = 0, 0
     for stream in streams:
-        cols = select_episodes(stream.columns, every, last_fraction)
+        columns = stream.columns if targets is None else {**stream.columns, TARGETS: targets(stream)}
+        cols = select_episodes(columns, every, last_fraction)  # targets first: they may read earlier episodes
         n = len(cols["episode"])
         longest = max(longest, n)
         if n < window:
             continue
         index = len(names)
         names.append((stream.task, stream.run, stream.stream))
-        for key, column in RL_COLUMNS.items():
+        for key, column in keys.items():
             flat[key].append(cols[column])
         local = np.arange(0, n - window + 1, stride, dtype=np.int64)
         starts.append(local + offset)
@@ -107,21 +117,26 @@ def _concat(parts: list[np.ndarray], key: str) -> np.ndarray:
     values = np.concatenate(parts)
     if key in ("states", "actions"):
         return values.astype(np.int64) if values.dtype.kind in "iu" else values.astype(np.float32)
-    if key == "timesteps":
+    if key in ("timesteps", TARGETS):
         return values.astype(np.int64)
     return values.astype(np.float32)
 
 
 def load_window_source(reader: HistoryReader, tasks: Sequence[str], window: int, stride: int = 1,
-                       every: int = 1, last_fraction: float | None = None) -> WindowSource:
-    """Read ``tasks`` from a dataset and index their RL-format windows."""
+                       every: int = 1, last_fraction: float | None = None,
+                       optimal_actions: Callable[[dict, str, dict], Any] | None = None) -> WindowSource:
+    """Read ``tasks`` from a dataset and index their RL-format windows (with ``action_targets`` from the family's
+    ``optimal_actions(metadata, task, stream columns)`` if given)."""
     kind = reader.spec.state.kind
     if kind not in ("discrete", "vector") or reader.spec.action.kind != "discrete" or reader.spec.logprob != "scalar":
         raise UserError(f"dataset {reader.location.base} has {kind} states / {reader.spec.action.kind} actions; "
                         "the RL format here needs discrete or vector states and discrete actions: "
                         "use the Language format (LanguageTrajectoryDataset) for text histories")
     streams = reader.streams(tasks=tasks, columns=_READ)
-    return build_window_source(streams, window, stride, every, last_fraction, where=reader.location.base)
+    targets = None if optimal_actions is None else (
+        lambda stream: np.asarray(optimal_actions(reader.metadata, stream.task, stream.columns), dtype=np.int64))
+    return build_window_source(streams, window, stride, every, last_fraction, where=reader.location.base,
+                               targets=targets)
 
 
 def reference_windows(streams: Sequence[Stream], window: int, stride: int = 1) -> list[dict[str, np.ndarray]]:

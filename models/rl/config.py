@@ -19,6 +19,8 @@ from ad.options import TrainingOptions, continue_post_init
 
 LAYOUTS = ("transition", "separate")
 REWARD_KINDS = ("discrete", "continuous")
+#: Training objectives of ``ad train rl`` (``--objective``): the action head's target.
+OBJECTIVES = ("ad", "ed", "dpt")
 
 
 @dataclass
@@ -140,8 +142,12 @@ class TrainRLConfig(ADConfig, TrainingOptions, DistributedOptions):
     preset: Literal["demo", "large"] = option("demo", "named set of option values applied first: demo (small, minutes "
                                                      "on a CPU) or large (the AD paper's separate-token layout, "
                                                      "context 256, 22k steps)", runtime=True)
-    expert_only: bool = option(False, "train on the expert part of each stream only (its last episodes): "
-                                      "the 'expert distillation' baseline of the AD paper")
+    objective: Literal["ad", "ed", "dpt"] = option(
+        "ad", "what the action head learns: ad = the actions of whole learning histories (Algorithm Distillation); "
+              "ed = those of each stream's last episodes only (expert distillation); dpt = the optimal action of "
+              "every state given the context before it (Decision-Pretrained Transformer; the task family must "
+              "provide optimal actions)")
+    expert_only: bool = option(False, "the same as --objective ed (the older spelling, kept for existing configs)")
     subsample: int = option(1, "train on every k-th episode of each stream (the AD paper's subsampling: the distilled "
                                    "history improves k times faster per episode than its source)")
     compile: bool = option(False, "torch.compile the model (slow start, faster steps on some machines)", runtime=True)
@@ -151,6 +157,13 @@ class TrainRLConfig(ADConfig, TrainingOptions, DistributedOptions):
         check_distributed_options(self, self.batch_size)
         if self.preset not in self.PRESETS:
             raise UserError(f"unknown preset {self.preset!r}; choose one of: {', '.join(sorted(self.PRESETS))}")
+        if self.objective not in OBJECTIVES:
+            raise UserError(f"--objective must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
+        if self.expert_only and self.objective == "dpt":
+            raise UserError("--expert-only means --objective ed; drop it to train --objective dpt")
+        if self.expert_only:
+            self.objective = "ed"
+        self.expert_only = self.objective == "ed"  # one meaning, recorded consistently in config.yaml
         if self.subsample < 1:
             raise UserError(f"--subsample must be at least 1, got {self.subsample}")
         from ad.memory import check_memory

@@ -20,7 +20,8 @@ position in the window; turn it off for the AD paper's time-step-only variant.
 Heads, all on the final hidden states:
 
 * action: predicts a_t from everything before acting in s_t (the hidden state
-  of the s_t token; in the transition layout that token *is* s_t's).
+  of the s_t token; in the transition layout that token *is* s_t's). A batch with
+  ``action_targets`` (B, T) trains it on those instead: the optimal action in s_t (DPT).
 * outcome heads, teacher-forced on the true a_t: reward r_t, next state s_{t+1}
   and the behaviour policy's logprob of a_t. In the separate layout they read
   the a_t token's hidden state (which has seen a_t); in the transition layout
@@ -284,9 +285,10 @@ class ADTransformer(nn.Module):
         metrics: dict[str, torch.Tensor] = {}
 
         logits = out["action"]  # (B, T, A)
-        nll = F.cross_entropy(logits.flatten(0, 1), actions.flatten(), reduction="none").view_as(mask)  # (B, T)
+        target = batch.get("action_targets", actions)  # (B, T): the optimal actions (DPT), else the actions taken
+        nll = F.cross_entropy(logits.flatten(0, 1), target.flatten(), reduction="none").view_as(mask)  # (B, T)
         metrics["action_nll"] = masked_mean(nll, mask)
-        metrics["action_acc"] = masked_mean((logits.argmax(-1) == actions).float(), mask)
+        metrics["action_acc"] = masked_mean((logits.argmax(-1) == target).float(), mask)
         loss = cfg.action_weight * metrics["action_nll"]
 
         if "reward" in out:

@@ -124,7 +124,8 @@ def train(config: TrainRLConfig) -> Path:
     out = Path(config.out).expanduser()
     HistoryReader(config.data).require_complete(config.allow_incomplete)
     datamodule = ShardedRLDataModule(config.data, window=config.context, batch_size=config.batch_size,
-                                     subsample=config.subsample, expert_only=config.expert_only,
+                                     subsample=config.subsample, expert_only=config.objective == "ed",
+                                     optimal_targets=config.objective == "dpt",
                                      val_batches=config.val_batches, num_workers=config.num_workers,
                                      seed=config.seed)
     datamodule.setup()

@@ -41,5 +41,6 @@ register_family(TaskFamily(
     eval_env=lazy_function("tasks.bandit.eval_env:make_eval_env"),
     demo_config=BanditDemoConfig,
     demo=lazy_function("tasks.bandit.demo:run"),
+    optimal_actions=lazy_function("tasks.bandit.optimal:optimal_actions"),
     task_kwargs=("arms", "kind"),
 ))

@@ -26,7 +26,7 @@ import numpy as np
 
 from ad.files import write_json_atomic, write_text_atomic
 from ad.config import make_config
-from ad.demo_pipeline import stage, train_policies
+from ad.demo_pipeline import METHODS, method_runs, stage, train_policies
 from ad.errors import UserError
 from tasks.bandit.demo_config import POLICIES, BanditDemoConfig
 
@@ -65,10 +65,11 @@ def demo(config: BanditDemoConfig) -> dict[str, Any]:
     common = {"seed": config.seed, "threads": config.threads, "n_layer": config.n_layer, "lr": config.lr,
               "val_every": 0,
               "reward_kind": "discrete" if config.kind == "bernoulli" else "continuous", **config.train_overrides}
-    runs = [("AD", {"max_steps": config.ad_steps, "context": config.context or config.pulls,
-                    "batch_size": config.batch_size}),
-            ("ED", {"max_steps": config.ed_steps, "context": config.expert_context, "expert_only": True,
-                    "batch_size": 4 * config.batch_size})]
+    whole = {"context": config.context or config.pulls, "batch_size": config.batch_size}
+    runs = method_runs(config.methods, {"ad": {"max_steps": config.ad_steps, **whole},
+                                        "ed": {"max_steps": config.ed_steps, "context": config.expert_context,
+                                               "batch_size": 4 * config.batch_size},
+                                        "dpt": {"max_steps": config.dpt_steps or config.ad_steps, **whole}})
     folders = train_policies(data, out, runs, common, timings)
 
     results = stage("evaluate in context", timings, evaluate_regret, data, folders,
@@ -148,7 +149,7 @@ def plot_regret(results: dict[str, Any], path: str | Path, title: str = "") -> P
     for name, row in results["policies"].items():
         mean, se = np.asarray(row["mean"]), np.asarray(row["se"])
         x = np.arange(1, len(mean) + 1)
-        ax.plot(x, mean, label=f"{name} ({mean[-1]:.1f})", lw=2 if name == "AD" else 1.3)
+        ax.plot(x, mean, label=f"{name} ({mean[-1]:.1f})", lw=2 if name in ("AD", "DPT") else 1.3)
         ax.fill_between(x, mean - se, mean + se, alpha=0.2)
     ax.set_xlabel("pull")
     ax.set_ylabel("cumulative expected regret")
@@ -175,7 +176,9 @@ def write_report(out: Path, summary: dict[str, Any]) -> Path:
     """``out/report.md``: the regret table, the plot and the time each stage took."""
     from ad.report import machine_description
 
-    lines = ["# Algorithm Distillation on k-armed bandits: in-context regret", "",
+    labels = [METHODS[m] for m in summary["settings"].get("methods", ["ad", "ed"])]
+    heading = "Algorithm Distillation" if set(labels) <= {"AD", "ED"} else f"In-context methods ({', '.join(labels)})"
+    lines = [f"# {heading} on k-armed bandits: in-context regret", "",
              f"Held-out instances: {summary['instances']} (never in the transformer's training data), "
              f"{summary['runs_per_instance']} runs each, {summary['pulls']} pulls in context.", "",
              "| policy | cumulative regret | +- s.e. | / Thompson sampling |", "|---|---|---|---|"]

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ad.config import option
+from ad.demo_pipeline import MethodsOptions, parse_methods
 from ad.errors import UserError
 from tasks.bandit.instances import check_arms
 
@@ -18,7 +19,7 @@ POLICIES = ("AD", "ED", "Thompson", "UCB1", "random")
 
 
 @dataclass
-class BanditDemoConfig:
+class BanditDemoConfig(MethodsOptions):
     """Algorithm Distillation on k-armed bandits end to end (generate -> train AD and ED -> regret -> report.md)."""
 
     out: str = option("data/demo-bandit", "folder for the dataset, both runs, the evaluation and report.md")
@@ -44,14 +45,15 @@ class BanditDemoConfig:
     train_overrides: dict = option({}, "extra `ad train rl` options for both runs (YAML/JSON config only)")
 
     def __post_init__(self) -> None:
+        self.methods = parse_methods(self.methods)
         check_arms(self.arms)
         for name in ("instances", "pulls", "ad_steps", "ed_steps", "batch_size", "n_layer", "eval_envs"):
             if getattr(self, name) <= 0:
                 raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
         if self.context < 0 or self.context > self.pulls:
             raise UserError(f"--context must be in 0..--pulls ({self.pulls}), got {self.context}")
-        if self.threads < 0:
-            raise UserError(f"--threads must be >= 0, got {self.threads}")
+        if self.threads < 0 or self.dpt_steps < 0:
+            raise UserError(f"--threads and --dpt-steps must be >= 0, got {self.threads} and {self.dpt_steps}")
         if not 0.0 < self.heldout_fraction < 1.0:
             raise UserError(f"--heldout-fraction must be in (0, 1) (the evaluation needs held-out instances), "
                             f"got {self.heldout_fraction}")

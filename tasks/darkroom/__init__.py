@@ -30,6 +30,7 @@ register_family(TaskFamily(
     eval_env=lazy_function("tasks.darkroom.eval_env:make_eval_env"),
     demo_config=DarkRoomDemoConfig,
     demo=lazy_function("ad.demo_pipeline:run"),
+    optimal_actions=lazy_function("tasks.darkroom.optimal:optimal_actions"),
     task_kwargs=("size",),
     default=True,
 ))

@@ -95,7 +95,7 @@ class DarkRoomDemoConfig(ADDemoConfig):
         expert = max(1, round(episodes * EXPERT_FRACTION)) * EPISODE_LENGTH
         runs = super().runs()
         if expert < self.context:
-            runs = [(label, {**extra, "context": expert} if extra.get("expert_only") else extra)
+            runs = [(label, {**extra, "context": expert} if extra.get("objective") == "ed" else extra)
                     for label, extra in runs]
         return runs
 

@@ -40,5 +40,6 @@ register_family(TaskFamily(
     eval_env=lazy_function("tasks.keydoor.eval_env:make_eval_env"),
     demo_config=KeyDoorDemoConfig,
     demo=lazy_function("ad.demo_pipeline:run"),
+    optimal_actions=lazy_function("tasks.keydoor.optimal:optimal_actions"),
     task_kwargs=("size",),
 ))

@@ -1,0 +1,211 @@
+"""The field's in-context methods on the same histories: DPT (the Decision-Pretrained Transformer, trained on the
+optimal action of every state) beside AD and ED, on the same held-out tasks, through ``ad demo --methods``.
+
+Per family (one run of this script each): the family's demo with ``--methods`` once per seed (seeds draw different
+held-out splits), then one figure per method and measure:
+
+* bandit: cumulative expected regret after all pulls over Thompson sampling's on the same instances and reward
+  noise (DPT's goal: <= 1.1x, the DPT paper's finding that DPT matches Thompson sampling); AD and ED beside;
+* darkroom / keydoor: return / optimal at in-context episodes 1-5 and 36-40 of DPT, AD and ED (goal: >= 0.9 at
+  36-40), with AD's value as DPT's reference, and the first episode at which each reaches 90% of the optimum
+  (which method learns faster in context).
+
+    python benchmarks/in_context_methods.py --config configs/bandit/in_context_methods.yaml
+    python benchmarks/in_context_methods.py --config configs/darkroom/in_context_methods.yaml
+    python benchmarks/in_context_methods.py --family darkroom --quick    # tiny settings, well under a minute
+
+Results: benchmarks/results/in_context_methods.json, one list holding every family's figures: a run replaces the
+figures of its own family (and size) and keeps the others' as they were (*_quick.json for --quick).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import RESULTS, figure, parse_args, report  # noqa: E402
+
+FAMILIES = ("bandit", "darkroom", "keydoor")
+
+
+def options() -> argparse.Namespace:
+    """The options (``--config`` / ``--print-config`` answered here, before the heavy imports below)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--family", default="bandit", choices=FAMILIES, help="task family whose demo runs")
+    parser.add_argument("--methods", default="ad,dpt,ed", help="in-context methods (ad demo --methods)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="demo seeds (held-out splits)")
+    parser.add_argument("--out", default="data/bench-in-context-methods", help="work folder (a demo folder per seed)")
+    parser.add_argument("--keep", action="store_true", help="keep demo folders: a finished demo of the same options is read "
+                                                            "back, an unfinished one resumes")
+    parser.add_argument("--demo", type=json.loads, default={},
+                        help="more `ad demo --task <family>` options, as JSON (a mapping in a --config file)")
+    parser.add_argument("--variant", default="", help="name of a variant of the demo options (e.g. roundrobin): it "
+                                                       "names the demo folders and the figures' family tag")
+    parser.add_argument("--quick", action="store_true", help="a small version of the same work")
+    return parse_args(parser)
+
+
+ARGS = options() if __name__ == "__main__" else None
+
+import numpy as np  # noqa: E402
+
+#: tiny demo options per family for --quick
+QUICK = {"bandit": dict(instances=40, pulls=50, ad_steps=30, ed_steps=10, dpt_steps=30, eval_envs=2),
+         "darkroom": dict(size=5, steps_per_goal=2400, streams=4, ad_steps=30, ed_steps=10, dpt_steps=30,
+                          episodes=40, seeds=1, context=100),
+         "keydoor": dict(tasks=30, steps_per_task=20_000, ad_steps=30, ed_steps=10, dpt_steps=30, episodes=40,
+                         seeds=1, context=60, subsample=4)}
+#: in a demo folder: the options of the finished demo (``--keep`` reads a finished demo back)
+FINISHED = "bench_options.json"
+#: the in-context episode windows of the grid families' table (1-based, inclusive)
+WINDOWS = ((1, 5), (36, 40))
+LEVEL = 0.9
+
+
+def run_demo(family: str, out: Path, seed: int, methods: str, demo: dict) -> dict:
+    """Run ``ad demo --task family --methods ...`` into ``out``; the bandit's regret summary, else ``eval.json``. A
+    finished demo of the same options (kept with ``--keep``) is read back instead of evaluated again."""
+    from dataclasses import asdict
+
+    from ad import registry
+    from ad.config import make_config
+
+    command = registry.get_demo(family, "rl")
+    config = make_config(command.config_cls, {**demo, "methods": methods, "seed": seed, "out": str(out)},
+                         source="in_context_methods demo options")
+    summary = out / ("regret.json" if family == "bandit" else "eval/eval.json")
+    if summary.is_file() and (out / FINISHED).is_file() and json.loads((out / FINISHED).read_text()) == asdict(config):
+        print(f"{out}: finished with the same options, reading {summary}")
+        return json.loads(summary.read_text())
+    if family == "bandit":
+        from tasks.bandit.demo import demo as bandit_demo
+
+        bandit_demo(config)
+    else:
+        from ad.demo_pipeline import run_ad_demo
+
+        run_ad_demo(config)
+    (out / FINISHED).write_text(json.dumps(asdict(config)))
+    return json.loads(summary.read_text())
+
+
+def window(row: dict, first: int, last: int) -> float:
+    """Mean return / optimal of an eval.json row over episodes first..last (nan when it has fewer)."""
+    curve = row.get("normalised") or []
+    return float(np.mean(curve[first - 1:last])) if len(curve) >= last else float("nan")
+
+
+def reaching(row: dict) -> int | None:
+    """First in-context episode whose mean return / optimal is at least LEVEL (None if none is)."""
+    return next((i + 1 for i, v in enumerate(row.get("normalised") or []) if v >= LEVEL), None)
+
+
+def per_seed(seeds: list[int], ours: list[float], reference: list[float] | None) -> dict:
+    """Each seed's value (and ratio) and the spread over seeds."""
+    rows = [{"seed": s, "ours": o, **({"reference": r, "ratio": o / r if r else None} if reference else {})}
+            for s, o, r in zip(seeds, ours, reference or [None] * len(ours))]
+    values = [r.get("ratio", r["ours"]) for r in rows if r.get("ratio", r["ours"]) is not None]
+    return {"per_seed": rows, "spread": [min(values), max(values)] if values else None}
+
+
+def bandit_figures(seeds: list[int], runs: list[dict], labels: list[str], tag: str = "bandit") -> list[dict]:
+    """Regret of every method over Thompson sampling's (DPT's goal <= 1.1x), and DPT's over AD's; the DPT figure of
+    the plain run (``tag`` "bandit", no variant) is the capability's headline."""
+    first = runs[0]
+    options = first["settings"]
+    steps = ", ".join(f"{label} {options.get(label.lower() + '_steps') or options['ad_steps']} steps"
+                      for label in labels)
+    setting = (f"{options['arms']}-armed {options['kind']}, {first['instances']} held-out instances x "
+               f"{first['runs_per_instance']} runs, {first['pulls']} pulls, source {options['source']} "
+               f"c={options['ucb_c']:g}, {steps}, seeds {', '.join(map(str, seeds))}")
+
+    def regret(name: str) -> list[float]:
+        return [run["policies"][name]["final_regret"] for run in runs]
+
+    ts = regret("Thompson")
+    figures = []
+    for label in labels + ["random"]:
+        ours = regret(label)
+        goal = "<= 1.1x" if label == "DPT" else "-"
+        figures.append({**figure(f"{label} regret / Thompson sampling's after {first['pulls']} pulls ({setting})",
+                                 "regret", float(np.mean(ours)), float(np.mean(ts)), goal, higher_is_better=False),
+                        **per_seed(seeds, ours, ts)})
+        if label == "DPT" and tag == "bandit":  # the capability's headline: DPT against the algorithm the DPT paper says it matches
+            figures[-1].update(headline=True, vs="Thompson sampling",
+                               short=f"DPT regret over {first['pulls']} pulls, {first['settings']['arms']}-armed "
+                                     f"{first['settings']['kind']}, seeds {', '.join(map(str, seeds))}")
+    if "DPT" in labels and "AD" in labels:
+        figures.append({**figure(f"DPT regret / AD's after {first['pulls']} pulls ({setting})", "regret",
+                                 float(np.mean(regret("DPT"))), float(np.mean(regret("AD"))), "-",
+                                 higher_is_better=False), **per_seed(seeds, regret("DPT"), regret("AD"))})
+    return figures
+
+
+def grid_figures(family: str, seeds: list[int], runs: list[dict], labels: list[str], tag: str) -> list[dict]:
+    """Return / optimal at episodes 1-5 and 36-40 per method (DPT's reference: AD's), and when each reaches 90%."""
+    first = runs[0]
+    setting = (f"{tag}, {len(first['tasks'])} held-out tasks x {first['seeds']} seeds, {first['episodes']} episodes "
+               f"in context, seeds {', '.join(map(str, seeds))}")
+    figures = []
+    for a, b in WINDOWS:
+        values = {name: [window(run["policies"][name], a, b) for run in runs]
+                  for name in labels + ["random", "source"] if name in first["policies"]}
+        for name, ours in values.items():
+            if all(np.isnan(ours)):  # the source's histories may end before the window
+                continue
+            ref = values.get("AD") if name != "AD" else None
+            goal = ">= 0.9" if (a, b) == (36, 40) and name in ("DPT", "AD") else "-"
+            text = f"{name} return / optimal, episodes {a}-{b}{' / AD' if ref else ''} ({setting})"
+            figures.append({**figure(text, "return/optimal", float(np.nanmean(ours)),
+                                     float(np.nanmean(ref)) if ref else None, goal), **per_seed(seeds, ours, ref)})
+    for name in labels:
+        reached = [reaching(run["policies"][name]) for run in runs]
+        shown = [r if r is not None else first["episodes"] + 1 for r in reached]
+        figures.append({**figure(f"{name}: first in-context episode at {LEVEL:.0%} of the optimal return (episodes + 1 "
+                                 f"= never; {setting})", "episode", float(np.mean(shown)), None, "-",
+                                 higher_is_better=False), "per_seed": [{"seed": s, "ours": r}
+                                                                      for s, r in zip(seeds, reached)]})
+    return figures
+
+
+#: the headline-page row of these figures; its headline is DPT's bandit regret over Thompson sampling's
+CAPABILITY = "In-context methods on the same data (ad demo --methods)"
+
+
+def merge(bench: str, quick: bool, family_tag: str, figures: list[dict]) -> None:
+    """Write the figures through :func:`benchmarks.common.report`, keeping the other families' figures as they were."""
+    path = RESULTS / f"{bench}{'_quick' if quick else ''}.json"
+    others = [f for f in json.loads(path.read_text()) if f.get("family") != family_tag] if path.exists() else []
+    for fig in figures:
+        fig["family"] = family_tag
+        if quick:  # a quick run is never a headline
+            fig.pop("headline", None)
+    report(bench, figures, quick, capability=CAPABILITY, page="in-context-methods")
+    written = json.loads(path.read_text())
+    path.write_text(json.dumps(others + written, indent=2) + "\n")
+
+
+def main(args: argparse.Namespace) -> None:
+    from ad.demo_pipeline import METHODS, parse_methods
+
+    methods = parse_methods(args.methods)
+    labels = [METHODS[m] for m in methods]
+    demo = {**args.demo, **(QUICK[args.family] if args.quick else {})}
+    tag = args.family if args.family != "darkroom" else f"darkroom{demo.get('size', 9)}"
+    tag += f"-{args.variant}" if args.variant else ""
+    seeds, runs = list(args.seeds), []
+    for seed in seeds:
+        out = Path(args.out) / f"{tag}-seed{seed}{'-quick' if args.quick else ''}"
+        if out.exists() and not args.keep:
+            shutil.rmtree(out)
+        runs.append(run_demo(args.family, out, seed, ",".join(methods), demo))
+    figures = (bandit_figures(seeds, runs, labels, tag) if args.family == "bandit" else
+               grid_figures(args.family, seeds, runs, labels, tag))
+    merge("in_context_methods", args.quick, tag, figures)
+
+
+if __name__ == "__main__":
+    main(ARGS)
