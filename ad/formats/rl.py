@@ -116,9 +116,10 @@ def load_window_source(reader: HistoryReader, tasks: Sequence[str], window: int,
                        every: int = 1, last_fraction: float | None = None) -> WindowSource:
     """Read ``tasks`` from a dataset and index their RL-format windows."""
     kind = reader.spec.state.kind
-    if kind not in ("discrete", "vector") or reader.spec.action.kind != "discrete" or reader.spec.logprob != "scalar":
+    numeric = ("discrete", "vector")
+    if kind not in numeric or reader.spec.action.kind not in numeric or reader.spec.logprob != "scalar":
         raise UserError(f"dataset {reader.location.base} has {kind} states / {reader.spec.action.kind} actions; "
-                        "the RL format here needs discrete or vector states and discrete actions: "
+                        "the RL format here needs discrete or vector states and actions: "
                         "use the Language format (LanguageTrajectoryDataset) for text histories")
     streams = reader.streams(tasks=tasks, columns=_READ)
     return build_window_source(streams, window, stride, every, last_fraction, where=reader.location.base)
