@@ -213,3 +213,23 @@ def test_bad_box_options_are_user_errors(bad, match):
 
     with pytest.raises(UserError, match=match):
         tiny(**bad)
+
+
+def test_vector_template_round_trips_box_transitions():
+    from ad.formats import get_template
+
+    template = get_template("vector")
+    rows = {"state": np.array([[0.123, -0.5, 1.0], [0.2, 0.3, -0.4]], np.float32),
+            "action": np.array([[-1.254], [2.0]], np.float32), "reward": np.array([-3.2149, 0.5]),
+            "step": np.array([0, 1])}
+    text = template.render(rows)
+    assert text == "|\ns +0.12 -0.50 +1.00 a -1.25 r -3.21\ns +0.20 +0.30 -0.40 a +2.00 r +0.50\n"
+    parsed = template.parse(text)
+    assert len(parsed) == 2
+    for i, row in enumerate(parsed):
+        assert np.allclose(row["state"], rows["state"][i], atol=0.005)
+        assert np.allclose(row["action"], rows["action"][i], atol=0.005)
+        assert abs(row["reward"] - rows["reward"][i]) <= 0.005
+    assert np.allclose(template.parse_action(" -1.25 +0.50 r +1.00\n"), [-1.25, 0.5])
+    with pytest.raises(ValueError, match="no action numbers"):
+        template.parse_action(" r 1")
