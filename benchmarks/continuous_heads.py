@@ -136,7 +136,7 @@ def main() -> None:
         fig = figure(f"held-out in-context score of the {default} action head vs the {other} head ({mode} actions), "
                      f"{args.env} x {args.algo}, last {args.last} of {args.episodes} episodes, "
                      f"seeds {' '.join(map(str, args.seeds))}", "(return - random) / (source last - random)",
-                     mean[default], mean[other], "> 1 (the default head is the better one)")
+                     mean[default], mean[other], "ratio >= 1 (the default head is the better one)")
         fig["per_seed"] = {h: results[h][mode] for h in HEADS}
         if mode == "sampled" and not args.quick:
             fig.update(headline=True, short=f"Continuous action head: {default} vs {other}, held-out {args.env}",

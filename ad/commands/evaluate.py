@@ -32,7 +32,8 @@ class EvalConfig:
     seeds: int = option(3, "evaluation seeds (parallel envs) per task")
     split: str = option("heldout", "which tasks: heldout, train or all")
     max_tasks: int | None = option(None, "evaluate at most this many of the tasks (default: all of them)")
-    greedy: bool = option(False, "greedy actions instead of sampling from the policy")
+    greedy: bool = option(False, "greedy actions instead of sampling from the policy (Box actions: the Gaussian "
+                                 "head's squashed mean, or each dimension's most likely bin)")
     seed: int = option(0, "seed of the envs and of action sampling")
     out: str | None = option(None, "output folder (default: <ckpt>/eval)")
     progress: bool = option(True, "show progress bars")
