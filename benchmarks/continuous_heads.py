@@ -2,7 +2,8 @@
 Box-action data.
 
 Per seed (a seed draws its own tasks and its own train / held-out split): ``ad generate gym`` records a source
-algorithm on every task of a distribution over one env (Pendulum-v1's gravity by default), then the AD transformer
+algorithm on every task of a distribution over Pendulum-v1's gravity ``g`` (the script writes the tasks file from
+``--task-count``, ``--gravity`` and ``--episode-steps``), then the AD transformer
 is trained once per head (``ad train rl --action-head gaussian|bins``, everything else equal) and run in context on
 the held-out tasks (``ad eval``, actions sampled from the head, and its greedy action beside).
 
@@ -25,13 +26,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import figure, parse_args, report  # noqa: E402
 
 HEADS = ("gaussian", "bins")
+ENV = "Pendulum-v1"
 
 
-def generate(args: Any, seed: int, out: Path) -> None:
+def write_tasks(args: Any, work: Path) -> Path:
+    """The tasks file: ``--task-count`` tasks, gravity drawn uniformly from ``--gravity``, episodes of
+    ``--episode-steps`` steps."""
+    import yaml
+
+    low, high = args.gravity
+    spec = {"sample": {"count": args.task_count, "kwargs": {"g": {"uniform": [low, high]},
+                                                             "max_episode_steps": args.episode_steps}}}
+    work.mkdir(parents=True, exist_ok=True)
+    path = work / "tasks.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def generate(args: Any, tasks: Path, seed: int, out: Path) -> None:
     """Record the source on every task (resumes: units already in ``out`` are skipped)."""
     from ad import cli
 
-    code = cli.run(["generate", "gym", "--env", args.env, "--tasks", args.tasks, "--algo", args.algo,
+    code = cli.run(["generate", "gym", "--env", ENV, "--tasks", str(tasks), "--algo", args.algo,
                     "--algo-kwargs", json.dumps(args.algo_kwargs), "--steps", str(args.steps),
                     "--heldout-fraction", str(args.heldout_fraction), "--seed", str(seed), "--out", str(out),
                     "--no-progress"])
@@ -88,8 +104,9 @@ def score(summary: dict[str, Any], last: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a tiny version: 8-step episodes, a few train steps")
-    parser.add_argument("--env", default="Pendulum-v1", help="Gymnasium id (Box actions)")
-    parser.add_argument("--tasks", default="configs/continuous/pendulum_tasks.yaml", help="tasks file of the env")
+    parser.add_argument("--task-count", type=int, default=6, help="tasks (Pendulum-v1 gravities) per seed")
+    parser.add_argument("--gravity", type=float, nargs=2, default=[6.0, 14.0], help="range of the gravity g")
+    parser.add_argument("--episode-steps", type=int, default=100, help="steps of an episode (max_episode_steps)")
     parser.add_argument("--algo", default="sb3:SAC", help="source algorithm")
     parser.add_argument("--algo-kwargs", type=json.loads, default={}, help="source constructor kwargs (JSON)")
     parser.add_argument("--steps", type=int, default=4500, help="source env steps per task")
@@ -110,10 +127,7 @@ def main() -> None:
     work = Path(args.work)
     if args.quick:
         work = work / "quick"
-        args.tasks = str(work / "tasks.yaml")
-        work.mkdir(parents=True, exist_ok=True)
-        Path(args.tasks).write_text("tasks:\n  - {g: 9.0, max_episode_steps: 8}\n  - {g: 10.0, max_episode_steps: 8}\n"
-                                    "  - {g: 11.0, max_episode_steps: 8}\n")
+        args.task_count, args.episode_steps = 3, 8
         args.algo_kwargs = {"learning_starts": 16, "batch_size": 8, "policy_kwargs": {"net_arch": [8]}}
         args.steps, args.context, args.max_steps, args.batch_size, args.n_embd = 48, 8, 5, 4, 16
         args.episodes, args.eval_seeds, args.last, args.seeds = 3, 1, 1, [0]
@@ -122,9 +136,10 @@ def main() -> None:
     default = ADConfig.__dataclass_fields__["action_head"].default
     other = next(h for h in HEADS if h != default)
     results: dict[str, dict[str, list[dict[str, float]]]] = {h: {"sampled": [], "greedy": []} for h in HEADS}
+    tasks = write_tasks(args, work)
     for seed in args.seeds:
-        data = work / f"{Path(args.tasks).stem}-seed{seed}"
-        generate(args, seed, data)
+        data = work / f"pendulum-seed{seed}"
+        generate(args, tasks, seed, data)
         for head in HEADS:
             run = work / f"run-{head}-seed{seed}"
             train(args, data, run, head, seed)
@@ -134,12 +149,12 @@ def main() -> None:
     for mode in ("sampled", "greedy"):
         mean = {h: sum(r["score"] for r in results[h][mode]) / len(results[h][mode]) for h in HEADS}
         fig = figure(f"held-out in-context score of the {default} action head vs the {other} head ({mode} actions), "
-                     f"{args.env} x {args.algo}, last {args.last} of {args.episodes} episodes, "
+                     f"{ENV} x {args.algo}, last {args.last} of {args.episodes} episodes, "
                      f"seeds {' '.join(map(str, args.seeds))}", "(return - random) / (source last - random)",
                      mean[default], mean[other], "ratio >= 1 (the default head is the better one)")
         fig["per_seed"] = {h: results[h][mode] for h in HEADS}
         if mode == "sampled" and not args.quick:
-            fig.update(headline=True, short=f"Continuous action head: {default} vs {other}, held-out {args.env}",
+            fig.update(headline=True, short=f"Continuous action head: {default} vs {other}, held-out {ENV}",
                        vs=f"{other} head")
         figures.append(fig)
     report("continuous_heads", figures, args.quick, capability="Continuous (Box) actions: RL-format model + ad eval",
