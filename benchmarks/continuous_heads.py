@@ -86,15 +86,23 @@ def evaluate(args: Any, data: Path, run: Path, greedy: bool) -> dict[str, Any]:
     return json.loads((out / "eval.json").read_text())
 
 
-def score(summary: dict[str, Any], last: int) -> dict[str, float]:
-    """Mean returns over the last ``last`` episodes (model, random, source's own last and first episodes) and the
-    normalised score (model - random) / (source last - random)."""
+def source_returns(data: Path, tasks: list[str]) -> Any:
+    """The source's whole learning curve on ``tasks``: mean return over tasks per episode."""
+    from ad.evaluate import source_curve
+    from ad.history import HistoryReader
+
+    return source_curve(HistoryReader(data), tasks, 10**6).curve()[0]
+
+
+def score(summary: dict[str, Any], source: Any, last: int) -> dict[str, float]:
+    """Mean returns over the last ``last`` episodes (the model, random actions, the source's own first and last
+    episodes of its whole history on the same tasks) and the normalised score (model - random) / (source last -
+    random)."""
     import numpy as np
 
     rows = summary["policies"]
     model = float(np.mean(rows["AD"]["mean"][-last:]))
     rand = float(np.mean(rows["random"]["mean"][-last:]))
-    source = rows["source"]["mean"]
     source_last, source_first = float(np.mean(source[-last:])), float(np.mean(source[:last]))
     return {"return": model, "random": rand, "source_first": source_first, "source_last": source_last,
             "first_episodes": float(np.mean(rows["AD"]["mean"][:last])),
@@ -114,7 +122,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="seeds: each draws tasks and a split")
     parser.add_argument("--context", type=int, default=128, help="context of the transformer (transitions)")
     parser.add_argument("--batch-size", type=int, default=8, help="windows per training batch")
-    parser.add_argument("--max-steps", type=int, default=500, help="training steps per head")
+    parser.add_argument("--max-steps", type=int, default=2000, help="training steps per head")
     parser.add_argument("--n-layer", type=int, default=2, help="transformer blocks")
     parser.add_argument("--n-embd", type=int, default=64, help="transformer width")
     parser.add_argument("--lr", type=float, default=1e-3, help="peak learning rate")
@@ -144,7 +152,8 @@ def main() -> None:
             run = work / f"run-{head}-seed{seed}"
             train(args, data, run, head, seed)
             for mode, greedy in (("sampled", False), ("greedy", True)):
-                results[head][mode].append(score(evaluate(args, data, run, greedy), args.last))
+                summary = evaluate(args, data, run, greedy)
+                results[head][mode].append(score(summary, source_returns(data, summary["tasks"]), args.last))
     figures = []
     for mode in ("sampled", "greedy"):
         mean = {h: sum(r["score"] for r in results[h][mode]) / len(results[h][mode]) for h in HEADS}

@@ -19,7 +19,7 @@ from ad.options import TrainingOptions, continue_post_init
 
 LAYOUTS = ("transition", "separate")
 REWARD_KINDS = ("discrete", "continuous")
-ACTION_HEADS = ("gaussian", "bins")
+ACTION_HEADS = ("bins", "gaussian")
 
 
 @dataclass
@@ -45,9 +45,9 @@ class ADConfig:
                                          "task_spec.action_space)")
     action_high: list[float] = option([], "upper bound of each Box action dimension (empty: from the dataset's "
                                           "task_spec.action_space)")
-    action_head: str = option("gaussian", "head of Box actions: 'gaussian' = a tanh-squashed Gaussian per dimension "
-                                          "(mean and log-std), trained by the log-likelihood of the recorded action; "
-                                          "'bins' = --action-bins classes per dimension, trained by cross-entropy")
+    action_head: str = option("bins", "head of Box actions: 'bins' = --action-bins classes per dimension, trained by "
+                                      "cross-entropy; 'gaussian' = a tanh-squashed Gaussian per dimension (mean and "
+                                      "log-std), trained by the log-likelihood of the recorded action")
     action_bins: int = option(11, "bins per Box action dimension, evenly spaced from the lower to the upper bound "
                                   "(with --action-head bins)")
     episode_length: int = option(0, "longest episode: in-episode time steps 0..episode_length-1 are embedded "
