@@ -6,7 +6,8 @@ Any policy with this interface plugs in (the RL transformer's ``ADPolicy``, the 
     policy.reset(num_envs)
     actions = policy.act(obs, prev_action, prev_reward, timestep, first)   # (B,) each; first: (B,) bool
 
-Arguments are torch tensors. All B envs advance in lockstep, one transition per step, in one vectorised env with
+Arguments are torch tensors; with Box actions (``EvalEnv.action_space`` a Box) ``prev_action`` and the returned
+actions are (B, A) floats in the env's scale (the box flattened), otherwise (B,) integers. All B envs advance in lockstep, one transition per step, in one vectorised env with
 same-step autoreset (gymnasium ``AutoresetMode.SAME_STEP``): a finished episode's env
 shows its next episode's first observation at once, so the policy's context runs
 across episode boundaries exactly like a training window. The policy keeps each env's
@@ -37,7 +38,8 @@ class EvalEnv:
     tasks: list[str]
     envs_per_task: int
     optimal: np.ndarray  #: (tasks,) optimal return of each task
-    num_actions: int
+    num_actions: int  #: discrete actions (0 for Box actions)
+    action_space: Any = None  #: one sub-env's action space where it is a Box (None: Discrete(num_actions))
 
 
 @dataclass
@@ -67,18 +69,38 @@ class EvalResult:
 
 
 class RandomPolicy:
-    """Uniformly random actions (the floor of every comparison)."""
+    """Uniformly random actions (the floor of every comparison); uniform over the box for a Box ``action_space``."""
 
-    def __init__(self, num_actions: int, seed: int = 0) -> None:
+    def __init__(self, num_actions: int, seed: int = 0, action_space: Any = None) -> None:
         self.num_actions = num_actions
         self.rng = np.random.default_rng(seed)
         self.num_envs = 0
+        self.box = action_space if is_box(action_space) else None
 
     def reset(self, num_envs: int) -> None:
         self.num_envs = num_envs
 
     def act(self, obs, prev_action, prev_reward, timestep, first):
+        if self.box is not None:
+            low, high = box_bounds(self.box)
+            return self.rng.uniform(low, high, (self.num_envs, low.size)).astype(np.float32)
         return self.rng.integers(0, self.num_actions, self.num_envs)
+
+
+def is_box(space: Any) -> bool:
+    """Whether ``space`` is a Gymnasium Box (the evaluator's continuous actions)."""
+    from gymnasium import spaces
+
+    return isinstance(space, spaces.Box)
+
+
+def box_bounds(space: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) of a Box action space, flattened (A,) float32 and finite; a UserError where a bound is not."""
+    low = np.asarray(space.low, np.float32).reshape(-1)
+    high = np.asarray(space.high, np.float32).reshape(-1)
+    if not (np.isfinite(low).all() and np.isfinite(high).all()):
+        raise UserError(f"in-context evaluation needs an action space with finite bounds, got {space}")
+    return low, high
 
 
 def _to_numpy(values: Any) -> np.ndarray:
@@ -103,7 +125,12 @@ def run_in_context(policy: InContextPolicy, setup: EvalEnv, episodes: int, seed:
     running = np.zeros(num_envs, dtype=np.float64)
     done_episodes = np.zeros(num_envs, dtype=np.int64)
     timestep = np.zeros(num_envs, dtype=np.int64)
-    prev_action = np.zeros(num_envs, dtype=np.int64)
+    box = setup.action_space if is_box(setup.action_space) else None
+    if box is not None:  # Box actions: (E, A) floats, clipped to the bounds before the env sees them
+        low, high = box_bounds(box)
+        prev_action = np.zeros((num_envs, low.size), dtype=np.float32)
+    else:
+        prev_action = np.zeros(num_envs, dtype=np.int64)
     prev_reward = np.zeros(num_envs, dtype=np.float32)
     first = np.ones(num_envs, dtype=bool)
     bar = _progress(progress, episodes, name)
@@ -111,8 +138,13 @@ def run_in_context(policy: InContextPolicy, setup: EvalEnv, episodes: int, seed:
         while done_episodes.min() < episodes:
             actions = _to_numpy(policy.act(torch.as_tensor(np.asarray(obs)), torch.from_numpy(prev_action),
                                            torch.from_numpy(prev_reward), torch.from_numpy(timestep),
-                                           torch.from_numpy(first))).astype(np.int64)
-            obs, rewards, terminated, truncated, _ = env.step(actions)
+                                           torch.from_numpy(first)))
+            if box is None:
+                actions = actions.astype(np.int64)
+                obs, rewards, terminated, truncated, _ = env.step(actions)
+            else:
+                actions = np.clip(actions.astype(np.float32).reshape(num_envs, -1), low, high)  # (E, A)
+                obs, rewards, terminated, truncated, _ = env.step(actions.reshape(num_envs, *box.shape))
             rewards = np.asarray(rewards, dtype=np.float32)
             running += rewards
             finished = np.asarray(terminated) | np.asarray(truncated)
@@ -181,7 +213,9 @@ def source_curve(reader: Any, tasks: list[str], episodes: int) -> EvalResult:
         rows.append(np.stack(per_stream))
     streams = min(len(r) for r in rows)
     returns = np.stack([r[:streams] for r in rows])  # (tasks, streams, episodes)
-    optimal = np.array([reader.metadata.get("tasks", {}).get(t, {}).get("optimal_return", np.nan) for t in tasks])
+    known = reader.metadata.get("tasks", {})
+    optimal = np.array([np.nan if known.get(t, {}).get("optimal_return") is None else known[t]["optimal_return"]
+                        for t in tasks], dtype=np.float64)  # NaN where the family records no optimum
     return EvalResult("source", tasks, returns, optimal)
 
 

@@ -133,6 +133,6 @@ def test_eval_env_rebuilds_the_held_out_tasks(tmp_path, capsys, tasks_file):
     assert obs.shape == (4, 4)
     _, rewards, *_ = setup.env.step(np.zeros(4, dtype=np.int64))
     assert rewards.tolist() == [1.0, 1.0, 0.0, 0.0]  # each task its kwargs: Sutton-Barto rewards are 0 until the end
-    boxed = {**meta, "task_spec": {**meta["task_spec"], "action_space": {"type": "Box", "shape": [1]}}}
-    with pytest.raises(Exception, match="discrete actions"):
-        make_eval_env(boxed, names[:1])
+    other = {**meta, "task_spec": {**meta["task_spec"], "action_space": {"type": "MultiDiscrete", "repr": "[2 3]"}}}
+    with pytest.raises(Exception, match="Discrete or Box actions"):
+        make_eval_env(other, names[:1])

@@ -33,7 +33,8 @@ class EvalConfig:
     seeds: int = option(3, "evaluation seeds (parallel envs) per task")
     split: str = option("heldout", "which tasks: heldout, train or all")
     max_tasks: int | None = option(None, "evaluate at most this many of the tasks (default: all of them)")
-    greedy: bool = option(False, "greedy actions instead of sampling from the policy")
+    greedy: bool = option(False, "greedy actions instead of sampling from the policy (Box actions: the Gaussian "
+                                 "head's squashed mean, or each dimension's most likely bin)")
     seed: int = option(0, "seed of the envs and of action sampling")
     out: str | None = option(None, "output folder (default: <ckpt>/eval)")
     progress: bool = option(True, "show progress bars")
@@ -146,7 +147,8 @@ def check_compatible(policy: Any, reader: Any, ckpt: str) -> None:
             raise UserError(f"checkpoint {ckpt} was trained on {reader.family} with {key} {trained_spec[key]} but "
                             f"dataset {reader.location.base} has {key} {data_spec[key]}: they are of different tasks; "
                             "pass the dataset it was trained on (or one of the same settings)")
-    for attr, expected in (("num_states", spec.state.n), ("num_actions", spec.action.n)):
+    for attr, expected in (("num_states", spec.state.n), ("num_actions", spec.action.n),
+                           ("action_dim", spec.action.dim)):
         have = getattr(policy, attr, None)
         if have is not None and expected is not None and have != expected:
             raise UserError(f"checkpoint {ckpt} was trained with {attr}={have} but dataset {reader.location.base} "
@@ -196,7 +198,8 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
         setup = make_env(reader.metadata, tasks, config.seeds)
         results.append(run_in_context(policy, setup, config.episodes, config.seed, name, config.progress))
     setup = make_env(reader.metadata, tasks, config.seeds)
-    results.append(run_in_context(RandomPolicy(setup.num_actions, config.seed), setup, config.episodes,
+    results.append(run_in_context(RandomPolicy(setup.num_actions, config.seed, setup.action_space), setup,
+                                  config.episodes,
                                   config.seed, "random", config.progress))
     try:
         results.append(source_curve(reader, tasks, config.episodes))

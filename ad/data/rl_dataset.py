@@ -14,7 +14,7 @@ from ad.history.reader import HistoryReader
 class RLTrajectoryDataset(Dataset):
     """Windows of ``window`` consecutive transitions of one stream, crossing episode boundaries.
 
-    Items are dicts of tensors: states (T,) int64 [or (T, D) float32], actions (T,) int64,
+    Items are dicts of tensors: states (T,) int64 [or (T, D) float32], actions (T,) int64 [or (T, A) float32],
     rewards (T,) float32, logprobs (T,) float32, timesteps (T,) int64, mask (T,) bool.
     ``__getitems__`` fetches a whole batch in one gather, so use :func:`collate_batch`
     (what :meth:`loader` does) to keep it.

@@ -164,7 +164,48 @@ class RolloutTemplate(Template):
         return text if end < 0 else text[:end]
 
 
-TEMPLATES: dict[str, Template] = {t.name: t for t in (CompactTemplate(), WordTemplate(), RolloutTemplate())}
+class VectorTemplate(Template):
+    """Box states and actions as fixed-width rounded numbers, one line per transition:
+    ``s +0.12 -0.53 +1.00 a -1.25 r -3.21`` (``decimals`` places, signed), a ``|`` line before each episode;
+    discrete values are written as integers. Parsing gives the rounded values back as float32 arrays."""
+
+    name = "vector"
+    _row = re.compile(r"s ([^\n]*?) a ([^\n]*?) r (\S+)")
+
+    def __init__(self, decimals: int = 2) -> None:
+        self.decimals = decimals
+
+    def numbers(self, value: Any) -> str:
+        """``value`` (a number or a vector) as space-separated fixed-width numbers."""
+        values = np.asarray(value).reshape(-1)
+        if values.dtype.kind in "iub":
+            return " ".join(str(int(v)) for v in values)
+        return " ".join(f"{float(v):+.{self.decimals}f}" for v in values)
+
+    def row_segments(self, row: dict[str, Any]) -> list[Segment]:
+        head = "|\n" if int(row.get("step", 1)) == 0 else ""
+        return [(f"{head}s {self.numbers(row['state'])} a ", False), (self.action_text(row["action"]), True),
+                (f" r {float(row['reward']):+.{self.decimals}f}\n", False)]
+
+    def action_text(self, action: Any) -> str:
+        return self.numbers(action)
+
+    def parse(self, text: str) -> list[dict[str, Any]]:
+        return [{"state": _floats(s), "action": _floats(a), "reward": float(r)} for s, a, r in self._row.findall(text)]
+
+    def parse_action(self, text: str) -> np.ndarray:
+        match = re.match(r"\s*((?:[+-]?\d+(?:\.\d+)?\s?)+)", text)
+        if not match:
+            raise ValueError(f"no action numbers at the start of {text[:20]!r}")
+        return _floats(match.group(1))
+
+
+def _floats(text: str) -> np.ndarray:
+    return np.asarray([float(v) for v in text.split()], dtype=np.float32)
+
+
+TEMPLATES: dict[str, Template] = {t.name: t for t in (CompactTemplate(), WordTemplate(), RolloutTemplate(),
+                                                      VectorTemplate())}
 
 
 def get_template(name: str) -> Template:

@@ -128,9 +128,10 @@ def load_window_source(reader: HistoryReader, tasks: Sequence[str], window: int,
     """Read ``tasks`` from a dataset and index their RL-format windows (with ``action_targets`` from the family's
     ``optimal_actions(metadata, task, stream columns)`` if given)."""
     kind = reader.spec.state.kind
-    if kind not in ("discrete", "vector") or reader.spec.action.kind != "discrete" or reader.spec.logprob != "scalar":
+    numeric = ("discrete", "vector")
+    if kind not in numeric or reader.spec.action.kind not in numeric or reader.spec.logprob != "scalar":
         raise UserError(f"dataset {reader.location.base} has {kind} states / {reader.spec.action.kind} actions; "
-                        "the RL format here needs discrete or vector states and discrete actions: "
+                        "the RL format here needs discrete or vector states and actions: "
                         "use the Language format (LanguageTrajectoryDataset) for text histories")
     streams = reader.streams(tasks=tasks, columns=_READ)
     targets = None if optimal_actions is None else (

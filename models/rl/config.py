@@ -21,6 +21,7 @@ LAYOUTS = ("transition", "separate")
 REWARD_KINDS = ("discrete", "continuous")
 #: Training objectives of ``ad train rl`` (``--objective``): the action head's target.
 OBJECTIVES = ("ad", "ed", "dpt")
+ACTION_HEADS = ("bins", "gaussian")
 
 
 @dataclass
@@ -40,7 +41,17 @@ class ADConfig:
     context: int = option(80, "context length in transitions (the training window length)")
     num_states: int = option(0, "number of discrete states (0: vector states, or take it from the dataset)")
     state_dim: int = option(0, "length of vector states (0: discrete states, or take it from the dataset)")
-    num_actions: int = option(0, "number of discrete actions (0: take it from the dataset)")
+    num_actions: int = option(0, "number of discrete actions (0: Box actions, or take it from the dataset)")
+    action_dim: int = option(0, "length of Box (continuous) actions (0: discrete actions, or take it from the dataset)")
+    action_low: list[float] = option([], "lower bound of each Box action dimension (empty: from the dataset's "
+                                         "task_spec.action_space)")
+    action_high: list[float] = option([], "upper bound of each Box action dimension (empty: from the dataset's "
+                                          "task_spec.action_space)")
+    action_head: str = option("bins", "head of Box actions: 'bins' = --action-bins classes per dimension, trained by "
+                                      "cross-entropy; 'gaussian' = a tanh-squashed Gaussian per dimension (mean and "
+                                      "log-std), trained by the log-likelihood of the recorded action")
+    action_bins: int = option(11, "bins per Box action dimension, evenly spaced from the lower to the upper bound "
+                                  "(with --action-head bins)")
     episode_length: int = option(0, "longest episode: in-episode time steps 0..episode_length-1 are embedded "
                                      "(0: take it from the dataset)")
     grid_size: int = option(0, "discrete states that are cells of a square grid of this side: embed state s as "
@@ -81,6 +92,7 @@ class ADConfig:
                 raise UserError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
         if self.num_states and self.state_dim:
             raise UserError("set --num-states (discrete states) or --state-dim (vector states), not both")
+        _check_box_actions(self)
         if self.reward_kind == "discrete" and self.num_rewards < 1:
             raise UserError(f"--num-rewards must be at least 1 for discrete rewards, got {self.num_rewards}")
         weights = [self.action_weight, self.state_weight, self.reward_weight, self.logprob_weight]
@@ -93,8 +105,10 @@ class ADConfig:
         """Raise a UserError unless the data-dependent sizes are set (needed to build a model)."""
         if not (self.num_states or self.state_dim):
             raise UserError("the model config needs num_states (discrete states) or state_dim (vector states)")
-        if not self.num_actions:
-            raise UserError("the model config needs num_actions")
+        if not (self.num_actions or self.action_dim):
+            raise UserError("the model config needs num_actions (discrete actions) or action_dim (Box actions)")
+        if self.action_dim and not self.action_low:
+            raise UserError("the model config needs action_low and action_high (the bounds of the Box actions)")
         if not self.episode_length:
             raise UserError("the model config needs episode_length")
 
@@ -107,6 +121,28 @@ class ADConfig:
     def max_tokens(self) -> int:
         """Most tokens the model ever attends over (a full window)."""
         return self.context * self.tokens_per_transition
+
+
+def _check_box_actions(config: ADConfig) -> None:
+    """UserError unless the Box-action options agree with each other (finite bounds, low < high, one per dim)."""
+    import math
+
+    if config.action_head not in ACTION_HEADS:
+        raise UserError(f"--action-head must be one of {', '.join(ACTION_HEADS)}, got {config.action_head!r}")
+    if config.action_bins < 2:
+        raise UserError(f"--action-bins must be at least 2, got {config.action_bins}")
+    if config.action_dim < 0:
+        raise UserError(f"--action-dim must be >= 0, got {config.action_dim}")
+    if config.num_actions and config.action_dim:
+        raise UserError("set --num-actions (discrete actions) or --action-dim (Box actions), not both")
+    low, high = list(config.action_low), list(config.action_high)
+    if not low and not high:
+        return
+    if len(low) != len(high) or (config.action_dim and len(low) != config.action_dim):
+        raise UserError(f"--action-low and --action-high need one bound per action dimension (--action-dim "
+                        f"{config.action_dim}), got {len(low)} and {len(high)}")
+    if not all(math.isfinite(v) for v in low + high) or not all(lo < hi for lo, hi in zip(low, high)):
+        raise UserError(f"Box action bounds must be finite with low < high, got low {low}, high {high}")
 
 
 def model_config_of(config: Any, **overrides: Any) -> ADConfig:

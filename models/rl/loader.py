@@ -44,6 +44,7 @@ def load(path: Any, greedy: bool = False, seed: int = 0, threads: int | None = N
     policy = ADPolicy(model, greedy=greedy, generator=torch.Generator().manual_seed(seed))
     policy.num_states = model.config.num_states
     policy.num_actions = model.config.num_actions
+    policy.action_dim = model.config.action_dim
     policy.episode_length = model.config.episode_length
     policy.family, policy.task_spec = training_data(model_dir(path))
     return policy

@@ -2,7 +2,7 @@
 
 Input: an RL-format window of T consecutive transitions of one stream
 (crossing episode boundaries): states (B, T) int64 [or (B, T, D) float32],
-actions (B, T) int64, rewards (B, T) float32, timesteps (B, T) int64.
+actions (B, T) int64 [or (B, T, A) float32 for Box actions], rewards (B, T) float32, timesteps (B, T) int64.
 Transition t = (s_t, a_t, r_t): a_t was taken in s_t and r_t received after it.
 
 Token layouts (``ADConfig.layout``):
@@ -16,6 +16,10 @@ Token layouts (``ADConfig.layout``):
 Every token carries the embedded in-episode time step, so the model knows when an episode is about to
 reset. By default (``ADConfig.position_embedding``, on) each token also gets a learned embedding of its
 position in the window; turn it off for the AD paper's time-step-only variant.
+
+Box actions (``ADConfig.action_dim`` > 0) are rescaled to [-1, 1] and embedded by a linear projection (a
+learned START vector stands for a_{-1}); their head is a tanh-squashed Gaussian or bins per dimension
+(:mod:`models.rl.box_actions`).
 
 Heads, all on the final hidden states:
 
@@ -44,6 +48,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ad.errors import UserError
+from models.rl.box_actions import BoxActions
 from models.rl.config import ADConfig
 
 
@@ -152,7 +157,13 @@ class ADTransformer(nn.Module):
         else:
             self.state_emb = nn.Linear(config.state_dim, C)
         self.pos_emb = nn.Embedding(config.context, C) if config.position_embedding else None
-        self.action_emb = nn.Embedding(config.num_actions + 1, C)
+        self.continuous_actions = config.action_dim > 0
+        if self.continuous_actions:  # Box actions: a projection of the [-1, 1]-scaled vector; START is a vector
+            self.box = BoxActions(config.action_low, config.action_high, config.action_head, config.action_bins)
+            self.action_emb = nn.Linear(config.action_dim, C)
+            self.action_start = nn.Parameter(torch.zeros(C))
+        else:
+            self.action_emb = nn.Embedding(config.num_actions + 1, C)
         if self.discrete_rewards:
             self.reward_emb = nn.Embedding(config.num_rewards + 1, C)
         else:
@@ -164,10 +175,12 @@ class ADTransformer(nn.Module):
         self.blocks = nn.ModuleList([Block(config, i) for i in range(config.n_layer)])
         self.ln_f = nn.LayerNorm(C)
         # --- heads
-        self.action_head = nn.Linear(C, config.num_actions)
+        self.action_head = nn.Linear(C, self.box.head_size if self.continuous_actions else config.num_actions)
         self.has_outcome = max(config.state_weight, config.reward_weight, config.logprob_weight) > 0
         if self.has_outcome:
-            if config.layout == "transition":
+            if config.layout == "transition" and self.continuous_actions:
+                self.outcome_action_emb = nn.Linear(config.action_dim, C)
+            elif config.layout == "transition":
                 self.outcome_action_emb = nn.Embedding(config.num_actions, C)
             self.outcome = nn.Sequential(nn.Linear(C, C), nn.GELU(approximate="tanh"))
             state_out = config.num_states if self.discrete_states else config.state_dim
@@ -195,6 +208,13 @@ class ADTransformer(nn.Module):
             return self.state_emb(states)  # (B, T, C)
         return self.state_emb(states.to(self.state_emb.weight.dtype))  # (B, T, C)
 
+    def _embed_actions(self, actions: torch.Tensor, table: nn.Module) -> torch.Tensor:
+        """Actions (B, T) or (B, T, A) -> (B, T, C) through ``table`` (an Embedding, or a Linear on Box actions
+        scaled to [-1, 1])."""
+        if self.continuous_actions:
+            return table(self.box.scale(actions).to(table.weight.dtype))  # (B, T, C)
+        return table(actions)  # (B, T, C)
+
     def _embed_rewards(self, rewards: torch.Tensor) -> torch.Tensor:
         if self.discrete_rewards:
             return self.reward_emb(rewards.round().long())  # (B, T, C)
@@ -205,14 +225,18 @@ class ADTransformer(nn.Module):
 
         ``start`` is the position in the window of the first transition given (for the position embedding).
         """
-        B, T = actions.shape
+        B, T = actions.shape[:2]
         time = self.time_emb(timesteps)  # (B, T, C)
         if self.pos_emb is not None:
             time = time + self.pos_emb(torch.arange(start, start + T, device=timesteps.device))  # (B, T, C)
         s = self._embed_states(states)  # (B, T, C)
         if self.config.layout == "transition":
-            start_a = torch.full((B, 1), self.config.num_actions, dtype=actions.dtype, device=actions.device)
-            prev_a = self.action_emb(torch.cat([start_a, actions[:, :-1]], dim=1))  # (B, T, C)
+            if self.continuous_actions:
+                prev_a = torch.cat([self.action_start.expand(B, 1, -1),
+                                    self._embed_actions(actions[:, :-1], self.action_emb)], dim=1)  # (B, T, C)
+            else:
+                start_a = torch.full((B, 1), self.config.num_actions, dtype=actions.dtype, device=actions.device)
+                prev_a = self.action_emb(torch.cat([start_a, actions[:, :-1]], dim=1))  # (B, T, C)
             r = self._embed_rewards(rewards[:, :-1])  # (B, T-1, C)
             if self.discrete_rewards:
                 start_r = self.reward_emb.weight[self.config.num_rewards]  # (C,)
@@ -221,7 +245,7 @@ class ADTransformer(nn.Module):
             prev_r = torch.cat([start_r.expand(B, 1, -1), r], dim=1)  # (B, T, C)
             x = s + prev_a + prev_r + time  # (B, T, C)
         else:
-            a = self.action_emb(actions)  # (B, T, C)
+            a = self._embed_actions(actions, self.action_emb)  # (B, T, C)
             r = self._embed_rewards(rewards)  # (B, T, C)
             x = torch.stack([s, a, r], dim=2) + time.unsqueeze(2)  # (B, T, 3, C)
             x = x.reshape(B, 3 * T, -1)  # (B, 3T, C): s_0, a_0, r_0, s_1, ...
@@ -253,7 +277,8 @@ class ADTransformer(nn.Module):
     def forward(self, states, actions, rewards, timesteps) -> dict[str, torch.Tensor]:
         """Head outputs for every transition of the windows.
 
-        Returns "action" logits (B, T, A) and, for heads with a weight > 0, "state" (B, T, S or D) = prediction
+        Returns "action" logits (B, T, A) [Box actions: the head's parameters (B, T, 2A) or (B, T, A x bins), see
+        :mod:`models.rl.box_actions`] and, for heads with a weight > 0, "state" (B, T, S or D) = prediction
         of s_{t+1}, "reward" (B, T, R or 1) and "logprob" (B, T), each given the true a_t.
         """
         h = self.transformer(self.tokens(states, actions, rewards, timesteps))  # (B, L, C)
@@ -265,7 +290,7 @@ class ADTransformer(nn.Module):
         out = {"action": self.action_head(h_act)}
         if self.has_outcome:
             if self.config.layout == "transition":
-                z = self.outcome(h + self.outcome_action_emb(actions))  # (B, T, C)
+                z = self.outcome(h + self._embed_actions(actions, self.outcome_action_emb))  # (B, T, C)
             else:
                 z = self.outcome(h[:, :, 1])  # (B, T, C)
             if self.state_head is not None:
@@ -285,10 +310,15 @@ class ADTransformer(nn.Module):
         metrics: dict[str, torch.Tensor] = {}
 
         logits = out["action"]  # (B, T, A)
-        target = batch.get("action_targets", actions)  # (B, T): the optimal actions (DPT), else the actions taken
-        nll = F.cross_entropy(logits.flatten(0, 1), target.flatten(), reduction="none").view_as(mask)  # (B, T)
-        metrics["action_nll"] = masked_mean(nll, mask)
-        metrics["action_acc"] = masked_mean((logits.argmax(-1) == target).float(), mask)
+        if self.continuous_actions:  # Box actions: the head's log-likelihood, and its greedy action's error
+            nll, sq_error = self.box.loss(logits, actions)  # (B, T) each
+            metrics["action_nll"] = masked_mean(nll, mask)
+            metrics["action_mse"] = masked_mean(sq_error, mask)
+        else:
+            target = batch.get("action_targets", actions)  # (B, T): the optimal actions (DPT), else the actions taken
+            nll = F.cross_entropy(logits.flatten(0, 1), target.flatten(), reduction="none").view_as(mask)  # (B, T)
+            metrics["action_nll"] = masked_mean(nll, mask)
+            metrics["action_acc"] = masked_mean((logits.argmax(-1) == target).float(), mask)
         loss = cfg.action_weight * metrics["action_nll"]
 
         if "reward" in out:

@@ -31,7 +31,10 @@ class ContextWindow:
         state_shape = (num_envs, cfg.context) if cfg.num_states else (num_envs, cfg.context, cfg.state_dim)
         state_dtype = torch.long if cfg.num_states else torch.float32
         self.states = torch.zeros(state_shape, dtype=state_dtype, device=device)  # (B, K) or (B, K, D)
-        self.actions = torch.zeros(num_envs, cfg.context, dtype=torch.long, device=device)  # (B, K)
+        if cfg.action_dim:  # Box actions
+            self.actions = torch.zeros(num_envs, cfg.context, cfg.action_dim, device=device)  # (B, K, A)
+        else:
+            self.actions = torch.zeros(num_envs, cfg.context, dtype=torch.long, device=device)  # (B, K)
         self.rewards = torch.zeros(num_envs, cfg.context, dtype=torch.float32, device=device)  # (B, K)
         self.timesteps = torch.zeros(num_envs, cfg.context, dtype=torch.long, device=device)  # (B, K)
         self.n = 0  # transitions in the window (the last one partial)
@@ -72,6 +75,10 @@ class ADPolicy:
     Usage: ``policy.reset(num_envs)``, then each step
     ``actions = policy.act(obs, prev_action, prev_reward, timestep, first)`` where ``first`` is True only at the
     very first step. ``policy.logits(...)`` returns the action logits (B, A) instead.
+
+    Box actions (a model with ``action_dim`` > 0): ``prev_action`` and the returned actions are (B, A) float in the
+    env's scale; ``greedy`` takes the squashed Gaussian mean (or the most likely bin per dimension), otherwise an
+    action is sampled from the head (:meth:`models.rl.box_actions.BoxActions.choose`).
     """
 
     def __init__(self, model: ADTransformer, greedy: bool = True, generator: torch.Generator | None = None):
@@ -112,8 +119,11 @@ class ADPolicy:
         return model.action_head(h)
 
     def act(self, obs, prev_action, prev_reward, timestep, first) -> torch.Tensor:
-        """Actions (B,) for the new states: argmax if greedy, else sampled."""
-        return _choose(self.logits(obs, prev_action, prev_reward, timestep, first), self.greedy, self.generator)
+        """Actions (B,) [Box: (B, A)] for the new states: argmax if greedy, else sampled."""
+        logits = self.logits(obs, prev_action, prev_reward, timestep, first)
+        if self.model.continuous_actions:
+            return self.model.box.choose(logits, self.greedy, self.generator)
+        return _choose(logits, self.greedy, self.generator)
 
 
 def _choose(logits: torch.Tensor, greedy: bool, generator: torch.Generator | None) -> torch.Tensor:

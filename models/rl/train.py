@@ -23,7 +23,7 @@ from ad.distributed.options import first_local_process
 from ad.errors import UserError
 from models.trainer import MODEL_DIR
 
-from models.rl.config import RESUMABLE_CHANGES, TrainRLConfig, model_config_of
+from models.rl.config import RESUMABLE_CHANGES, ADConfig, TrainRLConfig, model_config_of
 from models.rl.loader import TRAINING_DATA_FILE
 
 #: validation batches are the same on every process (not sharded), so val/* needs no sync
@@ -31,8 +31,9 @@ _EXPECTED_WARNINGS = (".*It is recommended to use `self.log\\('val/.*sync_dist=T
 
 
 def resolve_data_sizes(config: TrainRLConfig, spec: Any, metadata: dict) -> dict[str, int]:
-    """num_states / state_dim / num_actions / episode_length from the dataset; a UserError if they do not fit."""
-    sizes = {"num_states": 0, "state_dim": 0, "num_actions": 0, "episode_length": 0}
+    """num_states / state_dim / num_actions or action_dim (+ action bounds) / episode_length from the dataset; a
+    UserError if they do not fit."""
+    sizes = {"num_states": 0, "state_dim": 0, "num_actions": 0, "action_dim": 0, "episode_length": 0}
     if spec.state.kind == "discrete":
         sizes["num_states"] = int(spec.state.n)
     elif spec.state.kind == "vector":
@@ -40,9 +41,13 @@ def resolve_data_sizes(config: TrainRLConfig, spec: Any, metadata: dict) -> dict
     else:
         raise UserError(f"dataset {config.data} has {spec.state.kind} states; the RL model needs discrete or vector "
                         "states (train a language model on it with `ad train lm` instead)")
-    if spec.action.kind != "discrete":
-        raise UserError(f"dataset {config.data} has {spec.action.kind} actions; the RL model needs discrete actions")
-    sizes["num_actions"] = int(spec.action.n)
+    if spec.action.kind == "discrete":
+        sizes["num_actions"] = int(spec.action.n)
+    elif spec.action.kind == "vector":
+        sizes["action_dim"] = int(spec.action.dim)
+    else:
+        raise UserError(f"dataset {config.data} has {spec.action.kind} actions; the RL model needs discrete or Box "
+                        "actions")
     episode_length = (metadata.get("task_spec") or {}).get("episode_length")
     sizes["episode_length"] = int(episode_length or 0)
     if not sizes["episode_length"] and not config.episode_length:
@@ -54,6 +59,8 @@ def resolve_data_sizes(config: TrainRLConfig, spec: Any, metadata: dict) -> dict
                             f"{name} = {value}; drop the option or use another dataset")
         if given and not value:
             sizes[name] = given
+    if sizes["action_dim"]:
+        sizes.update(box_action_bounds(config, sizes["action_dim"], metadata))
     sizes["grid_size"] = config.grid_size
     if config.grid_size == -1:
         side = (metadata.get("task_spec") or {}).get("size")
@@ -61,6 +68,48 @@ def resolve_data_sizes(config: TrainRLConfig, spec: Any, metadata: dict) -> dict
     if sizes["num_states"] and config.state_dim or sizes["state_dim"] and config.num_states:
         raise UserError(f"dataset {config.data} has {spec.state.kind} states; drop --num-states / --state-dim")
     return sizes
+
+
+def box_action_bounds(config: TrainRLConfig, dim: int, metadata: dict) -> dict[str, list[float]]:
+    """action_low / action_high (one per dimension) from ``--action-low/--action-high`` or the dataset's
+    ``task_spec.action_space`` (as :func:`ad.record.space_to_dict` writes it); a UserError naming the space where a
+    bound is infinite or missing (both heads rescale actions from the bounds)."""
+    import math
+
+    space = (metadata.get("task_spec") or {}).get("action_space") or {}
+    if config.action_low or config.action_high:
+        low, high = list(config.action_low), list(config.action_high)
+    elif "low" in space and "high" in space:
+        low, high = (_per_dimension(space[key], dim, space) for key in ("low", "high"))
+    else:
+        raise UserError(f"dataset {config.data} records no bounds of its {dim}-dimensional Box actions "
+                        "(task_spec.action_space.low / high); pass --action-low and --action-high")
+    if len(low) != dim or len(high) != dim:
+        raise UserError(f"--action-low / --action-high need {dim} values each (the dataset's action_dim), got "
+                        f"{len(low)} and {len(high)}")
+    if not all(math.isfinite(v) for v in low + high):
+        raise UserError(f"dataset {config.data} has the action space {_describe(space, low, high)} with infinite "
+                        f"bounds; --action-head {config.action_head} rescales actions from finite bounds: record the "
+                        "env wrapped in gymnasium.wrappers.ClipAction / RescaleAction, or pass finite --action-low "
+                        "and --action-high")
+    if not all(lo < hi for lo, hi in zip(low, high)):
+        raise UserError(f"the action space {_describe(space, low, high)} of dataset {config.data} needs low < high "
+                        "in every dimension")
+    return {"action_low": low, "action_high": high}
+
+
+def _per_dimension(value: Any, dim: int, space: dict) -> list[float]:
+    """One float per dimension from a recorded bound (one number for all, or a list; infinities as strings)."""
+    values = value if isinstance(value, list) else [value] * dim
+    try:
+        return [float(v) for v in values]
+    except (TypeError, ValueError):
+        raise UserError(f"the recorded action space {space} has a bound that is not a number: {value!r}") from None
+
+
+def _describe(space: dict, low: list[float], high: list[float]) -> str:
+    """``Box(low, high, shape)`` of a recorded space, for messages."""
+    return f"Box(low={low}, high={high}, shape={space.get('shape', [len(low)])})"
 
 
 def check_values(config: TrainRLConfig, datamodule: Any) -> None:
@@ -77,6 +126,13 @@ def check_values(config: TrainRLConfig, datamodule: Any) -> None:
         if steps.size and (steps.min() < 0 or steps.max() >= config.episode_length):
             raise UserError(f"dataset {config.data} has in-episode steps up to {steps.max()}, but the model embeds "
                             f"0..{config.episode_length - 1}; pass --episode-length {steps.max() + 1}")
+        for key in ("states", "actions"):
+            values = columns[key]
+            if values.dtype.kind == "f" and values.size and not np.isfinite(values).all():
+                row = int(np.flatnonzero(~np.isfinite(values.reshape(len(values), -1)).all(-1))[0])
+                raise UserError(f"dataset {config.data} has a non-finite {key[:-1]} ({values[row].tolist()}) at row "
+                                f"{row} of its windows; the RL model trains on finite values only: regenerate or "
+                                "repair the dataset")
         states = columns["states"]
         if config.num_states and states.size and (states.min() < 0 or states.max() >= config.num_states):
             raise UserError(f"dataset {config.data} has state ids outside 0..{config.num_states - 1}")
@@ -100,7 +156,9 @@ def _check_checkpoint(path: Path, config: TrainRLConfig) -> None:
         raise UserError(f"cannot resume: checkpoint {path} is not an `ad train rl` checkpoint (no model_config); "
                         "delete it to start over")
     current = dataclasses.asdict(model_config_of(config))
-    changed = sorted(k for k in current if saved_model.get(k) != current[k])
+    defaults = {f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+                for f in dataclasses.fields(ADConfig)}  # a checkpoint older than an option has its default
+    changed = sorted(k for k in current if saved_model.get(k, defaults.get(k)) != current[k])
     if changed:
         raise UserError(f"cannot resume from {path}: its model does not fit these options/dataset "
                         f"({describe_changes(saved_model, current, changed)})")

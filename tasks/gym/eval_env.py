@@ -21,12 +21,14 @@ def make_eval_env(metadata: dict[str, Any], tasks: list[str], envs_per_task: int
         raise UserError(f"the dataset does not record how to build {missing[:3] or 'its envs'}; regenerate it with "
                         "`ad generate gym`")
     action_space = spec.get("action_space", {})
-    if action_space.get("type") != "Discrete":
-        raise UserError(f"in-context evaluation acts with discrete actions; this dataset's action space is "
+    if action_space.get("type") not in ("Discrete", "Box"):
+        raise UserError(f"in-context evaluation acts with Discrete or Box actions; this dataset's action space is "
                         f"{action_space.get('type')} ({env_id})")
     makers = [(lambda kwargs=known[t]["kwargs"], t=t: make_env(env_id, kwargs, t)) for t in tasks
               for _ in range(envs_per_task)]
     env = gymnasium.vector.SyncVectorEnv(makers, autoreset_mode=gymnasium.vector.AutoresetMode.SAME_STEP)
     optimal = np.array([np.nan if known[t].get("optimal_return") is None else float(known[t]["optimal_return"])
                         for t in tasks])
+    if action_space["type"] == "Box":
+        return EvalEnv(env, list(tasks), envs_per_task, optimal, 0, env.single_action_space)
     return EvalEnv(env, list(tasks), envs_per_task, optimal, int(action_space["n"]))
