@@ -36,7 +36,8 @@ def test_the_figures_have_no_problems(figures):
 
 def test_one_row_per_capability_in_the_allowed_range(figures):
     rows = make_table.headlines(figures)
-    assert 25 <= len(rows) <= 40
+    # one screenful-ish page: a capability with several figures folds them into its experiment page, not new rows
+    assert 25 <= len(rows) <= 48
     assert len({f["capability"] for f in rows}) == len(rows)
     assert rows[0]["capability"].startswith("DarkRoom in-context")  # the demo figure first
     readme = [f for f in rows if f.get("readme")]
