@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 
 import gymnasium as gym
+from stable_baselines3.common.logger import Logger
 import numpy as np
 import pytest
 import torch
@@ -153,6 +154,7 @@ def _learn(algo, env_id, tmp_path, steps, **kwargs):
     rec = HistoryRecorder(tmp_path / algo.__name__, task="t", observation_space=env.observation_space,
                           action_space=env.action_space, value=True, env_id=env_id)
     model = algo("MlpPolicy", env, seed=0, device="cpu", **kwargs)
+    model.set_logger(Logger(folder=None, output_formats=[]))  # no empty /tmp/SB3-* folder per run
     initial = copy.deepcopy(model.policy.state_dict())
     model.learn(steps, callback=rec.sb3_callback())
     rec.close()

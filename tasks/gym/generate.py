@@ -27,11 +27,15 @@ def run_seed(seed: int, task_index: int, run: int) -> int:
 def make_algorithm(algo: Any, env: Any, cfg: GymGenerateConfig, seed: int) -> Any:
     """The SB3 algorithm on ``env``; constructor arguments it rejects (or an action space it cannot act in) are a
     UserError."""
+    from stable_baselines3.common.logger import Logger
+
     try:
-        return algo("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **cfg.algo_kwargs)
+        model = algo("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **cfg.algo_kwargs)
     except (TypeError, ValueError, AssertionError) as err:
         raise UserError(f"{cfg.algo} cannot be built with --algo-kwargs {json.dumps(cfg.algo_kwargs)} on {cfg.env}: "
                         f"{' '.join(str(err).split())}") from None
+    model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default logger leaves an empty /tmp/SB3-* folder
+    return model
 
 
 def dataset_metadata(cfg: GymGenerateConfig, tasks: list[dict[str, Any]], reference: float | None,
