@@ -5,9 +5,9 @@ A task is one setting of ``gravity`` (in (-12, 0)), ``enable_wind``, ``wind_powe
 (0..2) of the discrete-action LunarLander (8 observed floats, 4 actions); every task's optimal return is reported as
 200, Gymnasium's "solved".
 
-    ad generate lunarlander --out data/lunarlander [--tasks 16] [--steps 200000] [--streams 4] [--seed 0]
-    ad train rl --data data/lunarlander --out runs/ll-ad --context 512 --subsample 4
-    ad eval --ckpt runs/ll-ad --data data/lunarlander --episodes 20
+    ad generate lunarlander --out data/lunarlander [--tasks 16] [--steps 64000] [--streams 4] [--seed 0]
+    ad train rl --data data/lunarlander --out runs/ll-ad --context 256 --subsample 4
+    ad eval --ckpt runs/ll-ad --data data/lunarlander --episodes 10
     ad demo --task lunarlander
 
 Importing this package registers the gymnasium id ``ad/LunarLander-v0`` (its ``vector_entry_point`` runs many tasks

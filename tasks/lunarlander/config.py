@@ -19,7 +19,7 @@ class GenerateConfig:
     out: str = option("data/lunarlander", "output dataset folder or URL (re-running the same command resumes)",
                       runtime=True)
     tasks: int = option(16, "tasks (lunarlander-t0000 ...): each one setting of gravity and wind, one unit")
-    steps: int = option(200_000, "env steps of each task's learner, over all its streams")
+    steps: int = option(64_000, "env steps of each task's learner, over all its streams")
     streams: int = option(4, "parallel envs (learning histories) per task; each task's PPO learns from all of them")
     gravity_low: float = option(-11.0, "lowest gravity drawn (Gymnasium accepts (-12, 0))")
     gravity_high: float = option(-5.0, "highest gravity drawn")

@@ -20,17 +20,17 @@ class LunarLanderDemoConfig(ADDemoConfig):
 
     FAMILY = "lunarlander"
     TITLE = "LunarLander"
-    REPORT_WINDOWS = ((16, 20),)
+    REPORT_WINDOWS = ((6, 10),)
 
     out: str = option("data/demo-lunarlander", "folder for the dataset, both runs, the evaluation and report.md")
     subsample: int = option(4, "AD trains on every k-th episode of each history (the AD paper's subsampling)")
-    context: int = option(512, "transformer context in transitions (a LunarLander episode is 100-1000 steps)")
-    ad_steps: int = option(2000, "optimiser steps for AD")
-    ed_steps: int = option(1000, "optimiser steps for the expert-distillation baseline")
-    episodes: int = option(20, "episodes in context at evaluation")
-    seeds: int = option(2, "evaluation seeds per held-out task")
+    context: int = option(256, "transformer context in transitions (a LunarLander episode is 100-1000 steps)")
+    ad_steps: int = option(600, "optimiser steps for AD")
+    ed_steps: int = option(300, "optimiser steps for the expert-distillation baseline")
+    episodes: int = option(10, "episodes in context at evaluation")
+    seeds: int = option(1, "evaluation seeds per held-out task")
     tasks: int = option(16, "LunarLander tasks (gravity / wind settings); a quarter is held out")
-    steps: int = option(200_000, "env steps of the batched PPO source on each task")
+    steps: int = option(64_000, "env steps of the batched PPO source on each task")
     streams: int = option(4, "source histories (parallel envs) per task")
 
     def __post_init__(self) -> None:
