@@ -150,7 +150,7 @@ def _bootstrap(learner: Any, info: dict[str, Any], truncated: np.ndarray, T: int
     """The value of each truncated (not terminated) episode's final observation (0 elsewhere), (T * E,)."""
     out = np.zeros(T * E, np.float32)
     if truncated.any():
-        final = np.zeros((T * E, learner.params[0].shape[1]), np.float32)
+        final = np.zeros((T * E, learner.obs_dim), np.float32)
         for k in np.flatnonzero(truncated):
             final[k] = info["final_obs"][k]
         out[truncated] = learner.value(final.reshape(T, E, -1)).reshape(-1)[truncated]

@@ -35,7 +35,7 @@ class BatchedPPO:
     """
 
     def __init__(self, cfg: Any, seeds: list[int], obs_dim: int, num_actions: int) -> None:
-        self.cfg, self.T, self.A = cfg, len(seeds), num_actions
+        self.cfg, self.T, self.A, self.obs_dim = cfg, len(seeds), num_actions, obs_dim
         H = cfg.hidden
         #: actor obs->H->H->A (last layer scaled 0.01: near-uniform first policy), critic obs->H->H->1
         sizes = [(obs_dim, H, 1.0), (H, H, 1.0), (H, num_actions, 0.01), (obs_dim, H, 1.0), (H, H, 1.0), (H, 1, 1.0)]
