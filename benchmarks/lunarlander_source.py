@@ -84,7 +84,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 tasks, 2048 steps each; SB3 on 1 task")
     parser.add_argument("--tasks", type=int, default=16, help="tasks of the batched source")
-    parser.add_argument("--steps", type=int, default=100_000, help="env steps per task of the batched source")
+    parser.add_argument("--steps", type=int, default=300_000, help="env steps per task of the batched source")
     parser.add_argument("--streams", type=int, default=4, help="envs per task of the batched source")
     parser.add_argument("--sb3-tasks", type=int, default=2, help="tasks SB3 PPO learns, one after the other")
     parser.add_argument("--sb3-steps", type=int, default=50_000, help="env steps per task of SB3 PPO")
