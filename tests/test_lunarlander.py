@@ -2,6 +2,8 @@
 ``ad generate lunarlander`` (split and kwargs recorded, resume without duplicates) and the eval env."""
 from __future__ import annotations
 
+import json
+
 import gymnasium
 import numpy as np
 import pytest
@@ -145,3 +147,14 @@ def test_bad_options_are_one_error_line(capsys, tmp_path, argv):
     code, err, _ = run_cli(capsys, "generate", "lunarlander", "--out", str(tmp_path / "x"), *argv)
     assert code == 2 and "error:" in err
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.slow
+def test_demo_runs_end_to_end(capsys, tmp_path):
+    code, _, _ = run_cli(capsys, "demo", "--task", "lunarlander", "--out", str(tmp_path / "demo"), "--tasks", "4",
+                         "--steps", "1024", "--streams", "2", "--ad-steps", "3", "--ed-steps", "3", "--episodes", "2",
+                         "--context", "32", "--subsample", "1")
+    assert code == 0
+    assert {"AD", "ED", "random", "source"} <= set(json.loads(
+        (tmp_path / "demo" / "eval" / "eval.json").read_text())["policies"])
+    assert (tmp_path / "demo" / "report.md").is_file()
