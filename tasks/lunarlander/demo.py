@@ -1,0 +1,52 @@
+"""``ad demo --task lunarlander``: Algorithm Distillation on LunarLander end to end.
+
+Batched-PPO learning histories on every gravity / wind task -> AD on subsampled histories of the training tasks and
+the ED baseline -> both in context on the held-out tasks, beside the source's own first episodes -> report.md
+(the pipeline: :mod:`ad.demo_pipeline`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ad.config import option
+from ad.demo_pipeline import ADDemoConfig
+from ad.errors import UserError
+
+
+@dataclass
+class LunarLanderDemoConfig(ADDemoConfig):
+    """Algorithm Distillation on LunarLander end to end (generate -> train AD and ED -> evaluate -> report)."""
+
+    FAMILY = "lunarlander"
+    TITLE = "LunarLander"
+    REPORT_WINDOWS = ((6, 10),)
+
+    out: str = option("data/demo-lunarlander", "folder for the dataset, both runs, the evaluation and report.md")
+    subsample: int = option(4, "AD trains on every k-th episode of each history (the AD paper's subsampling)")
+    context: int = option(256, "transformer context in transitions (a LunarLander episode is 100-1000 steps)")
+    ad_steps: int = option(600, "optimiser steps for AD")
+    ed_steps: int = option(300, "optimiser steps for the expert-distillation baseline")
+    episodes: int = option(10, "episodes in context at evaluation")
+    seeds: int = option(1, "evaluation seeds per held-out task")
+    tasks: int = option(16, "LunarLander tasks (gravity / wind settings); a quarter is held out")
+    steps: int = option(64_000, "env steps of the batched PPO source on each task")
+    streams: int = option(4, "source histories (parallel envs) per task")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("tasks", "steps", "streams"):
+            if getattr(self, name) <= 0:
+                raise UserError(f"--{name} must be positive, got {getattr(self, name)}")
+        if self.tasks < 2:
+            raise UserError(f"--tasks must be at least 2 (one is held out for the evaluation), got {self.tasks}")
+
+    def train_options(self) -> dict[str, Any]:
+        """The shared ``ad train rl`` options, with rewards as floats (LunarLander's are shaped, -100..100) and no
+        reward-regression loss (an MSE on crash penalties of -100 would drown the action loss)."""
+        return {**super().train_options(), "reward_kind": "continuous", "reward_weight": 0.0}
+
+    def generate_options(self) -> dict[str, Any]:
+        """Options of ``ad generate lunarlander`` for this demo."""
+        return {"tasks": self.tasks, "steps": self.steps, "streams": self.streams, "seed": self.seed,
+                "heldout_fraction": 0.25}
