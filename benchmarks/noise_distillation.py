@@ -44,6 +44,8 @@ def options() -> argparse.Namespace:
     parser.add_argument("--episodes", type=int, default=40, help="in-context episodes at evaluation")
     parser.add_argument("--window", type=int, default=5, help="last in-context episodes the figure averages")
     parser.add_argument("--eval-seeds", type=int, default=3, help="evaluation runs per held-out task")
+    parser.add_argument("--greedy", type=int, default=1, help="1 = also evaluate AD acting greedily (the argmax of "
+                                                               "its policy) beside the default sampled actions")
     parser.add_argument("--quick", action="store_true", help="a small version of the same work")
     return parse_args(parser)
 
@@ -100,10 +102,17 @@ def one_seed(args: argparse.Namespace, seed: int) -> dict:
     summary = evaluate(EvalConfig(ckpt=str(run), data=str(data), episodes=args.episodes, seeds=args.eval_seeds,
                                   seed=seed, out=str(work / "eval"), progress=False))
     curve = np.array(summary["policies"]["AD"]["normalised"])  # (episodes,) mean return / optimum
+    greedy = None
+    if args.greedy:
+        greedy_summary = evaluate(EvalConfig(ckpt=str(run), data=str(data), episodes=args.episodes,
+                                             seeds=args.eval_seeds, seed=seed, greedy=True,
+                                             out=str(work / "eval-greedy"), progress=False))
+        greedy = float(np.array(greedy_summary["policies"]["AD"]["normalised"])[-args.window:].mean())
     random = np.array(summary["policies"]["random"]["normalised"])
     measured, exact = data_best(data, "train")
     heldout_measured, _ = data_best(data, "heldout")
     return {"seed": seed, "ad": float(curve[-args.window:].mean()), "ad_first": float(curve[:5].mean()),
+            "ad_greedy": greedy,
             "random": float(random[-args.window:].mean()), "data_best": measured, "data_best_exact": exact,
             "heldout_data_best": heldout_measured, "heldout_tasks": len(summary["tasks"]),
             "window": [args.episodes - args.window + 1, args.episodes]}
@@ -126,6 +135,11 @@ def main(args: argparse.Namespace) -> None:
     figures.append(figure(f"noise distillation {title}: AD return / optimum at episodes {first}-{last} vs the data's "
                           f"best (cap {args.cap}), mean of {len(rows)} seeds", "fraction of optimum", mean_ad,
                           mean_best, goal))
+    if args.greedy:
+        mean_greedy = float(np.mean([r["ad_greedy"] for r in rows]))
+        figures.append(figure(f"noise distillation {title}: AD acting greedily, return / optimum at episodes "
+                              f"{first}-{last} vs the data's best (cap {args.cap}), mean of {len(rows)} seeds",
+                              "fraction of optimum", mean_greedy, mean_best, goal))
     name = "noise_distillation"
     previous = RESULTS / f"{name}{'_quick' if args.quick else ''}.json"
     if previous.is_file():  # keep the other family's figures
@@ -135,7 +149,7 @@ def main(args: argparse.Namespace) -> None:
     for row in rows:
         print(f"{title} seed {row['seed']}: AD {row['ad']:.3f} of optimum at episodes {first}-{last} (first 5: "
               f"{row['ad_first']:.3f}); data's best {row['data_best']:.3f} (exact {row['data_best_exact']:.3f}); "
-              f"ratio {row['ad'] / row['data_best']:.2f}x; random {row['random']:.3f}")
+              f"ratio {row['ad'] / row['data_best']:.2f}x; greedy AD {row['ad_greedy']}; random {row['random']:.3f}")
 
 
 if __name__ == "__main__":
