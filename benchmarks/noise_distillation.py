@@ -11,8 +11,9 @@ data, measured on the training tasks' histories; its exact expectation is the ca
     python benchmarks/noise_distillation.py --config configs/keydoor/noise_distillation.yaml
     python benchmarks/noise_distillation.py --quick      # tiny settings, well under a minute
 
-Results: benchmarks/results/noise_distillation.json (one figure per family and seed, plus the mean per family; a run
-for one family keeps the other family's figures), *_quick.json for --quick.
+Results: benchmarks/results/noise_distillation.json (one figure per family and seed, plus the means per family; a run
+for one family keeps the other family's figures, and a run of some seeds the family's other seeds'), *_quick.json
+for --quick.
 """
 from __future__ import annotations
 
@@ -122,8 +123,14 @@ def main(args: argparse.Namespace) -> None:
     if args.quick:
         for key, value in QUICK.items():
             setattr(args, key, value)
-    rows = [one_seed(args, seed) for seed in args.seeds]
     title = TITLES[args.family]
+    name = "noise_distillation"
+    previous = RESULTS / f"{name}{'_quick' if args.quick else ''}.json"
+    old = json.loads(previous.read_text()) if previous.is_file() else []
+    kept = [f for f in old if title not in f["figure"]]  # the other family's figures
+    earlier = [f["details"] for f in old if title in f["figure"] and "details" in f
+               and f["details"]["seed"] not in args.seeds]  # this family's other seeds, run before
+    rows = sorted(earlier + [one_seed(args, seed) for seed in args.seeds], key=lambda r: r["seed"])
     first, last = rows[0]["window"]
     goal = "> 1 (AD above the best policy in its data)"
     figures = []
@@ -135,17 +142,12 @@ def main(args: argparse.Namespace) -> None:
     figures.append(figure(f"noise distillation {title}: AD return / optimum at episodes {first}-{last} vs the data's "
                           f"best (cap {args.cap}), mean of {len(rows)} seeds", "fraction of optimum", mean_ad,
                           mean_best, goal))
-    if args.greedy:
+    if all(r.get("ad_greedy") is not None for r in rows):
         mean_greedy = float(np.mean([r["ad_greedy"] for r in rows]))
         figures.append(figure(f"noise distillation {title}: AD acting greedily, return / optimum at episodes "
                               f"{first}-{last} vs the data's best (cap {args.cap}), mean of {len(rows)} seeds",
                               "fraction of optimum", mean_greedy, mean_best, goal))
-    name = "noise_distillation"
-    previous = RESULTS / f"{name}{'_quick' if args.quick else ''}.json"
-    if previous.is_file():  # keep the other family's figures
-        kept = [f for f in json.loads(previous.read_text()) if title not in f["figure"]]
-        figures = kept + figures
-    report(name, figures, args.quick, capability="In-context methods", page="in-context-methods")
+    report(name, kept + figures, args.quick, capability="In-context methods", page="in-context-methods")
     for row in rows:
         print(f"{title} seed {row['seed']}: AD {row['ad']:.3f} of optimum at episodes {first}-{last} (first 5: "
               f"{row['ad_first']:.3f}); data's best {row['data_best']:.3f} (exact {row['data_best_exact']:.3f}); "
