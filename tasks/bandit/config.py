@@ -25,7 +25,8 @@ def memory_bytes(instances: int, arms: int, pulls: int) -> int:
 
 @dataclass
 class GenerateConfig:
-    """Run UCB1 or Thompson sampling on many k-armed bandit instances at once and record every pull."""
+    """Run UCB1, Thompson sampling or the noisy best arm on many k-armed bandit instances at once and record every
+    pull."""
 
     out: str = option("data/bandit", "output dataset folder or URL (file://, s3://, gs://, memory:// ...; re-running "
                                      "the same command resumes)", runtime=True)

@@ -48,8 +48,8 @@ def check_a2c_options(config: Any) -> None:
 
 @dataclass
 class GenerateConfig:
-    """Train one A2C agent per DarkRoom goal (all goals batched), or run the explorer on every goal, and record their
-    learning histories."""
+    """Train one A2C agent per DarkRoom goal (all goals batched), or run the explorer or the noisy demonstrator on
+    every goal, and record their learning histories."""
 
     PRESETS = {
         "standard": dict(_STANDARD),

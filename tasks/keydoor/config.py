@@ -23,7 +23,8 @@ D = DarkRoomConfig
 
 @dataclass
 class GenerateConfig:
-    """Train one A2C agent per Key-to-Door task (key/door pair; all tasks batched) and record their histories."""
+    """Train one A2C agent per Key-to-Door task (key/door pair; all tasks batched), or run the noisy demonstrator on
+    every task, and record their histories."""
 
     out: str = override(D, "out", "data/keydoor")
     size: int = override(D, "size", 9)
