@@ -134,7 +134,7 @@ def main(args: argparse.Namespace) -> None:
                and f["details"]["seed"] not in args.seeds]  # this family's other seeds, run before
     rows = sorted(earlier + [one_seed(args, seed) for seed in args.seeds], key=lambda r: r["seed"])
     first, last = rows[0]["window"]
-    goal = "ratio > 1 (AD above the best policy in its data)"
+    goal = "ratio > 1 (above its data's best)"
     figures = []
     for row in rows:
         fig = figure(f"noise distillation {title} seed {row['seed']}: AD return / optimum at episodes {first}-{last} "
