@@ -4,10 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ad.config import option
+from ad.config import option, override
 from ad.errors import UserError
 from ad.memory import check_memory
 from tasks.bandit.instances import check_arms
+from tasks.noise import NoiseOptions, check_noise_options
 
 #: Most instances one dataset may hold (each is a unit: a partition folder with one small shard).
 MAX_INSTANCES = 200_000
@@ -24,7 +25,8 @@ def memory_bytes(instances: int, arms: int, pulls: int) -> int:
 
 @dataclass
 class GenerateConfig:
-    """Run UCB1 or Thompson sampling on many k-armed bandit instances at once and record every pull."""
+    """Run UCB1, Thompson sampling or the noisy best arm on many k-armed bandit instances at once and record every
+    pull."""
 
     out: str = option("data/bandit", "output dataset folder or URL (file://, s3://, gs://, memory:// ...; re-running "
                                      "the same command resumes)", runtime=True)
@@ -36,8 +38,10 @@ class GenerateConfig:
                                   "dataset with one history stream")
     pulls: int = option(500, "pulls per instance: the length of each learning history (one pull = one transition "
                              "= one episode)")
-    source: Literal["thompson", "ucb"] = option("thompson", "source algorithm: thompson (Thompson sampling, Beta / "
-                                                            "normal posteriors) or ucb (UCB1)")
+    source: Literal["thompson", "ucb", "noise"] = option(
+        "thompson", "source algorithm: thompson (Thompson sampling, Beta / normal posteriors), ucb (UCB1) or noise "
+                    "(noise distillation: the best arm pulled epsilon-greedily, epsilon falling over the pulls; the "
+                    "--noise-* options)")
     seed: int = option(0, "run seed: the source algorithm's draws, the reward noise and the train/held-out split; "
                           "recorded as run")
     heldout_fraction: float = option(0.1, "fraction of the instances held out from training the transformer")
@@ -49,6 +53,11 @@ class GenerateConfig:
     noise_std: float = option(0.5, "std of the Gaussian reward noise (--kind gaussian; also UCB1's reward scale "
                                    "there)")
     ucb_c: float = option(1.0, "exploration coefficient of UCB1 (1 = the textbook bonus sqrt(2 ln n / n_j))")
+    noise_start: float = override(NoiseOptions, "noise_start", 1.0)
+    noise_end: float = override(NoiseOptions, "noise_end", 0.0)
+    noise_decay_fraction: float = override(NoiseOptions, "noise_decay_fraction", 1.0)
+    noise_power: float = override(NoiseOptions, "noise_power", 1.0)
+    max_return_fraction: float = override(NoiseOptions, "max_return_fraction", 1.0)
     progress: bool = option(True, "show progress", runtime=True)
 
     def __post_init__(self) -> None:
@@ -65,3 +74,4 @@ class GenerateConfig:
             raise UserError(f"--noise-std must be positive, got {self.noise_std}")
         if not self.ucb_c >= 0.0:
             raise UserError(f"--ucb-c must be >= 0 (0 = greedy after one pull of each arm), got {self.ucb_c}")
+        check_noise_options(self)

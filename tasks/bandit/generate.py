@@ -28,8 +28,10 @@ import numpy as np
 from ad.files import write_json_atomic
 from ad.config import data_options
 from ad.history import ColumnSpec, HistorySpec, HistoryWriter, Location
+from tasks.noise import return_record, summarize_records, without_noise_options
 from tasks.bandit.algorithms import GAUSSIAN_PRIOR, run_source
 from tasks.bandit.config import BLOCK, GenerateConfig
+from tasks.bandit.noise import noise_schedule, run_noise
 from tasks.bandit.instances import (arm_means, expected_regret, optimal_return, parse_task_name, pull_observations,
                                     random_regret, split_instances, task_name)
 
@@ -57,7 +59,7 @@ def dataset_metadata(cfg: GenerateConfig) -> dict[str, Any]:
         "split": "heldout", "optimal_return": float(optimal_return(arm_means(cfg.kind, cfg.arms, i)))} for i in heldout}
     last = cfg.observation == "last-pull"
     vector = last and cfg.kind == "gaussian"
-    source = data_options(cfg)
+    source = data_options(cfg) if cfg.source == "noise" else without_noise_options(data_options(cfg))
     if cfg.kind == "gaussian" and cfg.source == "thompson":
         source["prior"] = {"mean": GAUSSIAN_PRIOR[0], "std": GAUSSIAN_PRIOR[1]}
     return {
@@ -73,7 +75,12 @@ def dataset_metadata(cfg: GenerateConfig) -> dict[str, Any]:
                                              "1 + 2 * previous arm + previous reward, 0 before the first pull"
                                              if last else "constant 0"),
                       "means": "U(0, 1) per arm, drawn by a generator keyed by (kind, arms, instance index)"},
-        "source": {"algorithm": cfg.source, "implementation": "tasks.bandit.algorithms.run_source", "config": source},
+        "source": {"algorithm": cfg.source, "config": source, **(
+            {"implementation": "tasks.bandit.algorithms.run_source"} if cfg.source != "noise" else
+            {"implementation": "tasks.bandit.noise.run_noise", "demonstrator": "the best arm",
+             "schedule": "epsilon per pull: max(floor, end + (start - end) * (1 - progress)^power), progress = "
+                         "min(1, pull / ((pulls - 1) * decay_fraction)); each instance's floor and best expected "
+                         "return are in its unit record"})},
         "seeds": {"seed": cfg.seed, "run": cfg.seed},
         "split": {"train": [task_name(cfg.kind, cfg.arms, i) for i in train],
                   "heldout": [task_name(cfg.kind, cfg.arms, i) for i in heldout]},
@@ -86,7 +93,11 @@ def block_histories(cfg: GenerateConfig, block: int) -> dict[str, np.ndarray]:
     ids = np.arange(block * BLOCK, min((block + 1) * BLOCK, cfg.instances))
     means = np.stack([arm_means(cfg.kind, cfg.arms, i) for i in ids])  # (N, arms)
     rng = np.random.default_rng([cfg.seed, block])
-    out = run_source(cfg.source, cfg.kind, means, cfg.pulls, rng, cfg.noise_std, cfg.ucb_c)
+    if cfg.source == "noise":
+        floor, eps = noise_schedule(cfg, means, [task_name(cfg.kind, cfg.arms, i) for i in ids])
+        out = {**run_noise(cfg, means, eps, rng), "floor": floor, "eps": eps}
+    else:
+        out = run_source(cfg.source, cfg.kind, means, cfg.pulls, rng, cfg.noise_std, cfg.ucb_c)
     out["ids"], out["means"] = ids, means
     return out
 
@@ -108,6 +119,15 @@ def unit_columns(action: np.ndarray, reward: np.ndarray, logprob: np.ndarray, ar
             "logprob": logprob.astype(np.float32)}
 
 
+def noise_record(hist: dict[str, np.ndarray], j: int) -> dict[str, Any]:
+    """The noise source's record of instance ``j`` of a block: its floor, the exact expected reward of its best
+    (lowest) noise level and the measured returns (:func:`tasks.noise.return_record`; an episode is one pull)."""
+    means, eps = hist["means"][j], hist["eps"][j]
+    best = float((1 - eps.min()) * means.max() + eps.min() * means.mean())
+    return {**return_record(hist["reward"][j][None], eps, float(means.max())), "noise_floor": float(hist["floor"][j]),
+            "expected_best_return": best, "expected_best_fraction": best / float(means.max())}
+
+
 def source_histories(cfg: GenerateConfig) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
     """Each instance's task name and learning history (the columns of its one stream), in instance order: what
     :func:`generate` writes, for a caller that writes them through :class:`ad.history.HistoryWriter` itself."""
@@ -124,6 +144,9 @@ def generate(cfg: GenerateConfig) -> Path | str:
     (a ``Path`` for a local dataset, else the ``--out`` URL)."""
     from ad.progress import progress_bar
 
+    if cfg.source == "noise":  # an unreachable cap is refused before anything is written
+        noise_schedule(cfg, np.stack([arm_means(cfg.kind, cfg.arms, i) for i in range(cfg.instances)]),
+                       [task_name(cfg.kind, cfg.arms, i) for i in range(cfg.instances)])
     metadata = dataset_metadata(cfg)
     location = Location.of(cfg.out)
     writer = HistoryWriter(location, spec=history_spec(cfg.arms, cfg.kind, cfg.observation), family=FAMILY,
@@ -149,8 +172,11 @@ def generate(cfg: GenerateConfig) -> Path | str:
                 try:
                     unit.append(unit_columns(hist["action"][j], hist["reward"][j], hist["logprob"][j], cfg.arms,
                                              cfg.kind, cfg.observation))
-                    unit.commit(info={"means": hist["means"][j].tolist(), "regret": float(regret[j]),
-                                      "optimal_return": float(optimal_return(hist["means"][j])), "pulls": cfg.pulls})
+                    info = {"means": hist["means"][j].tolist(), "regret": float(regret[j]),
+                            "optimal_return": float(optimal_return(hist["means"][j])), "pulls": cfg.pulls}
+                    if cfg.source == "noise":
+                        info.update(noise_record(hist, j))
+                    unit.commit(info=info)
                 except BaseException:
                     unit.abort()
                     raise
@@ -182,4 +208,5 @@ def summarize(cfg: GenerateConfig, location: Location, metadata: dict[str, Any],
     return {"instances": len(units), "pulls": cfg.pulls, "source": cfg.source, "kind": cfg.kind, "arms": cfg.arms,
             "source_regret": float(np.nanmean(regrets)) if len(units) else float("nan"),
             "random_regret": float(randoms.mean()) if len(units) else float("nan"), "seconds": seconds,
-            "split": {k: len(v) for k, v in metadata["split"].items()}}
+            "split": {k: len(v) for k, v in metadata["split"].items()},
+            **({"noise": summarize_records([u.get("info", {}) for u in units])} if cfg.source == "noise" else {})}

@@ -6,11 +6,14 @@ import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ad.config import option
+from ad.config import option, override
 from ad.distributed import check_backend_options
 from ad.errors import UserError
 from ad.memory import check_memory
 from tasks.darkroom.goals import check_size, resolve_goals, start_cell
+from tasks.noise import NoiseOptions, check_noise_options
+
+N = NoiseOptions
 
 #: Whether this machine has a second core for background shard encoding (the default of --background-writing).
 _MULTICORE = (os.cpu_count() or 1) >= 2
@@ -45,8 +48,8 @@ def check_a2c_options(config: Any) -> None:
 
 @dataclass
 class GenerateConfig:
-    """Train one A2C agent per DarkRoom goal (all goals batched), or run the explorer on every goal, and record their
-    learning histories."""
+    """Train one A2C agent per DarkRoom goal (all goals batched), or run the explorer or the noisy demonstrator on
+    every goal, and record their learning histories."""
 
     PRESETS = {
         "standard": dict(_STANDARD),
@@ -65,12 +68,19 @@ class GenerateConfig:
     episode_length: int = option(20, "steps per episode (truncation)")
     random_start: bool = option(False, "start each episode in a random cell instead of the centre")
     terminate_on_goal: bool = option(True, "end the episode when the goal is reached (the AD paper's choice)")
-    source: Literal["a2c", "explorer"] = option(
-        "a2c", "source algorithm: a2c (one A2C agent per goal, the AD paper's source; the options below) or explorer "
+    source: Literal["a2c", "explorer", "noise"] = option(
+        "a2c", "source algorithm: a2c (one A2C agent per goal, the AD paper's source; the options below), explorer "
                "(the nearest-unvisited explorer: walks to the nearest cell it never visited until it finds the goal, "
-               "then to the goal; --num-envs streams of steps-per-goal / (num-envs * episode-length) episodes)")
+               "then to the goal) or noise (noise distillation: a shortest-path demonstrator made epsilon-greedy, "
+               "epsilon falling over each history; the --noise-* options); explorer and noise write --num-envs "
+               "streams of steps-per-goal / (num-envs * episode-length) episodes")
     epsilon: float = option(0.1, "explorer: probability of a uniformly random action before the goal is found")
     epsilon_after_goal: float = option(0.02, "explorer: the same after the goal is found")
+    noise_start: float = override(N, "noise_start", 1.0)
+    noise_end: float = override(N, "noise_end", 0.0)
+    noise_decay_fraction: float = override(N, "noise_decay_fraction", 1.0)
+    noise_power: float = override(N, "noise_power", 1.0)
+    max_return_fraction: float = override(N, "max_return_fraction", 1.0)
     # A2C (defaults = the standard preset)
     hidden: int = option(128, "width of the shared embedding layer")
     num_envs: int = option(10, "parallel envs per goal (one history stream each)")
@@ -128,6 +138,7 @@ class GenerateConfig:
         if not (0.0 <= self.epsilon <= 1.0 and 0.0 <= self.epsilon_after_goal <= 1.0):  # also refuses NaN
             raise UserError(f"--epsilon and --epsilon-after-goal must be in [0, 1], got {self.epsilon} and "
                             f"{self.epsilon_after_goal}")
+        check_noise_options(self)
         if isinstance(self.goals, str):
             self.goals = [self.goals]
         goals = resolve_goals(self.goals, self.size)  # raises UserError for a goal off the grid

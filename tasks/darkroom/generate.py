@@ -41,10 +41,11 @@ from tasks.darkroom.goals import (ACTION_NAMES, NUM_ACTIONS, optimal_return, res
                                   start_cell, task_name)
 from ad.progress import Progress
 from tasks.darkroom.tracker import ReturnTracker
+from tasks.noise import NOISE_OPTIONS
 
 FAMILY = "darkroom"
-#: Options of the explorer source only (left out of an A2C dataset's metadata, which stays what it was before them).
-_EXPLORER_ONLY = ("source", "epsilon", "epsilon_after_goal")
+#: Options of the explorer and noise sources only (left out of an A2C dataset's metadata, which stays what it was before them).
+_EXPLORER_ONLY = ("source", "epsilon", "epsilon_after_goal", *NOISE_OPTIONS)
 #: Goals per work unit with --backend ray when --goals-per-batch is 0.
 RAY_GOALS_PER_UNIT = 8
 #: Rows per shard (one Parquet file per goal for the default 400k steps).
@@ -138,7 +139,7 @@ class GridSource:
 
 
 def generate(cfg: GenerateConfig, source: GridSource | None = None) -> Path | str:
-    """Run A2C (or, with ``cfg.source == "explorer"``, the explorer) on every goal of ``cfg``, write the learning
+    """Run A2C (or, with ``cfg.source`` "explorer" or "noise", that source) on every goal of ``cfg``, write the learning
     histories to ``cfg.out``; returns the dataset path.
 
     The path is a ``Path`` for a local dataset, else the ``--out`` URL. ``source`` is the task family (DarkRoom's
@@ -148,6 +149,10 @@ def generate(cfg: GenerateConfig, source: GridSource | None = None) -> Path | st
         from tasks.darkroom.explorer_generate import generate_explorer
 
         return generate_explorer(cfg)
+    if source is None and cfg.source == "noise":
+        from tasks.darkroom.noise_generate import generate_darkroom_noise
+
+        return generate_darkroom_noise(cfg)
     threads = torch.get_num_threads()
     if cfg.threads:
         torch.set_num_threads(cfg.threads)

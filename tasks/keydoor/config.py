@@ -6,6 +6,7 @@ once, through :func:`ad.config.override`); the defaults are the ones measured on
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from ad.config import option, override
 from ad.distributed import check_backend_options
@@ -15,13 +16,15 @@ from ad.memory import check_memory
 from tasks.darkroom.config import batch_memory_bytes, check_a2c_options
 from tasks.darkroom.goals import check_size
 from tasks.keydoor.pairs import draw_pairs, steps_needed, task_name
+from tasks.noise import NoiseOptions, check_noise_options
 
 D = DarkRoomConfig
 
 
 @dataclass
 class GenerateConfig:
-    """Train one A2C agent per Key-to-Door task (key/door pair; all tasks batched) and record their histories."""
+    """Train one A2C agent per Key-to-Door task (key/door pair; all tasks batched), or run the noisy demonstrator on
+    every task, and record their histories."""
 
     out: str = override(D, "out", "data/keydoor")
     size: int = override(D, "size", 9)
@@ -35,6 +38,16 @@ class GenerateConfig:
     heldout_fraction: float = option(0.1, "fraction of the tasks held out from training the transformer")
     episode_length: int = override(D, "episode_length", 50)
     random_start: bool = override(D, "random_start", False)
+    source: Literal["a2c", "noise"] = option(
+        "a2c", "source algorithm: a2c (one A2C agent per task; the options below) or noise (noise distillation: a "
+               "demonstrator walking a shortest path to the key, then the door, made epsilon-greedy, epsilon falling "
+               "over each history; the --noise-* options; --num-envs streams of steps-per-task / (num-envs * "
+               "episode-length) episodes)")
+    noise_start: float = override(NoiseOptions, "noise_start", 1.0)
+    noise_end: float = override(NoiseOptions, "noise_end", 0.0)
+    noise_decay_fraction: float = override(NoiseOptions, "noise_decay_fraction", 1.0)
+    noise_power: float = override(NoiseOptions, "noise_power", 1.0)
+    max_return_fraction: float = override(NoiseOptions, "max_return_fraction", 1.0)
     # A2C
     hidden: int = override(D, "hidden", 128)
     num_envs: int = override(D, "num_envs", 10)
@@ -78,6 +91,7 @@ class GenerateConfig:
             raise UserError(f"--heldout-fraction must be in [0, 1) (at least one task must train), got "
                             f"{self.heldout_fraction}")
         check_a2c_options(self)
+        check_noise_options(self)
         if isinstance(self.pairs, str):
             self.pairs = [self.pairs]
         exist = self.size ** 2 * (self.size ** 2 - 1)

@@ -25,6 +25,7 @@ from tasks.darkroom.goals import ACTION_NAMES, NUM_ACTIONS, start_cell
 from tasks.keydoor.a2c import KeyDoorA2C
 from tasks.keydoor.config import GenerateConfig
 from tasks.keydoor.pairs import Pair, optimal_return, split_pairs, task_name
+from tasks.noise import without_noise_options
 
 FAMILY = "keydoor"
 
@@ -43,7 +44,7 @@ def dataset_metadata(cfg: GenerateConfig, pairs: list[Pair]) -> dict[str, Any]:
                                       "split": "heldout" if p in held else "train",
                                       "optimal_return": optimal_return(cfg.size, p, cfg.episode_length,
                                                                        cfg.random_start)} for p in pairs}
-    source = data_options(cfg)
+    source = {k: v for k, v in without_noise_options(data_options(cfg)).items() if k != "source"}  # the A2C's
     return {
         "task_spec": {"env": "keydoor", "env_class": "tasks.keydoor.env:KeyDoorEnv",
                       "vector_env_class": "tasks.keydoor.vector_env:KeyDoorVectorEnv", "size": cfg.size,
@@ -97,5 +98,10 @@ KEYDOOR = GridSource(family=FAMILY, goals=_goals, task_name=_task_name, metadata
 
 
 def generate(cfg: GenerateConfig) -> Path | str:
-    """Run A2C on every task of ``cfg``, write the learning histories to ``cfg.out``; returns the dataset path."""
+    """Run A2C (or, with ``cfg.source == "noise"``, the noise source) on every task of ``cfg``, write the learning
+    histories to ``cfg.out``; returns the dataset path."""
+    if cfg.source == "noise":
+        from tasks.keydoor.noise_generate import generate_keydoor_noise
+
+        return generate_keydoor_noise(cfg)
     return generate_grid(cfg, KEYDOOR)
