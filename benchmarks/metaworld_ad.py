@@ -86,7 +86,8 @@ def main() -> None:
                      f"{episodes - args.last + 1}-{episodes} on {len(evaluation['tasks'])} held-out goals, vs ED's",
                      "success rate", float(ad[-args.last:].mean()), float(ed[-args.last:].mean()),
                      f">= 0.9 within {episodes} episodes, ED below AD")
-        fig.update(first_episode_at_0_9=int(reached[0]) + 1 if len(reached) else None,
+        within = bool(len(reached)) and float(ad[-args.last:].mean()) > float(ed[-args.last:].mean())
+        fig.update(met="yes" if within else "no", first_episode_at_0_9=int(reached[0]) + 1 if len(reached) else None,
                    success_per_episode={name: [round(float(v), 4) for v in curve] for name, curve in lines.items()},
                    settings={**options, "seed": seed}, current=not args.quick)
         figures.append(fig)
