@@ -44,7 +44,8 @@ class EvalEnv:
 
 @dataclass
 class EvalResult:
-    """Returns of one policy: ``returns[task, seed, episode]``."""
+    """Returns of one policy: ``returns[task, seed, episode]``; ``extra["success"]`` (same shape, bool) where the
+    env reports a per-step ``success`` in its infos (an episode succeeds if any of its steps does)."""
 
     name: str
     tasks: list[str]
@@ -61,6 +62,11 @@ class EvalResult:
         """Standard error of the per-episode mean over tasks and seeds (the band of ``in_context.png``)."""
         flat = self.returns.reshape(-1, self.returns.shape[-1])
         return flat.std(0, ddof=1) / np.sqrt(len(flat)) if len(flat) > 1 else np.zeros(flat.shape[-1])
+
+    def success_curve(self) -> np.ndarray | None:
+        """Fraction of tasks x seeds whose episode succeeded, per episode (None where the env reports no success)."""
+        success = self.extra.get("success")
+        return None if success is None else success.reshape(-1, success.shape[-1]).mean(0)
 
     def normalised_curve(self) -> np.ndarray:
         """Mean of return / optimal return per episode."""
@@ -133,6 +139,8 @@ def run_in_context(policy: InContextPolicy, setup: EvalEnv, episodes: int, seed:
         prev_action = np.zeros(num_envs, dtype=np.int64)
     prev_reward = np.zeros(num_envs, dtype=np.float32)
     first = np.ones(num_envs, dtype=bool)
+    success = None  # (E, episodes): whether any step of the episode succeeded, where the env reports ``success``
+    hit = np.zeros(num_envs, dtype=bool)
     bar = _progress(progress, episodes, name)
     try:
         while done_episodes.min() < episodes:
@@ -141,16 +149,22 @@ def run_in_context(policy: InContextPolicy, setup: EvalEnv, episodes: int, seed:
                                            torch.from_numpy(first)))
             if box is None:
                 actions = actions.astype(np.int64)
-                obs, rewards, terminated, truncated, _ = env.step(actions)
+                obs, rewards, terminated, truncated, infos = env.step(actions)
             else:
                 actions = np.clip(actions.astype(np.float32).reshape(num_envs, -1), low, high)  # (E, A)
-                obs, rewards, terminated, truncated, _ = env.step(actions.reshape(num_envs, *box.shape))
+                obs, rewards, terminated, truncated, infos = env.step(actions.reshape(num_envs, *box.shape))
             rewards = np.asarray(rewards, dtype=np.float32)
             running += rewards
             finished = np.asarray(terminated) | np.asarray(truncated)
             record = finished & (done_episodes < episodes)
             idx = np.flatnonzero(record)
             returns[idx, done_episodes[idx]] = running[idx]
+            if isinstance(infos, dict) and "success" in infos:
+                if success is None:
+                    success = np.zeros((num_envs, episodes), dtype=bool)
+                hit |= np.asarray(infos["success"], dtype=bool).reshape(num_envs)
+                success[idx, done_episodes[idx]] = hit[idx]
+                hit[finished] = False
             done_episodes[finished] += 1
             running[finished] = 0.0
             timestep = np.where(finished, 0, timestep + 1)
@@ -162,7 +176,8 @@ def run_in_context(policy: InContextPolicy, setup: EvalEnv, episodes: int, seed:
         if bar is not None:
             bar.close()
     shaped = returns.reshape(len(setup.tasks), setup.envs_per_task, episodes)  # (tasks, seeds, episodes)
-    return EvalResult(name, list(setup.tasks), shaped, np.asarray(setup.optimal, dtype=np.float64))
+    extra = {} if success is None else {"success": success.reshape(shaped.shape)}
+    return EvalResult(name, list(setup.tasks), shaped, np.asarray(setup.optimal, dtype=np.float64), extra)
 
 
 def evaluate_in_context(ckpt: Any, data: Any, episodes: int = 100, seeds: int = 1, split: str = "heldout",

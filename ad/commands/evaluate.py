@@ -218,6 +218,9 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
                                             "sem": result.standard_error().tolist(),
                                             "normalised": result.normalised_curve().tolist(),
                                             "returns": result.returns.tolist()}
+        if result.success_curve() is not None:  # envs that report a per-step success (Meta-World)
+            summary["policies"][result.name].update(success=result.success_curve().tolist(),
+                                                    success_last_10=float(result.success_curve()[-10:].mean()))
     write_json_atomic(out / "eval.json", summary, indent=1)
     write_text_atomic(out / "eval.csv", _csv_text(results))
     curves = {r.name: (r.curve()[0], r.standard_error()) for r in results}
@@ -257,6 +260,10 @@ def _print_table(summary: dict[str, Any]) -> None:
         table.add_row(name, f"{row['first_episodes_normalised']:.3f}", f"{episodes_36_40(row):.3f}",
                       f"{row['last_episodes_normalised']:.3f}{span}")
     Console(width=120).print(table)
+    for name, row in summary["policies"].items():
+        if "success" in row:
+            print(f"{name}: success rate {row['success'][0]:.2f} in episode 1, {row['success_last_10']:.2f} over "
+                  f"the last 10 episodes")
 
 
 def run(config: EvalConfig) -> int:

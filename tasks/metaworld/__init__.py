@@ -20,6 +20,7 @@ import gymnasium
 from ad.families import TaskFamily, register_family
 from ad.registry import lazy_function
 from tasks.metaworld.config import GenerateConfig
+from tasks.metaworld.demo import MetaWorldDemoConfig
 from tasks.metaworld.vector_env import DEFAULT_EPISODE_LENGTH
 
 #: The Gymnasium id registered here (the one place): one ML1 goal (kwargs ``skill``, ``split``, ``goal``,
@@ -39,5 +40,7 @@ register_family(TaskFamily(
     generate_config=GenerateConfig,
     generate=lazy_function("tasks.metaworld.generate:generate"),
     eval_env=lazy_function("tasks.metaworld.eval_env:make_eval_env"),
+    demo_config=MetaWorldDemoConfig,
+    demo=lazy_function("ad.demo_pipeline:run"),
     task_kwargs=("skill", "ml1_seed", "episode_length"),
 ))

@@ -29,4 +29,4 @@ def make_eval_env(metadata: dict[str, Any], tasks: list[str], envs_per_task: int
                              episode_length=int(spec.get("episode_length") or DEFAULT_EPISODE_LENGTH),
                              ml1_seed=int(spec.get("ml1_seed", 0)))
     optimal = np.array([float(known.get(t, {}).get("optimal_return") or np.nan) for t in tasks])
-    return EvalEnv(env, list(tasks), envs_per_task, optimal, 0)
+    return EvalEnv(env, list(tasks), envs_per_task, optimal, 0, env.single_action_space)

@@ -1,0 +1,104 @@
+"""AD vs ED on Meta-World ML1 (reach by default): the success rate per in-context episode on the held-out goals,
+with the noisy source's own first episodes beside it. Each seed is one ``ad demo --task metaworld`` run (generate ->
+train AD and ED -> ``ad eval``); a finished run folder is read back, not redone.
+
+    python benchmarks/metaworld_ad.py --config configs/metaworld/ad_reach.yaml
+    python benchmarks/metaworld_ad.py --quick    # 2 + 2 goals, 6-step episodes, 3 training steps
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import RESULTS, figure, parse_args, report  # noqa: E402
+
+
+def run_seed(options: dict[str, Any], out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``ad demo --task metaworld`` with ``options`` into ``out`` (skipped where its report exists); returns its
+    eval.json and the source's summary.json."""
+    if not (out / "report.md").is_file():
+        from ad.config import make_config
+        from ad.demo_pipeline import run_ad_demo
+        import tasks.metaworld  # noqa: F401  (registers the family)
+        from tasks.metaworld.demo import MetaWorldDemoConfig
+
+        run_ad_demo(make_config(MetaWorldDemoConfig, {**options, "out": str(out)}, source="benchmark options"))
+    return (json.loads((out / "eval" / "eval.json").read_text()),
+            json.loads((out / "metaworld" / "_run" / "summary.json").read_text()))
+
+
+def curves(evaluation: dict[str, Any], source: dict[str, Any], episodes: int) -> dict[str, list[float]]:
+    """Success rate per episode: AD, ED, random (in context on the held-out goals) and the source's own first
+    ``episodes`` episodes on the same goals."""
+    out = {name: row["success"] for name, row in evaluation["policies"].items() if "success" in row}
+    out["source (noisy expert)"] = source["success_per_episode_by_split"]["heldout"][:episodes]
+    return out
+
+
+def plot(per_seed: dict[int, dict[str, list[float]]], skill: str, path: Path) -> None:
+    """Success rate per in-context episode, one panel per seed."""
+    from ad.plots import pyplot, save_figure
+
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(per_seed), figsize=(5.2 * len(per_seed), 3.8), squeeze=False)
+    for ax, (seed, lines) in zip(axes[0], per_seed.items()):
+        for name, curve in lines.items():
+            ax.plot(np.arange(1, len(curve) + 1), curve, marker="o", ms=3, label=name,
+                    lw=2 if name == "AD" else 1.2, ls="--" if name.startswith("source") else "-")
+        ax.axhline(0.9, color="grey", lw=0.8, ls=":")
+        ax.set_xlabel("episode in context (held-out goals)")
+        ax.set_ylabel("success rate")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title(f"ML1 {skill}, seed {seed}", fontsize=10)
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    save_figure(fig, path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="2 + 2 goals, 6-step episodes, 3 training steps")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="seeds (each one whole demo run)")
+    parser.add_argument("--work", default="data/bench-metaworld-ad", help="folder of the runs (seed<N> each)")
+    parser.add_argument("--last", type=int, default=3, help="the figure: success over the last N in-context episodes")
+    parser.add_argument("--demo", type=json.loads, default={}, help="options of `ad demo --task metaworld` (JSON)")
+    args = parse_args(parser)
+    options = dict(args.demo)
+    if args.quick:
+        options.update(train_goals="0-1", heldout_goals="0-1", history_episodes=10, episode_length=6, context=6,
+                       subsample=1, ad_steps=3, ed_steps=3, episodes=3, batch_size=2)
+        args.work, args.seeds = str(Path(args.work) / "quick"), args.seeds[:1]
+    skill = options.get("skill", "reach-v3")
+    figures, per_seed = [], {}
+    for seed in args.seeds:
+        evaluation, source = run_seed({**options, "seed": seed}, Path(args.work) / f"seed{seed}")
+        episodes = evaluation["episodes"]
+        per_seed[seed] = lines = curves(evaluation, source, episodes)
+        ad, ed = np.asarray(lines["AD"]), np.asarray(lines["ED"])
+        reached = np.flatnonzero(ad >= 0.9)
+        fig = figure(f"Meta-World ML1 {skill}, seed {seed}: AD's success rate over in-context episodes "
+                     f"{episodes - args.last + 1}-{episodes} on {len(evaluation['tasks'])} held-out goals, vs ED's",
+                     "success rate", float(ad[-args.last:].mean()), float(ed[-args.last:].mean()),
+                     f">= 0.9 within {episodes} episodes, ED below AD")
+        within = bool(len(reached)) and float(ad[-args.last:].mean()) > float(ed[-args.last:].mean())
+        fig.update(met="yes" if within else "no", first_episode_at_0_9=int(reached[0]) + 1 if len(reached) else None,
+                   success_per_episode={name: [round(float(v), 4) for v in curve] for name, curve in lines.items()},
+                   settings={**options, "seed": seed}, current=not args.quick)
+        figures.append(fig)
+    if not args.quick:
+        figures[0].update(headline=True, vs="ED",
+                          short=f"AD in context on Meta-World ML1 {skill} held-out goals: success rate")
+    png = RESULTS / f"metaworld_ad{'_quick' if args.quick else ''}.png"
+    plot(per_seed, skill, png)
+    report("metaworld_ad", figures, args.quick, capability="Meta-World ML1 in context", page="metaworld",
+           config=None if args.quick else "configs/metaworld/ad_reach.yaml")
+
+
+if __name__ == "__main__":
+    main()
