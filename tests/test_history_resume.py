@@ -48,6 +48,17 @@ def test_exception_mid_unit_then_resume(tmp_path):
     assert HistoryReader(tmp_path / "broken").num_transitions() == 4 * 3 * 400
 
 
+def test_exception_mid_unit_records_units_whose_dataset_json_save_was_deferred(tmp_path, monkeypatch):
+    """On a loaded machine dataset.json rewrites are deferred after commits; a unit that then fails still leaves
+    dataset.json listing every unit committed before it."""
+    import ad.history.writer as writer_module
+    monkeypatch.setattr(writer_module, "JSON_CHEAP_SECONDS", -1.0)  # every rewrite counts as expensive
+    monkeypatch.setattr(writer_module, "JSON_TIME_SHARE", 1e-9)  # so none is due after a commit
+    with pytest.raises(RuntimeError):
+        _write(tmp_path / "broken", fail_at="t2")
+    assert [u["task"] for u in HistoryReader(tmp_path / "broken").units()] == ["t0", "t1"]
+
+
 def test_sigkill_mid_run_then_resume(tmp_path):
     _write(tmp_path / "full")
     script = textwrap.dedent(f"""

@@ -99,6 +99,7 @@ class HistoryWriter:
         self._open: set[str] = set()
         self._task_split: dict[str, str] | None = None  # task -> split name, for shard headers
         self._saved_at, self._save_seconds = float("-inf"), 0.0
+        self._unsaved = False  # units recorded since dataset.json was last written
         self._prepare()
 
     # ------------------------------------------------------------------ dataset.json
@@ -206,6 +207,7 @@ class HistoryWriter:
         if self._planned is not None:
             data["planned_tasks"] = int(self._planned)
         self.location.write_json_atomic(self._json_path, data)
+        self._unsaved = False
         self._saved_at = time.perf_counter()
         self._save_seconds = self._saved_at - started
 
@@ -245,6 +247,7 @@ class HistoryWriter:
         key = layout.unit_key(record["task"], record["run"])
         self._units[key] = record
         self._open.discard(key)
+        self._unsaved = True
         if not self.worker and self._save_due():
             self._save()
 
@@ -440,6 +443,8 @@ class UnitWriter:
         self.writer.location.delete_dir(self.staging)
         self.writer._open.discard(layout.unit_key(self.task, self.run))
         self._done = True
+        if self.writer._unsaved:
+            self.writer.sync()  # a run that fails here leaves dataset.json listing every unit it committed
 
     def __enter__(self) -> "UnitWriter":
         return self
