@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import platform
 import sys
 import time
@@ -145,6 +146,7 @@ def report(bench: str, figures: list[dict[str, Any]], quick: bool, *, capability
     defaults = {"capability": capability, "page": page, "hardware": hardware or _hardware(),
                 "config": config if config is not None else _config_file,
                 "current": (not quick) if current is None else current}
+    figures = [_finite_or_null(fig) for fig in figures]
     for fig in figures:
         fig.update(command=command, date=date)
         for key, value in defaults.items():
@@ -159,11 +161,24 @@ def report(bench: str, figures: list[dict[str, Any]], quick: bool, *, capability
     for fig in figures:
         ref = "-" if fig["reference"] is None else f"{fig['reference']:,.3g}"
         ratio = "-" if fig["ratio"] is None else f"{fig['ratio']:.2f}x"
-        print(f"| {fig['figure']} | {fig['unit']} | {fig['ours']:,.3g} | {ref} | {ratio} | {fig['goal']} |")
+        ours = "-" if fig["ours"] is None else f"{fig['ours']:,.3g}"
+        print(f"| {fig['figure']} | {fig['unit']} | {ours} | {ref} | {ratio} | {fig['goal']} |")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(figures, indent=2) + "\n")
+    out.write_text(json.dumps(figures, indent=2, allow_nan=False) + "\n")
     print(f"wrote {out}")
     return out
+
+
+def _finite_or_null(value: Any) -> Any:
+    """``value`` with every non-finite float (a milestone no run reached, a ratio of nothing) as None, so the
+    results JSON stays strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_or_null(v) for v in value]
+    return value
 
 
 def _hardware() -> str:

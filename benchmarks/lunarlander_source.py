@@ -102,7 +102,7 @@ def main() -> None:
                       "> 1 (faster than SB3 one task at a time)")]
     for t in THRESHOLDS:
         passed = sorted(m[f"{t:g}"] for m in milestones.values() if m[f"{t:g}"] is not None)
-        median = float(passed[len(passed) // 2]) if passed else float("nan")
+        median = float(passed[len(passed) // 2]) if passed else None  # no task passed: null in the JSON
         row = figure(f"LunarLander batched PPO, {args.steps} steps per task: median episode at which a task's running "
                      f"return passes {t:g} ({len(passed)} of {len(milestones)} tasks pass)", "episode", median, None,
                      "-", higher_is_better=False)

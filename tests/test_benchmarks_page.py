@@ -183,3 +183,15 @@ def test_parse_args_reads_a_config_and_flags_override(tmp_path, capsys, monkeypa
     with pytest.raises(SystemExit) as refused:
         common.parse_args(parser, ["--config", str(bad)])
     assert refused.value.code == 2 and "unknown option(s) nope" in capsys.readouterr().err
+
+
+def test_report_writes_non_finite_figures_as_null(tmp_path, monkeypatch):
+    """A milestone no run reached (NaN) or an infinite ratio is written as null: the results stay strict JSON."""
+    import benchmarks.common as common
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    row = common.figure("a milestone nobody reached", "episode", float("nan"), None, "-")
+    row["per_task"] = {"t0": float("inf"), "t1": 3.0}
+    out = common.report("strict", [row], quick=True)
+    written = json.loads(out.read_text())[0]  # json.loads would accept NaN; the check below does not
+    assert written["ours"] is None and written["per_task"] == {"t0": None, "t1": 3.0}
+    assert "NaN" not in out.read_text() and "Infinity" not in out.read_text()
