@@ -51,7 +51,7 @@ class StopAt(BaseCallback):
         return self.n_calls < self.at
 
 
-def _record(tmp_path, name, per_step, algo, env_fn, steps, stop=None, **kwargs):
+def _record(tmp_path, name, per_step, algo, env_fn, steps, stop=None, relearn=0, **kwargs):
     env = env_fn()
     space = env.observation_space, env.action_space
     rec = HistoryRecorder(tmp_path / name, task="t", observation_space=space[0], action_space=space[1], value=True)
@@ -62,6 +62,8 @@ def _record(tmp_path, name, per_step, algo, env_fn, steps, stop=None, **kwargs):
         model.learn(steps, callback=CallbackList([callback, stop]) if stop else callback)
     except KeyboardInterrupt:
         pass
+    if relearn:  # training goes on after the interruption, with the same callback
+        model.learn(relearn, callback=callback, reset_num_timesteps=False)
     rec.close()
     table = HistoryReader(tmp_path / name).table().to_pandas()
     return table.sort_values(["stream", "episode", "step"], kind="stable").reset_index(drop=True)[COLUMNS]
@@ -93,6 +95,8 @@ CASES = {
     # another callback stops training in the middle of a rollout; an exception cuts one short before close()
     "ppo-stopped": (PPO, _cartpole_short, 256, (100, False), dict(n_steps=64, batch_size=64, n_epochs=1)),
     "ppo-interrupted": (PPO, _cartpole_short, 256, (100, True), dict(n_steps=64, batch_size=64, n_epochs=1)),
+    "ppo-interrupted-then-resumed": (PPO, _cartpole_short, 256, (100, True),
+                                     dict(n_steps=64, batch_size=64, n_epochs=1, relearn=128)),
 }
 
 
@@ -105,8 +109,8 @@ def test_batched_rows_equal_per_step_rows(tmp_path, case):
     if case == "ppo-cartpole-2envs":
         assert tables[0].truncated.any() and tables[0].terminated.any() and set(tables[0].stream) == {0, 1}
         assert (tables[1].reward == 1.0).all()  # CartPole's reward, not SB3's bootstrapped one on truncated steps
-    if stop is not None:
-        assert len(tables[0]) == 2 * stop[0]  # every step taken, the last one included
+    if stop is not None:  # every step taken, the last one included
+        assert len(tables[0]) == 2 * stop[0] + kwargs.get("relearn", 0)
 
 
 def test_plain_loop_values_reused_in_place_are_recorded_as_given(tmp_path):

@@ -47,16 +47,18 @@ class HistoryCallback(BaseCallback):
         self._trained = False
         self._kind = ""
         self._rollout: list[tuple[np.ndarray, np.ndarray, Any]] = []  # PPO / A2C: (rewards, dones, infos) a step
-        self._acted: tuple = ()  # PPO / A2C: what the last step acted on (obs, action, logprob, value), as SB3 made it
         recorder._before_close.append(self._record_rollout)  # a rollout cut short is recorded when it closes
+
+    def on_training_start(self, locals_: dict[str, Any], globals_: dict[str, Any]) -> None:
+        if self._rollout:  # a rollout an exception cut short in an earlier learn call, read before its locals go
+            self._record_rollout()
+        super().on_training_start(locals_, globals_)
 
     def _on_training_start(self) -> None:
         name = type(self.model).__name__
         if name not in SUPPORTED:
             raise UserError(f"the history callback records {', '.join(SUPPORTED)}, not {name}")
         self.recorder._check_open()  # a unit already complete is refused before any training
-        if self._rollout:  # a rollout an exception cut short in an earlier learn call: its steps as they were
-            self._record_rollout()
         self._kind = name
 
     def _on_rollout_start(self) -> None:
@@ -79,8 +81,7 @@ class HistoryCallback(BaseCallback):
         loc = self.locals
         if self._kind in ("PPO", "A2C"):  # the rest of the step is read from the rollout buffer at the rollout's end
             # copies: SB3 adds the bootstrapped value to a truncated step's reward in place after this call
-            self._rollout.append((np.array(loc["rewards"]), np.array(loc["dones"], dtype=bool), loc["infos"]))
-            self._acted = (loc["obs_tensor"], loc["clipped_actions"], loc["log_probs"], loc["values"])
+            self._rollout.append((loc["rewards"].copy(), loc["dones"].copy(), loc["infos"]))
             return True
         dones = np.asarray(loc["dones"], dtype=bool)
         truncated = dones.copy()
@@ -107,7 +108,7 @@ class HistoryCallback(BaseCallback):
             raise RuntimeError(f"the history callback saw {T} steps of this rollout but SB3's rollout buffer holds "
                                f"{added}; record with one callback per learn call")
         rewards = np.stack([s[0] for s in steps])  # (T, n_envs)
-        dones = np.stack([s[1] for s in steps])
+        dones = np.stack([s[1] for s in steps]).astype(bool, copy=False)
         truncated = np.zeros_like(dones)
         for t, e in zip(*np.nonzero(dones)):
             truncated[t, e] = bool(steps[t][2][e].get("TimeLimit.truncated", False))
@@ -117,10 +118,11 @@ class HistoryCallback(BaseCallback):
                                 rewards[:added], terminated[:added], truncated[:added],
                                 logprob=buffer.log_probs[:added], update=self.updates,
                                 value=buffer.values[:added] if self.recorder.value else None)
-        if added < T:  # training stopped at the last step before SB3 stored it: record it as SB3 made it
-            obs, action, logprob, value = self._acted
-            self.recorder.step(obs, action, rewards[-1], terminated[-1], truncated[-1], logprob=logprob,
-                               update=self.updates, value=value if self.recorder.value else None)
+        if added < T:  # training stopped at the last step, before SB3 stored it: as SB3 made it (its locals)
+            loc = self.locals
+            self.recorder.step(loc["obs_tensor"], loc["clipped_actions"], rewards[-1], terminated[-1], truncated[-1],
+                               logprob=loc["log_probs"], update=self.updates,
+                               value=loc["values"] if self.recorder.value else None)
 
     def _env_actions(self, actions: np.ndarray) -> np.ndarray:
         """Buffered actions (T, n_envs, dim) as the env received them: SB3 clips a Box action to the space's
