@@ -124,3 +124,49 @@ def test_plain_loop_values_reused_in_place_are_recorded_as_given(tmp_path):
     assert table.reward.tolist() == [0, 1, 2] * 2 and table.terminated.tolist() == [False, True, False] * 2
     assert table.episode.tolist() == [0, 0, 1] * 2 and table["update"].tolist() == [0, 1, 2] * 2
     assert np.allclose(np.stack(table.state.to_numpy())[:, 0], [0, 0.1, 0.2] * 2)
+
+
+def _plain_calls(seed=0):
+    """A plain loop's step() calls: 1 then 2 streams, numpy arrays, Python scalars, lists and torch tensors, with a
+    steps() batch in between; more rows than one flush holds."""
+    import torch
+
+    rng = np.random.default_rng(seed)
+    calls = []
+    for t in range(3200):
+        n = 1 if t < 1500 else 2
+        obs, action = rng.normal(size=(n, 2)).astype(np.float32), rng.integers(3, size=n)
+        reward, done, logprob = rng.normal(size=n), rng.random(n) < 0.05, -rng.random(n)
+        if n == 1 and t % 2:
+            kwargs = dict(obs=obs[0], action=int(action[0]), reward=float(reward[0]), terminated=bool(done[0]),
+                          truncated=False, logprob=float(logprob[0]), update=t // 100, value=np.float32(reward[0]))
+        else:
+            kwargs = dict(obs=torch.as_tensor(obs) if t % 3 == 0 else obs, action=action, reward=reward,
+                          terminated=done, truncated=np.zeros(n, bool), update=np.full(n, t // 100),
+                          logprob=logprob.tolist() if t % 5 == 0 else logprob, value=torch.as_tensor(reward))
+        calls.append(("step", n, kwargs))
+        if t == 2000:
+            batch = dict(obs=rng.normal(size=(10, 2, 2)), action=rng.integers(3, size=(10, 2)),
+                         reward=rng.normal(size=(10, 2)), terminated=rng.random((10, 2)) < 0.2,
+                         truncated=np.zeros((10, 2), bool), logprob=-rng.random((10, 2)), update=20,
+                         value=np.zeros((10, 2)))
+            calls.append(("steps", 2, batch))
+    return calls
+
+
+def test_plain_loop_rows_are_the_same_through_preallocated_rows_and_as_given(tmp_path):
+    """step() copies a step into preallocated rows where every value fits one; a step with explicit stream ids is
+    kept as given. Both give the same rows."""
+    spaces = dict(observation_space=gym.spaces.Box(-5, 5, (2,)), action_space=gym.spaces.Discrete(3), value=True)
+    tables = []
+    for explicit in (False, True):
+        with HistoryRecorder(tmp_path / f"d{explicit}", task="t", **spaces) as rec:
+            for method, n, kwargs in _plain_calls():
+                if method == "steps":
+                    rec.steps(**kwargs)
+                else:
+                    rec.step(**kwargs, streams=np.arange(n) if explicit else None)
+        table = HistoryReader(tmp_path / f"d{explicit}").table().to_pandas()
+        tables.append(table.sort_values(["stream", "episode", "step"], kind="stable").reset_index(drop=True))
+    _assert_same(*(t[COLUMNS] for t in tables))
+    assert len(tables[0]) == 1500 + 2 * 1700 + 20 and tables[0].episode.max() > 10

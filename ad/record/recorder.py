@@ -19,6 +19,7 @@ import numpy as np
 
 from ad.errors import UserError
 from ad.history import HistorySpec, HistoryWriter
+from ad.record.block import StepBlock
 from ad.record.spaces import buffer_for, column_for_space, from_space, space_to_dict
 
 #: Rows buffered before they are checked and handed to the unit writer.
@@ -77,6 +78,7 @@ class HistoryRecorder:
         self._columns = self._empty_columns(FLUSH_ROWS)  # for steps of varying streams (see flush)
         self._filled = 0
         self._pending: list[tuple] = []  # steps as given, converted together at the next flush
+        self._block: StepBlock | None = None  # single steps of streams 0..n-1, copied into preallocated rows
         self._pending_rows = 0
         self._before_close: list[Any] = []  # callables that hand over steps still held elsewhere (SB3's rollout)
 
@@ -88,19 +90,45 @@ class HistoryRecorder:
         ``obs`` is the observation the action was chosen in (not the next one). Scalars record one stream
         (stream 0); arrays with a leading dimension of N record streams ``0..N-1`` (or ``streams``).
         ``logprob`` is the behaviour policy's log-probability of ``action``; ``update`` the number of policy
-        updates made before the action was chosen (one int, or one per stream). Steps are buffered as given and
-        converted, checked (shape, range, finiteness) and counted into episodes together when they are flushed,
-        before anything is written, so recording costs the training loop little.
+        updates made before the action was chosen (one int, or one per stream). Steps are copied into preallocated
+        rows (or, where a value does not fit one, kept as given) and converted, checked (shape, range, finiteness)
+        and counted into episodes together when they are flushed, before anything is written, so recording costs
+        the training loop little.
         """
-        self._check_open()
+        if self._unit is None:
+            self._check_open()
         if self.value and value is None:
             raise UserError("this recorder records values (value=True): pass value= to step()")
-        n = int(np.size(reward))
-        self._pending.append((_kept(obs), _kept(action), _kept(reward), _kept(terminated), _kept(truncated),
-                              _kept(logprob), _kept(update), _kept(value), _kept(streams), n, 1))
+        n = 1 if isinstance(reward, _SCALARS) else int(np.size(reward))
+        values = (obs, action, reward, terminated, truncated, logprob, update, value)
+        if streams is None and n:
+            block = self._block
+            if block is None or block.n != n:
+                block = self._new_block(n)
+            if block.put(values):
+                self._pending_rows += n
+                if self._pending_rows >= FLUSH_ROWS:
+                    self.flush()
+                return
+        self._seal()
+        self._pending.append((*(_kept(v) for v in values), _kept(streams), n, 1))
         self._pending_rows += n
         if self._pending_rows >= FLUSH_ROWS:
             self.flush()
+
+    def _new_block(self, n: int) -> StepBlock:
+        """Hand the current block's steps on and start one for steps of n streams."""
+        self._seal()
+        obs = (tuple(self.observation_space.shape or ()), self._columns["state"].dtype)
+        action = (tuple(self.action_space.shape or ()), self._columns["action"].dtype)
+        self._block = StepBlock(n, -(-FLUSH_ROWS // n), obs, action, self.value)
+        return self._block
+
+    def _seal(self) -> None:
+        """The block's steps become one buffered (time, stream) batch, in their place among the buffered steps."""
+        block, self._block = self._block, None
+        if block is not None and block.t:
+            self._pending.append((*block.taken(), None, block.n, block.t))
 
     def steps(self, obs: Any, action: Any, reward: Any, terminated: Any, truncated: Any, *, logprob: Any,
               update: int | Any = 0, value: Any = None) -> None:
@@ -113,6 +141,7 @@ class HistoryRecorder:
         self._check_open()
         if self.value and value is None:
             raise UserError("this recorder records values (value=True): pass value= to steps()")
+        self._seal()
         shape = np.shape(reward)
         if len(shape) != 2:
             raise UserError(f"steps() takes values with leading dimensions (time, stream); reward has shape {shape}")
@@ -133,6 +162,7 @@ class HistoryRecorder:
     def flush(self) -> None:
         """Convert and check the buffered steps and hand them to the unit writer (still invisible until
         :meth:`close`)."""
+        self._seal()
         if not self._pending or self._unit is None:
             return
         steps, self._pending, self._pending_rows = self._pending, [], 0
@@ -271,7 +301,7 @@ class HistoryRecorder:
         if self._unit is not None:
             self._unit.abort()
             self._unit = None
-        self._filled, self._pending, self._pending_rows = 0, [], 0
+        self._filled, self._pending, self._pending_rows, self._block = 0, [], 0, None
         if self._owns_writer:
             self.writer.close()
 
@@ -313,7 +343,8 @@ def _single_steps(step: tuple) -> list[tuple]:
              None if value is None else value[t], None, n, 1) for t in range(T)]
 
 
-_IMMUTABLE = (int, float, bool, np.generic, type(None))
+_SCALARS = (int, float, bool, np.generic)
+_IMMUTABLE = (*_SCALARS, type(None))
 
 
 def _kept(value: Any) -> Any:
