@@ -45,8 +45,8 @@ class StepBlock:
                     continue
                 if type(value) is np.ndarray:
                     size = value.size
-                elif hasattr(value, "numel"):  # a torch tensor: copied through numpy if it is on the CPU
-                    size = value.numel()
+                elif hasattr(value, "numel"):  # a torch tensor on the CPU, without grad: through its numpy view
+                    size, value = value.numel(), value.numpy()
                 else:
                     return False
                 if size != self._sizes[i] and not (size == 1 and i == 6):
