@@ -15,6 +15,7 @@ Each figure is the mean over the seeds, with each seed's figures (``per_seed``) 
     python benchmarks/recorder_overhead.py --config configs/gym/recorder_overhead.yaml  # 20k steps, 2 seeds
     python benchmarks/recorder_overhead.py --quick    # 4k steps, 1 repeat, about two minutes
     python benchmarks/recorder_overhead.py --profile CartPole-v1   # where the recorder's time goes (cProfile)
+    python benchmarks/recorder_overhead.py --plain    # HistoryRecorder.step alone, microseconds a call
 """
 from __future__ import annotations
 
@@ -84,6 +85,34 @@ def profile(env_id: str, steps: int, seed: int) -> None:
     pstats.Stats(prof).sort_stats("cumulative").print_stats(r"ad/record|ad/history|recorder_overhead", 25)
 
 
+def plain(steps: int) -> None:
+    """Print the microseconds of one ``HistoryRecorder.step`` call in a loop (CartPole's shapes, one stream), for
+    a hand-written loop's values (numpy observation, Python scalars) and an SB3-style step's (torch tensors)."""
+    import gymnasium as gym
+    import numpy as np
+    import torch
+
+    from ad.record import HistoryRecorder
+
+    obs_space, action_space = gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete(2)
+    obs, tensor, action = np.zeros(4, np.float32), torch.zeros(1, 4), np.zeros(1, np.int64)
+    kinds = {"numpy observation, Python scalars": lambda rec: rec.step(obs, 1, 1.0, False, False, logprob=-0.5,
+                                                                       update=0, value=0.5),
+             "torch tensors (as SB3 makes them)": lambda rec: rec.step(
+                 tensor, action, np.ones(1, np.float32), np.zeros(1, bool), np.zeros(1, bool),
+                 logprob=torch.zeros(1), update=0, value=torch.zeros(1, 1))}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (kind, call) in enumerate(kinds.items()):
+            rec = HistoryRecorder(Path(tmp) / str(i), task="t", observation_space=obs_space, action_space=action_space,
+                                  value=True)
+            begin = time.perf_counter()
+            for _ in range(steps):
+                call(rec)
+            rec.close()
+            print(f"HistoryRecorder.step, {kind}: {(time.perf_counter() - begin) / steps * 1e6:.1f} us a step "
+                  f"({steps} steps, flushes and closing included)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="4k steps a run, 1 repeat")
@@ -94,6 +123,7 @@ def main() -> None:
     parser.add_argument("--note", default="", help="words appended to each figure's name (e.g. the machine's load)")
     parser.add_argument("--profile", metavar="ENV", default=None,
                         help="print a cProfile of the recorder in one run on this env (first seed) and exit")
+    parser.add_argument("--plain", action="store_true", help="time HistoryRecorder.step alone and exit")
     args = parse_args(parser)
     steps, repeats = (4096, 1) if args.quick else (args.steps, args.repeats)
     import torch
@@ -101,6 +131,9 @@ def main() -> None:
     torch.set_num_threads(1)
     if args.profile:
         profile(args.profile, steps, args.seeds[0])
+        return
+    if args.plain:
+        plain(steps)
         return
     seeds = " ".join(map(str, args.seeds))
     note = f", {args.note}" if args.note else ""

@@ -10,6 +10,7 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import Logger
 
+from ad.errors import UserError
 from ad.history import HistoryReader
 from ad.record import HistoryRecorder
 from ad.record.sb3 import HistoryCallback
@@ -170,3 +171,16 @@ def test_plain_loop_rows_are_the_same_through_preallocated_rows_and_as_given(tmp
         tables.append(table.sort_values(["stream", "episode", "step"], kind="stable").reset_index(drop=True))
     _assert_same(*(t[COLUMNS] for t in tables))
     assert len(tables[0]) == 1500 + 2 * 1700 + 20 and tables[0].episode.max() > 10
+
+
+def test_steps_refuses_values_without_time_and_stream_dimensions(tmp_path):
+    spaces = dict(observation_space=gym.spaces.Box(-1, 1, (2,)), action_space=gym.spaces.Discrete(2))
+    rec = HistoryRecorder(tmp_path / "d", task="t", **spaces)
+    with pytest.raises(UserError, match="time, stream"):
+        rec.steps(np.zeros((4, 2)), np.zeros(4), np.zeros(4), np.zeros(4, bool), np.zeros(4, bool),
+                  logprob=np.zeros(4))
+    with pytest.raises(UserError, match="does not fit"):  # one stream's obs given for two
+        rec.steps(np.zeros((4, 2)), np.zeros((4, 2)), np.zeros((4, 2)), np.zeros((4, 2), bool),
+                  np.zeros((4, 2), bool), logprob=np.zeros((4, 2)))
+        rec.flush()
+    rec.abort()

@@ -4,6 +4,8 @@
                           action_space=env.action_space)
     ...  # in the training loop, for every env step:
     rec.step(obs, action, reward, terminated, truncated, logprob=logp, update=n_updates)
+    # or, where the loop keeps a rollout in (time, env) arrays, once per rollout:
+    rec.steps(obs_buf, action_buf, reward_buf, terminated_buf, truncated_buf, logprob=logp_buf, update=n_updates)
     rec.close()                                     # commits the unit (task x run); until then it is invisible
 
 One recorder writes one *unit* (a task x run) of a dataset through :class:`ad.history.HistoryWriter`, so it is
@@ -339,8 +341,16 @@ def _single_steps(step: tuple) -> list[tuple]:
     except ValueError:
         raise UserError(f"update of shape {np.shape(update)} does not fit {T} steps of {n} stream(s); give one "
                         "int or an array broadcastable to (time, stream)") from None
-    return [(obs[t], action[t], reward[t], terminated[t], truncated[t], logprob[t], update[t],
-             None if value is None else value[t], None, n, 1) for t in range(T)]
+    fields = []
+    for what, values in zip(("obs", "action", "reward", "terminated", "truncated", "logprob", "value"),
+                            (obs, action, reward, terminated, truncated, logprob, value)):
+        values = None if values is None else np.asarray(values)
+        if values is not None and (values.ndim == 0 or values.shape[0] != T):
+            raise UserError(f"{what} of shape {values.shape} does not fit {T} steps of {n} stream(s); give values "
+                            "with leading dimensions (time, stream)")
+        fields.append(values)
+    return [(*(f[t] for f in fields[:6]), update[t],
+             None if fields[6] is None else fields[6][t], None, n, 1) for t in range(T)]
 
 
 _SCALARS = (int, float, bool, np.generic)
