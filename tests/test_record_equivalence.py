@@ -128,8 +128,8 @@ def test_plain_loop_values_reused_in_place_are_recorded_as_given(tmp_path):
 
 
 def _plain_calls(seed=0):
-    """A plain loop's step() calls: 1 then 2 streams, numpy arrays, Python scalars, lists and torch tensors, with a
-    steps() batch in between; more rows than one flush holds."""
+    """A plain loop's step() calls: 1 then 2 streams, numpy arrays, Python scalars, lists and torch tensors (one
+    requiring grad), with a steps() batch in between; more rows than one flush holds."""
     import torch
 
     rng = np.random.default_rng(seed)
@@ -145,6 +145,8 @@ def _plain_calls(seed=0):
             kwargs = dict(obs=torch.as_tensor(obs) if t % 3 == 0 else obs, action=action, reward=reward,
                           terminated=done, truncated=np.zeros(n, bool), update=np.full(n, t // 100),
                           logprob=logprob.tolist() if t % 5 == 0 else logprob, value=torch.as_tensor(reward))
+            if t % 11 == 0:  # a tensor that requires grad has no numpy view: kept as given
+                kwargs["logprob"] = torch.as_tensor(logprob, dtype=torch.float32).requires_grad_()
         calls.append(("step", n, kwargs))
         if t == 2000:
             batch = dict(obs=rng.normal(size=(10, 2, 2)), action=rng.integers(3, size=(10, 2)),

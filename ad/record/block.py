@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-_SCALARS = (int, float, bool, np.generic)
+#: Python and numpy scalars: one value, immutable.
+SCALARS = (int, float, bool, np.generic)
 
 
 class StepBlock:
@@ -35,7 +36,7 @@ class StepBlock:
             for i, (array, value) in enumerate(zip(self.arrays, values)):
                 if array is None:
                     continue
-                if isinstance(value, _SCALARS):
+                if isinstance(value, SCALARS):
                     if self._sizes[i] != 1 and i != 6:  # one value for several streams: only update may
                         return False
                     if one and array.ndim == 2:

@@ -21,7 +21,7 @@ import numpy as np
 
 from ad.errors import UserError
 from ad.history import HistorySpec, HistoryWriter
-from ad.record.block import StepBlock
+from ad.record.block import SCALARS, StepBlock
 from ad.record.spaces import buffer_for, column_for_space, from_space, space_to_dict
 
 #: Rows buffered before they are checked and handed to the unit writer.
@@ -101,7 +101,7 @@ class HistoryRecorder:
             self._check_open()
         if self.value and value is None:
             raise UserError("this recorder records values (value=True): pass value= to step()")
-        n = 1 if isinstance(reward, _SCALARS) else int(np.size(reward))
+        n = 1 if isinstance(reward, SCALARS) else int(np.size(reward))
         values = (obs, action, reward, terminated, truncated, logprob, update, value)
         if streams is None and n:
             block = self._block
@@ -353,8 +353,7 @@ def _single_steps(step: tuple) -> list[tuple]:
              None if fields[6] is None else fields[6][t], None, n, 1) for t in range(T)]
 
 
-_SCALARS = (int, float, bool, np.generic)
-_IMMUTABLE = (*_SCALARS, type(None))
+_IMMUTABLE = (*SCALARS, type(None))
 
 
 def _kept(value: Any) -> Any:
