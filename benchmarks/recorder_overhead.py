@@ -1,14 +1,21 @@
-"""Recorder overhead: Stable-Baselines3 PPO env steps/s with the history callback vs without, on CartPole-v1 and
-LunarLander-v3, measured two ways in one process:
+"""Recorder overhead: SB3 PPO env steps/s with the history recorder vs without it (CartPole-v1, LunarLander-v3).
 
-- in-run: the recorder runs synchronously inside `learn` (its callback, and closing the unit afterwards), so its cost
-  is the time spent there; the run's steps/s is compared with the same run's steps/s less that time (the same work,
-  free of run-to-run noise; the headline);
-- A/B: separate runs with and without it, same seeds, alternated, the fastest of the repeats each (noisy on a
+Stable-Baselines3 PPO with the history callback vs without, on CartPole-v1 and LunarLander-v3, two seeds, measured
+two ways in one process:
+
+- in-run: the recorder runs synchronously inside `learn` (its callback's hooks: every step, every rollout's end, and
+  closing the unit afterwards), so its cost is the time spent there; the run's steps/s is compared with the same
+  run's steps/s less that time (the same work, free of run-to-run noise; the headline);
+- A/B: separate runs with and without it, same seed, alternated, the fastest of the repeats each (noisy on a
   shared machine: PPO's updates dominate a run and vary by more than the recorder costs).
 
-    python benchmarks/recorder_overhead.py            # 20k steps a run, 3 repeats
-    python benchmarks/recorder_overhead.py --quick    # 4k steps, 2 repeats, under a minute
+Each figure is the mean over the seeds, with each seed's figures (``per_seed``) and the range of their ratios
+(``spread``).
+
+    python benchmarks/recorder_overhead.py --config configs/gym/recorder_overhead.yaml  # 20k steps, 2 seeds
+    python benchmarks/recorder_overhead.py --quick    # 4k steps, 1 repeat, about two minutes
+    python benchmarks/recorder_overhead.py --profile CartPole-v1   # where the recorder's time goes (cProfile)
+    python benchmarks/recorder_overhead.py --plain    # HistoryRecorder.step alone, microseconds a call
 """
 from __future__ import annotations
 
@@ -17,14 +24,16 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import figure, parse_args, report  # noqa: E402
 
 ENVS = ("CartPole-v1", "LunarLander-v3")
+HOOKS = ("_on_training_start", "_on_rollout_start", "_on_step", "_on_rollout_end", "_on_training_end")
 
 
-def one_run(env_id: str, steps: int, record: bool, work: Path, index: int) -> tuple[float, float]:
+def one_run(env_id: str, steps: int, record: bool, work: Path, index: int, seed: int = 0) -> tuple[float, float]:
     """(env steps/s of one PPO learn call, seconds of it spent in the recorder) (the recorder writing a dataset
     under ``work`` if ``record``)."""
     import gymnasium as gym
@@ -33,22 +42,14 @@ def one_run(env_id: str, steps: int, record: bool, work: Path, index: int) -> tu
     from ad.record import HistoryRecorder
 
     env = gym.make(env_id)
-    model = PPO("MlpPolicy", env, seed=0, device="cpu", verbose=0)
+    model = PPO("MlpPolicy", env, seed=seed, device="cpu", verbose=0)
     callback, recorder, spent = None, None, [0.0]
     if record:
-        recorder = HistoryRecorder(work / f"{env_id}-{index}", task="t", observation_space=env.observation_space,
+        recorder = HistoryRecorder(work / f"{env_id}-{seed}-{index}", task="t", observation_space=env.observation_space,
                                    action_space=env.action_space, value=True, env_id=env_id)
         callback = recorder.sb3_callback()
-        on_step = callback._on_step  # the callback's own work, timed around each call
-
-        def timed_step() -> bool:
-            begin = time.perf_counter()
-            try:
-                return on_step()
-            finally:
-                spent[0] += time.perf_counter() - begin
-
-        callback._on_step = timed_step
+        for name in HOOKS:  # the callback's own work, timed around each call
+            setattr(callback, name, _timed(getattr(callback, name), spent))
     start = time.perf_counter()
     model.learn(steps, callback=callback)
     if recorder is not None:
@@ -58,40 +59,121 @@ def one_run(env_id: str, steps: int, record: bool, work: Path, index: int) -> tu
     return model.num_timesteps / (time.perf_counter() - start), spent[0]
 
 
+def _timed(hook: Any, spent: list[float]) -> Any:
+    def timed(*args: Any) -> Any:
+        begin = time.perf_counter()
+        try:
+            return hook(*args)
+        finally:
+            spent[0] += time.perf_counter() - begin
+    return timed
+
+
+def profile(env_id: str, steps: int, seed: int) -> None:
+    """Print where one recorded PPO run spends the recorder's time (cProfile, the recorder's functions)."""
+    import cProfile
+    import pstats
+
+    with tempfile.TemporaryDirectory() as tmp:
+        one_run(env_id, 256, True, Path(tmp), -1, seed)  # imports and first-write costs out of the profile
+        prof = cProfile.Profile()
+        prof.enable()
+        rate, spent = one_run(env_id, steps, True, Path(tmp), 0, seed)
+        prof.disable()
+    print(f"{env_id}, {steps} steps, seed {seed}: {rate:.0f} steps/s with the recorder (under cProfile); recorder "
+          f"{spent:.3f} s = {spent / steps * 1e6:.1f} us a step, {spent * rate / steps:.1%} of the run")
+    pstats.Stats(prof).sort_stats("cumulative").print_stats(r"ad/record|ad/history|recorder_overhead", 25)
+
+
+def plain(steps: int) -> None:
+    """Print the microseconds of one ``HistoryRecorder.step`` call in a loop (CartPole's shapes, one stream), for
+    a hand-written loop's values (numpy observation, Python scalars) and an SB3-style step's (torch tensors)."""
+    import gymnasium as gym
+    import numpy as np
+    import torch
+
+    from ad.record import HistoryRecorder
+
+    obs_space, action_space = gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete(2)
+    obs, tensor, action = np.zeros(4, np.float32), torch.zeros(1, 4), np.zeros(1, np.int64)
+    kinds = {"numpy observation, Python scalars": lambda rec: rec.step(obs, 1, 1.0, False, False, logprob=-0.5,
+                                                                       update=0, value=0.5),
+             "torch tensors (as SB3 makes them)": lambda rec: rec.step(
+                 tensor, action, np.ones(1, np.float32), np.zeros(1, bool), np.zeros(1, bool),
+                 logprob=torch.zeros(1), update=0, value=torch.zeros(1, 1))}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (kind, call) in enumerate(kinds.items()):
+            for n in (256, steps):  # the first, short run takes a process's first-write costs (imports)
+                rec = HistoryRecorder(Path(tmp) / f"{i}-{n}", task="t", observation_space=obs_space,
+                                      action_space=action_space, value=True)
+                begin = time.perf_counter()
+                for _ in range(n):
+                    call(rec)
+                rec.close()
+            print(f"HistoryRecorder.step, {kind}: {(time.perf_counter() - begin) / steps * 1e6:.1f} us a step "
+                  f"({steps} steps, flushes and closing included)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="4k steps a run, 2 repeats")
+    parser.add_argument("--quick", action="store_true", help="4k steps a run, 1 repeat")
     parser.add_argument("--steps", type=int, default=20_000, help="env steps of each PPO run")
-    parser.add_argument("--repeats", type=int, default=3, help="runs of each variant (alternated); the fastest counts")
+    parser.add_argument("--repeats", type=int, default=2,
+                        help="runs of each variant per seed (alternated); the fastest counts")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="PPO seeds (each a separate run)")
+    parser.add_argument("--note", default="", help="words appended to each figure's name (e.g. the machine's load)")
+    parser.add_argument("--profile", metavar="ENV", default=None,
+                        help="print a cProfile of the recorder in one run on this env (first seed) and exit")
+    parser.add_argument("--plain", action="store_true", help="time HistoryRecorder.step alone and exit")
     args = parse_args(parser)
-    steps, repeats = (4096, 2) if args.quick else (args.steps, args.repeats)
+    steps, repeats = (4096, 1) if args.quick else (args.steps, args.repeats)
     import torch
 
     torch.set_num_threads(1)
+    if args.profile:
+        profile(args.profile, steps, args.seeds[0])
+        return
+    if args.plain:
+        plain(steps)
+        return
+    seeds = " ".join(map(str, args.seeds))
+    note = f", {args.note}" if args.note else ""
     figures = []
     with tempfile.TemporaryDirectory() as tmp:
         for env_id in ENVS:
-            best = {True: 0.0, False: 0.0}
-            in_run = []  # (steps/s with the recorder, steps/s of the same run less the recorder's time)
-            for i in range(repeats):
-                for record in (False, True):
-                    rate, spent = one_run(env_id, steps, record, Path(tmp), i)
-                    best[record] = max(best[record], rate)
-                    if record:
-                        in_run.append((rate, steps / (steps / rate - spent)))
-            rate, without = max(in_run)
-            figures.append(figure(f"SB3 PPO env steps/s with the history recorder vs the same run less the recorder's "
-                                  f"time, {env_id}, {steps} steps", "steps/s", rate, without,
-                                  ">= 0.952 (slowdown <= 1.05x)"))
-            figures.append(figure(f"SB3 PPO env steps/s with the history recorder vs separate runs without it, {env_id}, "
-                                  f"{steps} steps, fastest of {repeats} (noisy)", "steps/s", best[True], best[False],
-                                  "-"))
+            in_run, ab = [], []  # per seed: (steps/s with the recorder, without it)
+            for seed in args.seeds:
+                best = {True: 0.0, False: 0.0}
+                runs = []  # (steps/s with the recorder, steps/s of the same run less the recorder's time)
+                for i in range(repeats):
+                    for record in (False, True):
+                        rate, spent = one_run(env_id, steps, record, Path(tmp), i, seed)
+                        best[record] = max(best[record], rate)
+                        if record:
+                            runs.append((rate, steps / (steps / rate - spent)))
+                in_run.append(max(runs))
+                ab.append((best[True], best[False]))
+            figures.append(_over_seeds(
+                f"SB3 PPO env steps/s with the history recorder vs the same run less the recorder's time, {env_id}, "
+                f"{steps} steps, seeds {seeds}{note}", in_run, args.seeds, "ratio >= 0.952 (slowdown <= 1.05x)"))
+            figures.append(_over_seeds(
+                f"SB3 PPO env steps/s with the history recorder vs separate runs without it, {env_id}, {steps} "
+                f"steps, seeds {seeds}, fastest of {repeats} (noisy){note}", ab, args.seeds, "-"))
     if not args.quick:  # the headline: the env where the recorder costs most (in-run)
         worst = min(figures[::2], key=lambda f: f["ratio"])
-        worst.update(headline=True, short=f"SB3 PPO env steps/s with the recorder, {worst['figure'].split(', ')[1]}",
-                     vs="without it")
+        worst.update(headline=True, short=f"SB3 PPO env steps/s with the recorder, {worst['figure'].split(', ')[1]}"
+                     f" (seeds {seeds})", vs="without it")
     report("recorder_overhead", figures, args.quick, capability="Recording any training run (ad.record)", page="gym",
            config=None if args.quick else "configs/gym/recorder_overhead.yaml")
+
+
+def _over_seeds(name: str, pairs: list[tuple[float, float]], seeds: list[int], goal: str) -> dict[str, Any]:
+    """One figure: the mean over the seeds of (ours, reference), each seed's figures and the range of the ratios."""
+    fig = figure(name, "steps/s", sum(p[0] for p in pairs) / len(pairs), sum(p[1] for p in pairs) / len(pairs), goal)
+    fig["per_seed"] = [{"seed": s, "ours": o, "reference": r, "ratio": o / r} for s, (o, r) in zip(seeds, pairs)]
+    ratios = [o / r for o, r in pairs]
+    fig["spread"] = [min(ratios), max(ratios)]
+    return fig
 
 
 if __name__ == "__main__":

@@ -203,6 +203,29 @@ _NUMPY_TYPES = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, 
                 pa.float32(): np.float32, pa.float64(): np.float64, pa.bool_(): np.bool_}
 
 
+def numpy_to_arrow(arr: np.ndarray, arrow_type: pa.DataType) -> pa.Array:
+    """A 1-D numpy array of ``arrow_type``'s numpy type (bool, integer or float) as a pyarrow array, from its buffer:
+    ``pa.array`` imports pandas at its first call in a process (about a second) where pandas is installed."""
+    data = np.packbits(arr, bitorder="little") if pa.types.is_boolean(arrow_type) else np.ascontiguousarray(arr)
+    return pa.Array.from_buffers(arrow_type, len(arr), [None, pa.py_buffer(data)])
+
+
+def repeated_string(value: str, n: int) -> pa.Array:
+    """``value`` n times as a pyarrow string array (``pa.scalar`` imports pandas at its first call too)."""
+    data = value.encode()
+    if n * len(data) >= 2**31:
+        return pa.repeat(pa.scalar(value), n)
+    offsets = np.arange(n + 1, dtype=np.int32) * np.int32(len(data))
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
+
+
+def arrow_to_numpy(arr: pa.Array) -> np.ndarray:
+    """An integer or float pyarrow array without nulls as a numpy view of its buffer (``to_numpy`` also imports
+    pandas at its first call)."""
+    dtype = np.dtype(_NUMPY_TYPES[arr.type])
+    return np.frombuffer(arr.buffers()[1], dtype=dtype, count=len(arr), offset=arr.offset * dtype.itemsize)
+
+
 def _to_arrow(name: str, values: Any, arrow_type: pa.DataType, where: str, spec: HistorySpec) -> pa.Array:
     if pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type) or pa.types.is_boolean(arrow_type):
         arr = np.asarray(values)
@@ -222,12 +245,12 @@ def _to_arrow(name: str, values: Any, arrow_type: pa.DataType, where: str, spec:
                     raise SchemaError(f"{where}: column {name!r} has value {bad} outside 0..{column_spec.n - 1}")
         elif arr.dtype.kind not in "fiu":
             raise SchemaError(f"{where}: column {name!r} must be numeric, got {arr.dtype}")
-        return pa.array(arr.astype(_NUMPY_TYPES[arrow_type], copy=False), type=arrow_type)
+        return numpy_to_arrow(arr.astype(_NUMPY_TYPES[arrow_type], copy=False), arrow_type)
     if pa.types.is_fixed_size_list(arrow_type):
         arr = np.asarray(values, dtype=np.float32)
         if arr.ndim != 2 or arr.shape[1] != arrow_type.list_size:
             raise SchemaError(f"{where}: column {name!r} must have shape (n, {arrow_type.list_size}), got {arr.shape}")
-        return pa.FixedSizeListArray.from_arrays(pa.array(arr.reshape(-1)), arrow_type.list_size)
+        return pa.FixedSizeListArray.from_arrays(numpy_to_arrow(arr.reshape(-1), pa.float32()), arrow_type.list_size)
     try:
         return pa.array(values, type=arrow_type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as err:

@@ -23,7 +23,7 @@ from ad.history import layout
 from ad.history.lock import DatasetLock
 from ad.history.manifest import read_manifest, settings_differences
 from ad.history.provenance import now_iso, provenance
-from ad.history.spec import SCHEMA_VERSION, HistorySpec
+from ad.history.spec import SCHEMA_VERSION, HistorySpec, arrow_to_numpy, numpy_to_arrow, repeated_string
 from ad.history.storage import Location
 
 #: Key of the JSON header in every shard's Parquet schema metadata.
@@ -375,13 +375,13 @@ class UnitWriter:
             return
         names = list(self._buffer[0])
         merged = {n: pa.concat_arrays([b[n] for b in self._buffer]) for n in names}
-        stream = merged["stream"].to_numpy()
+        stream = arrow_to_numpy(merged["stream"])
         if stream.size > 1 and np.any(stream[1:] < stream[:-1]):
-            order = pa.array(np.argsort(stream, kind="stable"))
+            order = numpy_to_arrow(np.argsort(stream, kind="stable"), pa.int64())
             merged = {n: a.take(order) for n, a in merged.items()}
         n = len(stream)
-        merged["task"] = pa.repeat(pa.scalar(self.task), n)
-        merged["run"] = pa.array(np.full(n, self.run, np.int32))
+        merged["task"] = repeated_string(self.task, n)
+        merged["run"] = numpy_to_arrow(np.full(n, self.run, np.int32), pa.int32())
         table = pa.Table.from_arrays([merged[f.name] for f in self.schema], schema=self.schema)
         if self._shard is None:
             self._open_shard()

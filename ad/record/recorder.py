@@ -4,6 +4,8 @@
                           action_space=env.action_space)
     ...  # in the training loop, for every env step:
     rec.step(obs, action, reward, terminated, truncated, logprob=logp, update=n_updates)
+    # or, where the loop keeps a rollout in (time, env) arrays, once per rollout:
+    rec.steps(obs_buf, action_buf, reward_buf, terminated_buf, truncated_buf, logprob=logp_buf, update=n_updates)
     rec.close()                                     # commits the unit (task x run); until then it is invisible
 
 One recorder writes one *unit* (a task x run) of a dataset through :class:`ad.history.HistoryWriter`, so it is
@@ -19,6 +21,7 @@ import numpy as np
 
 from ad.errors import UserError
 from ad.history import HistorySpec, HistoryWriter
+from ad.record.block import SCALARS, StepBlock
 from ad.record.spaces import buffer_for, column_for_space, from_space, space_to_dict
 
 #: Rows buffered before they are checked and handed to the unit writer.
@@ -77,7 +80,9 @@ class HistoryRecorder:
         self._columns = self._empty_columns(FLUSH_ROWS)  # for steps of varying streams (see flush)
         self._filled = 0
         self._pending: list[tuple] = []  # steps as given, converted together at the next flush
+        self._block: StepBlock | None = None  # single steps of streams 0..n-1, copied into preallocated rows
         self._pending_rows = 0
+        self._before_close: list[Any] = []  # callables that hand over steps still held elsewhere (SB3's rollout)
 
     # ------------------------------------------------------------------ writing
     def step(self, obs: Any, action: Any, reward: Any, terminated: Any, truncated: Any, *, logprob: Any,
@@ -87,26 +92,79 @@ class HistoryRecorder:
         ``obs`` is the observation the action was chosen in (not the next one). Scalars record one stream
         (stream 0); arrays with a leading dimension of N record streams ``0..N-1`` (or ``streams``).
         ``logprob`` is the behaviour policy's log-probability of ``action``; ``update`` the number of policy
-        updates made before the action was chosen (one int, or one per stream). Steps are buffered as given and
-        converted, checked (shape, range, finiteness) and counted into episodes together when they are flushed,
-        before anything is written, so recording costs the training loop little.
+        updates made before the action was chosen (one int, or one per stream). Steps are copied into preallocated
+        rows (or, where a value does not fit one, kept as given) and converted, checked (shape, range, finiteness)
+        and counted into episodes together when they are flushed, before anything is written, so recording costs
+        the training loop little.
         """
         if self._unit is None:
-            raise UserError(f"unit task={self.task} run={self.run} is already complete in {self.writer.location}; "
-                            "skip its training (check HistoryRecorder.complete) or record another run")
+            self._check_open()
         if self.value and value is None:
             raise UserError("this recorder records values (value=True): pass value= to step()")
-        n = int(np.size(reward))
-        obs, action, logprob = _kept(obs), _kept(action), _kept(logprob)
-        value = None if value is None else _kept(value)
-        self._pending.append((obs, action, reward, terminated, truncated, logprob, update, value, streams, n))
+        n = 1 if isinstance(reward, SCALARS) else int(np.size(reward))
+        values = (obs, action, reward, terminated, truncated, logprob, update, value)
+        if streams is None and n:
+            block = self._block
+            if block is None or block.n != n:
+                block = self._new_block(n)
+            if block.put(values):
+                self._pending_rows += n
+                if self._pending_rows >= FLUSH_ROWS:
+                    self.flush()
+                return
+        self._seal()
+        self._pending.append((*(_kept(v) for v in values), _kept(streams), n, 1))
         self._pending_rows += n
         if self._pending_rows >= FLUSH_ROWS:
             self.flush()
 
+    def _new_block(self, n: int) -> StepBlock:
+        """Hand the current block's steps on and start one for steps of n streams."""
+        self._seal()
+        obs = (tuple(self.observation_space.shape or ()), self._columns["state"].dtype)
+        action = (tuple(self.action_space.shape or ()), self._columns["action"].dtype)
+        self._block = StepBlock(n, -(-FLUSH_ROWS // n), obs, action, self.value)
+        return self._block
+
+    def _seal(self) -> None:
+        """The block's steps become one buffered (time, stream) batch, in their place among the buffered steps."""
+        block, self._block = self._block, None
+        if block is not None and block.t:
+            self._pending.append((*block.taken(), None, block.n, block.t))
+
+    def steps(self, obs: Any, action: Any, reward: Any, terminated: Any, truncated: Any, *, logprob: Any,
+              update: int | Any = 0, value: Any = None) -> None:
+        """Record T consecutive env steps of N streams at once (a rollout as a batched loop keeps it).
+
+        Every value has leading dimensions (T, N) (time, then stream ``0..N-1``), e.g. ``obs`` (T, N, *obs_shape)
+        and ``reward`` (T, N); ``update`` is one int or an array broadcastable to (T, N) (for instance (T, 1)).
+        The rows are the ones T calls of :meth:`step`, one per time step, would record, for a T-th of the cost.
+        """
+        self._check_open()
+        if self.value and value is None:
+            raise UserError("this recorder records values (value=True): pass value= to steps()")
+        self._seal()
+        shape = np.shape(reward)
+        if len(shape) != 2:
+            raise UserError(f"steps() takes values with leading dimensions (time, stream); reward has shape {shape}")
+        T, n = int(shape[0]), int(shape[1])
+        if T * n == 0:
+            return
+        kept = [_kept(v) for v in (obs, action, reward, terminated, truncated, logprob, update, value)]
+        self._pending.append((*kept, None, n, T))
+        self._pending_rows += T * n
+        if self._pending_rows >= FLUSH_ROWS:
+            self.flush()
+
+    def _check_open(self) -> None:
+        if self._unit is None:
+            raise UserError(f"unit task={self.task} run={self.run} is already complete in {self.writer.location}; "
+                            "skip its training (check HistoryRecorder.complete) or record another run")
+
     def flush(self) -> None:
         """Convert and check the buffered steps and hand them to the unit writer (still invisible until
         :meth:`close`)."""
+        self._seal()
         if not self._pending or self._unit is None:
             return
         steps, self._pending, self._pending_rows = self._pending, [], 0
@@ -115,7 +173,8 @@ class HistoryRecorder:
             cols = self._columns_of_uniform(steps, n)  # every step: the same streams 0..n-1
         else:
             for step in steps:
-                self._write_step(*step)
+                for one in _single_steps(step):
+                    self._write_step(*one)
             cols = {name: values[:self._filled].copy() for name, values in self._columns.items()}
             self._filled = 0
         for name in ("state", "action", "reward", "logprob", "value"):
@@ -130,14 +189,20 @@ class HistoryRecorder:
         self._unit.append({name: values[order] for name, values in cols.items()})
 
     def _columns_of_uniform(self, steps: list[tuple], n: int) -> dict[str, np.ndarray]:
-        """The columns of S buffered steps that each recorded streams 0..n-1, converted all at once."""
-        S = len(steps)
+        """The columns of the buffered steps (single steps and blocks of steps) that each recorded streams 0..n-1,
+        converted all at once; S is the number of time steps."""
+        S = sum(s[10] for s in steps)
         if n > self._episode.shape[0]:
             self._grow(n)
 
         def stacked(i: int, dtype: Any, trailing: tuple[int, ...] = ()) -> np.ndarray:
             try:
-                return np.stack([np.asarray(s[i], dtype=dtype).reshape(n, *trailing) for s in steps])  # (S, n, ...)
+                if i == 6:  # update: one int, or one per stream (and per time step for a block)
+                    parts = [np.broadcast_to(np.asarray(s[i], dtype=dtype).reshape(-1) if s[10] == 1
+                                             else np.asarray(s[i], dtype=dtype), (s[10], n)) for s in steps]
+                else:
+                    parts = [np.asarray(s[i], dtype=dtype).reshape(s[10], n, *trailing) for s in steps]
+                return parts[0] if len(parts) == 1 else np.concatenate(parts)  # (S, n, ...)
             except (ValueError, TypeError):
                 what = ("obs", "action", "reward", "terminated", "truncated", "logprob", "update", "value")[i]
                 raise UserError(f"{what} of a step does not fit {n} stream(s) (shapes: "
@@ -150,8 +215,7 @@ class HistoryRecorder:
         terminated, truncated = stacked(3, bool), stacked(4, bool)  # (S, n)
         cols["terminated"], cols["truncated"] = terminated.reshape(-1), truncated.reshape(-1)
         cols["logprob"] = stacked(5, np.float32).reshape(-1)
-        cols["update"] = np.broadcast_to(np.stack([np.asarray(s[6], np.int64).reshape(-1) for s in steps]),
-                                         (S, n)).reshape(-1)
+        cols["update"] = stacked(6, np.int64).reshape(-1)
         if self.value:
             cols["value"] = stacked(7, np.float32).reshape(-1)
         # episode and step of every row, from each stream's counters and the episode ends before it
@@ -168,7 +232,7 @@ class HistoryRecorder:
         return cols
 
     def _write_step(self, obs: Any, action: Any, reward: Any, terminated: Any, truncated: Any, logprob: Any,
-                    update: Any, value: Any, streams: Any, n: int) -> None:
+                    update: Any, value: Any, streams: Any, n: int, _steps: int = 1) -> None:
         """One buffered step into the column buffers (steps with their own stream ids or stream counts)."""
         if streams is None:
             stream, needed = _STREAMS[:n], n
@@ -221,6 +285,8 @@ class HistoryRecorder:
         record = None
         if self._unit is not None:
             try:
+                for hand_over in self._before_close:
+                    hand_over()
                 self.flush()
             except BaseException:
                 self.abort()
@@ -237,7 +303,7 @@ class HistoryRecorder:
         if self._unit is not None:
             self._unit.abort()
             self._unit = None
-        self._filled, self._pending, self._pending_rows = 0, [], 0
+        self._filled, self._pending, self._pending_rows, self._block = 0, [], 0, None
         if self._owns_writer:
             self.writer.close()
 
@@ -264,14 +330,43 @@ class HistoryRecorder:
         self._step = np.concatenate([self._step, np.zeros(grow, np.int32)])
 
 
+def _single_steps(step: tuple) -> list[tuple]:
+    """A buffered entry as single steps (a block of T steps from :meth:`HistoryRecorder.steps` as T of them)."""
+    T = step[10]
+    if T == 1:
+        return [step]
+    obs, action, reward, terminated, truncated, logprob, update, value, streams, n, _ = step
+    try:
+        update = np.broadcast_to(np.asarray(update, np.int64), (T, n))
+    except ValueError:
+        raise UserError(f"update of shape {np.shape(update)} does not fit {T} steps of {n} stream(s); give one "
+                        "int or an array broadcastable to (time, stream)") from None
+    fields = []
+    for what, values in zip(("obs", "action", "reward", "terminated", "truncated", "logprob", "value"),
+                            (obs, action, reward, terminated, truncated, logprob, value)):
+        values = None if values is None else np.asarray(values)
+        if values is not None and (values.ndim == 0 or values.shape[0] != T):
+            raise UserError(f"{what} of shape {values.shape} does not fit {T} steps of {n} stream(s); give values "
+                            "with leading dimensions (time, stream)")
+        fields.append(values)
+    return [(*(f[t] for f in fields[:6]), update[t],
+             None if fields[6] is None else fields[6][t], None, n, 1) for t in range(T)]
+
+
+_IMMUTABLE = (*SCALARS, type(None))
+
+
 def _kept(value: Any) -> Any:
     """A value kept until the next flush: numpy arrays are copied (a loop may reuse its arrays in place), a torch
-    tensor is copied to numpy, anything else becomes an array."""
+    tensor is copied to numpy, a Python or numpy scalar (or None) is kept as is (it cannot change), anything else
+    (a list) becomes an array."""
     if isinstance(value, np.ndarray):
         return value.copy()
+    if isinstance(value, _IMMUTABLE):
+        return value
     if hasattr(value, "detach"):  # a torch tensor: .numpy() shares its memory, so copy
         try:
             return value.numpy().copy()
         except (RuntimeError, TypeError):  # it requires grad or lives on a GPU
             return value.detach().cpu().numpy()
-    return np.asarray(value)
+    return np.array(value)

@@ -14,6 +14,11 @@ What each column means per algorithm (env slot ``i`` of SB3's vector env is stre
 - ``value`` (extra column): PPO / A2C the critic's V(s); SAC the smaller of its twin Q(s, a); DQN Q(s, a).
 
 Observations are the ones the policy acted on (after SB3's own wrappers such as VecNormalize).
+
+Cost: for PPO and A2C each env step keeps only its rewards, dones and infos; the observations, actions,
+log-probabilities and values of a rollout are read from SB3's own rollout buffer (its public arrays) when the rollout
+ends and recorded in one batch (:meth:`HistoryRecorder.steps`), the same rows a per-step record gives. SAC and DQN
+are recorded step by step (their log-probabilities and values are not in SB3's replay buffer).
 """
 from __future__ import annotations
 
@@ -40,11 +45,20 @@ class HistoryCallback(BaseCallback):
         self.updates = 0
         self._rollouts = 0
         self._trained = False
+        self._kind = ""
+        self._rollout: list[tuple[np.ndarray, np.ndarray, Any]] = []  # PPO / A2C: (rewards, dones, infos) a step
+        recorder._before_close.append(self._record_rollout)  # a rollout cut short is recorded when it closes
+
+    def on_training_start(self, locals_: dict[str, Any], globals_: dict[str, Any]) -> None:
+        if self._rollout:  # a rollout an exception cut short in an earlier learn call, read before its locals go
+            self._record_rollout()
+        super().on_training_start(locals_, globals_)
 
     def _on_training_start(self) -> None:
         name = type(self.model).__name__
         if name not in SUPPORTED:
             raise UserError(f"the history callback records {', '.join(SUPPORTED)}, not {name}")
+        self.recorder._check_open()  # a unit already complete is refused before any training
         self._kind = name
 
     def _on_rollout_start(self) -> None:
@@ -56,28 +70,72 @@ class HistoryCallback(BaseCallback):
         model = self.model
         if self._kind in ("PPO", "A2C"):
             self._trained = True
+            self._record_rollout()
         else:
             self._trained = model.num_timesteps > model.learning_starts and model.gradient_steps != 0
 
+    def _on_training_end(self) -> None:
+        self._record_rollout()  # a rollout cut short (another callback stopped training)
+
     def _on_step(self) -> bool:
         loc = self.locals
+        if self._kind in ("PPO", "A2C"):  # the rest of the step is read from the rollout buffer at the rollout's end
+            # copies: SB3 adds the bootstrapped value to a truncated step's reward in place after this call
+            self._rollout.append((loc["rewards"].copy(), loc["dones"].copy(), loc["infos"]))
+            return True
         dones = np.asarray(loc["dones"], dtype=bool)
         truncated = dones.copy()
         if dones.any():
             truncated &= np.array([bool(info.get("TimeLimit.truncated", False)) for info in loc["infos"]])
         terminated = dones & ~truncated
-        if self._kind in ("PPO", "A2C"):  # tensors as SB3 made them for this step: converted at the recorder's flush
-            obs = loc["obs_tensor"]
-            action = loc["clipped_actions"]
-            logprob = loc["log_probs"]
-            value = loc["values"]
-        else:
-            obs = self.model._last_obs  # the observation the action was sampled in (SB3 keeps it until after this call)
-            action = loc["actions"]
-            logprob, value = (self._sac if self._kind == "SAC" else self._dqn)(obs, loc)
+        obs = self.model._last_obs  # the observation the action was sampled in (SB3 keeps it until after this call)
+        action = loc["actions"]
+        logprob, value = (self._sac if self._kind == "SAC" else self._dqn)(obs, loc)
         self.recorder.step(obs, action, loc["rewards"], terminated, truncated, logprob=logprob,
                            update=self.updates, value=value if self.recorder.value else None)
         return True
+
+    def _record_rollout(self) -> None:
+        """PPO / A2C: record the steps of the rollout so far, reading what each step acted on from SB3's rollout
+        buffer (observations, actions, log-probabilities and values as the policy produced them)."""
+        steps, self._rollout = self._rollout, []
+        if not steps:
+            return
+        buffer = self.model.rollout_buffer
+        added = buffer.buffer_size if buffer.full else buffer.pos
+        T = len(steps)
+        if not T - 1 <= added <= T:
+            raise RuntimeError(f"the history callback saw {T} steps of this rollout but SB3's rollout buffer holds "
+                               f"{added}; record with one callback per learn call")
+        rewards = np.stack([s[0] for s in steps])  # (T, n_envs)
+        dones = np.stack([s[1] for s in steps]).astype(bool, copy=False)
+        truncated = np.zeros_like(dones)
+        for t, e in zip(*np.nonzero(dones)):
+            truncated[t, e] = bool(steps[t][2][e].get("TimeLimit.truncated", False))
+        terminated = dones & ~truncated
+        if added:
+            self.recorder.steps(buffer.observations[:added], self._env_actions(buffer.actions[:added]),
+                                rewards[:added], terminated[:added], truncated[:added],
+                                logprob=buffer.log_probs[:added], update=self.updates,
+                                value=buffer.values[:added] if self.recorder.value else None)
+        if added < T:  # training stopped at the last step, before SB3 stored it: as SB3 made it (its locals)
+            loc = self.locals
+            self.recorder.step(loc["obs_tensor"], loc["clipped_actions"], rewards[-1], terminated[-1], truncated[-1],
+                               logprob=loc["log_probs"], update=self.updates,
+                               value=loc["values"] if self.recorder.value else None)
+
+    def _env_actions(self, actions: np.ndarray) -> np.ndarray:
+        """Buffered actions (T, n_envs, dim) as the env received them: SB3 clips a Box action to the space's
+        bounds (or unscales it from [-1, 1] for a squashing policy) before the step and stores the raw one."""
+        from gymnasium import spaces
+
+        space = self.model.action_space
+        if not isinstance(space, spaces.Box):
+            return actions
+        actions = actions.reshape(*actions.shape[:2], *space.shape)
+        if self.model.policy.squash_output:
+            return self.model.policy.unscale_action(actions)
+        return np.clip(actions, space.low, space.high)
 
     def _warmup(self) -> bool:
         """Whether this step's action was sampled in the warm-up (uniformly at random)."""

@@ -88,13 +88,16 @@ class RecordVectorHistory(gym.vector.VectorWrapper, _Annotated):
             raise UserError("call env.reset() before env.step()")
         facts = self._consume()
         obs, rewards, terminated, truncated, info = self.env.step(actions)
-        keep = ~self._resetting if self._next_step else np.ones(self.num_envs, dtype=bool)
-        if keep.any():
+        keep = ~self._resetting if self._next_step else None  # None: every env's step is a transition
+        if keep is None or keep.all():  # streams 0..n-1: the recorder's preallocated rows
+            self.recorder.step(self._obs, actions, rewards, terminated, truncated, **facts)
+        elif keep.any():
             picked = {k: _pick(v, keep, self.num_envs) for k, v in facts.items() if v is not None}
             self.recorder.step(_rows(self._obs, keep), _rows(actions, keep), np.asarray(rewards)[keep],
                                np.asarray(terminated)[keep], np.asarray(truncated)[keep],
                                streams=np.flatnonzero(keep), **picked)
-        self._resetting = np.logical_or(terminated, truncated) & keep
+        ended = np.logical_or(terminated, truncated)
+        self._resetting = ended if keep is None else ended & keep
         self._obs = obs
         return obs, rewards, terminated, truncated, info
 
