@@ -27,9 +27,9 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from ad.errors import UserError
+from tasks import vector_tasks
 from tasks.bandit.env import observation_space
 from tasks.bandit.instances import KINDS, OBSERVATIONS, check_arms, parse_task_name, pull_observations, task_means
-from tasks import vector_tasks
 
 #: Pulls' worth of reward noise drawn per sub-env generator call.
 _DRAW_BLOCK = 256

@@ -21,9 +21,9 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from ad.errors import UserError
+from tasks import vector_tasks
 from tasks.darkroom.goals import (NUM_ACTIONS, all_goals, check_size, optimal_return, parse_task_name, start_cell,
                                    transition_table)
-from tasks import vector_tasks
 
 
 class DarkRoomVectorEnv(VectorEnv):

@@ -16,9 +16,9 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
 
+from tasks import vector_tasks
 from tasks.darkroom.vector_env import DarkRoomVectorEnv, room_tasks
 from tasks.keydoor.pairs import Pair, all_pairs, optimal_return, parse_pair, parse_task_name
-from tasks import vector_tasks
 
 
 class KeyDoorVectorEnv(DarkRoomVectorEnv):

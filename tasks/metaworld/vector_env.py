@@ -20,9 +20,9 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from ad.errors import UserError
+from tasks import vector_tasks
 from tasks.metaworld.env import MetaWorldML1Env
 from tasks.metaworld.skills import MAX_EPISODE_STEPS, check_goal, ml1_task, observable_task, parse_task_name
-from tasks import vector_tasks
 
 #: Steps per episode unless set: every ML1 goal of reach-v3, push-v3 and pick-place-v3 (100 each) is reached by
 #: the scripted expert within 78 steps (see docs/experiments/metaworld.md).
