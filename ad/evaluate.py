@@ -120,10 +120,6 @@ def make_eval_env(metadata: dict[str, Any], tasks: list[str], envs_per_task: int
     space = env.single_action_space
     if is_box(space):
         return EvalEnv(env, list(tasks), envs_per_task, optimal, 0, space)
-    if not isinstance(space, gymnasium.spaces.Discrete):
-        env.close()
-        raise UserError(f"in-context evaluation acts with Discrete or Box actions; {env_id}'s action space is "
-                        f"{space}")
     return EvalEnv(env, list(tasks), envs_per_task, optimal, int(space.n))
 
 
