@@ -15,6 +15,7 @@ context itself (its key/value cache and window policy).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -72,6 +73,76 @@ class EvalResult:
         """Mean of return / optimal return per episode."""
         ratio = self.returns / self.optimal[:, None, None]
         return ratio.reshape(-1, self.returns.shape[-1]).mean(0)
+
+
+def make_eval_env(metadata: dict[str, Any], tasks: list[str], envs_per_task: int = 1, *,
+                  gym_id: str | None = None, eval_kwargs: Any = None) -> EvalEnv:
+    """One vector env over ``tasks`` x ``envs_per_task`` of a dataset, built from what it recorded (its
+    ``task_spec`` and per-task entries), for any task family:
+
+    - ``gym_id`` given (the family's registered id; a ``task_spec["env_id"]`` the dataset recorded wins):
+      ``gymnasium.make_vec(id, num_envs, vectorization_mode="vector_entry_point", **eval_kwargs(metadata, tasks))``,
+      the family's own vector env over all the tasks at once;
+    - no ``gym_id`` (a family whose datasets name any Gymnasium id): a same-step-autoreset ``SyncVectorEnv`` with
+      one ``gymnasium.make(task_spec["env_id"], **kwargs)`` per sub-env, each task's kwargs from
+      ``eval_kwargs(metadata, tasks)["tasks"]``.
+
+    ``eval_kwargs`` defaults to :func:`recorded_kwargs` (each task's recorded ``kwargs``). A task's optimal return
+    is the env's own ``optimal`` (one per sub-env) where the vector env reports one, else the dataset's
+    ``tasks[name]["optimal_return"]`` (NaN where neither).
+    """
+    import gymnasium
+    from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+    spec = metadata.get("task_spec") or {}
+    env_id = spec.get("env_id") or gym_id
+    if env_id is None:
+        raise UserError("the dataset does not record its Gymnasium id (task_spec.env_id); regenerate it")
+    recorded = (spec.get("action_space") or {}).get("type")
+    if recorded not in (None, "Discrete", "Box"):
+        raise UserError(f"in-context evaluation acts with Discrete or Box actions; this dataset's action space is "
+                        f"{recorded} ({env_id})")
+    kwargs = (eval_kwargs or recorded_kwargs)(metadata, list(tasks))
+    num_envs = len(tasks) * envs_per_task
+    if gym_id is not None:
+        env = gymnasium.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", **kwargs)
+    else:
+        makers = [functools.partial(_make_task_env, env_id, task_kwargs, name)
+                  for name, task_kwargs in zip(tasks, kwargs["tasks"]) for _ in range(envs_per_task)]
+        env = SyncVectorEnv(makers, autoreset_mode=AutoresetMode.SAME_STEP)
+    own = getattr(env, "optimal", None)
+    if own is not None:
+        optimal = np.asarray(own, dtype=np.float64)[::envs_per_task]
+    else:
+        known = metadata.get("tasks", {})
+        optimal = np.array([np.nan if known.get(t, {}).get("optimal_return") is None else
+                            float(known[t]["optimal_return"]) for t in tasks], dtype=np.float64)
+    space = env.single_action_space
+    if is_box(space):
+        return EvalEnv(env, list(tasks), envs_per_task, optimal, 0, space)
+    return EvalEnv(env, list(tasks), envs_per_task, optimal, int(space.n))
+
+
+def recorded_kwargs(metadata: dict[str, Any], tasks: list[str]) -> dict[str, Any]:
+    """``{"tasks": [kwargs of each task]}``: the env kwargs a dataset recorded per task (``tasks[name]["kwargs"]``,
+    as :mod:`ad.record` writes them); a UserError naming the tasks it holds none for."""
+    known = metadata.get("tasks", {})
+    missing = [t for t in tasks if "kwargs" not in known.get(t, {})]
+    if missing:
+        raise UserError(f"the dataset does not record the env kwargs of {missing[:3]}; regenerate it with the "
+                        f"`ad generate` command that wrote it")
+    return {"tasks": [dict(known[t]["kwargs"]) for t in tasks]}
+
+
+def _make_task_env(env_id: str, kwargs: dict[str, Any], task: str) -> Any:
+    """``gymnasium.make(env_id, **kwargs)`` of one task; a UserError where the env cannot be built here."""
+    import gymnasium
+
+    try:
+        return gymnasium.make(env_id, **kwargs)
+    except (gymnasium.error.Error, ImportError, TypeError, ValueError) as err:
+        raise UserError(f"cannot rebuild env {env_id} of task {task} with {kwargs}: {' '.join(str(err).split())}; "
+                        "install what it needs or pass a dataset of another env") from None
 
 
 class RandomPolicy:

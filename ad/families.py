@@ -16,11 +16,13 @@ read by :mod:`ad.data.splits`, :mod:`ad.commands.evaluate` and the demos):
   column of every history row;
 - **the held-out split**: ``metadata["split"] = {"train": [...], "heldout": [...]}``, seeded by ``--seed``; the
   transformers train on ``train`` tasks only and are evaluated on ``heldout`` ones;
-- **a vectorised env over many tasks**: a ``gymnasium.vector.VectorEnv`` (registered with a
-  ``vector_entry_point``) that the source algorithm runs on and that :attr:`TaskFamily.eval_env` wraps into an
-  :class:`ad.evaluate.EvalEnv` for ``ad eval``;
-- **each task's optimal return**: ``EvalEnv.optimal`` (and ``metadata["tasks"][name]["optimal_return"]`` where
-  the dataset lists tasks), so returns are reported as a fraction of the optimum;
+- **a vectorised env over many tasks**: a ``gymnasium.vector.VectorEnv`` with same-step autoreset, the
+  ``vector_entry_point`` of the Gymnasium id :attr:`TaskFamily.gym_id`; ``ad eval`` builds it with
+  ``gymnasium.make_vec(gym_id, num_envs, vectorization_mode="vector_entry_point", **eval_kwargs(metadata, tasks))``
+  (:attr:`TaskFamily.eval_kwargs` reads the tasks' parameters from the dataset), so a family has no evaluation
+  module;
+- **each task's optimal return**: the vector env's ``optimal`` (one per sub-env) where it reports one, else
+  ``metadata["tasks"][name]["optimal_return"]``, so returns are reported as a fraction of the optimum;
 - **the history columns**: the :class:`ad.history.HistorySpec` the generator writes (``task_spec`` describes the
   state and action spaces to the models).
 - **the task spec**: ``metadata["task_spec"]``, recorded again beside every ``ad train rl`` checkpoint; ``ad eval``
@@ -34,7 +36,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ad.registry import (register, register_default_family, register_demo, register_env_factory,
+from ad.registry import (register, register_default_family, register_demo, register_eval_env,
                          register_optimal_actions)
 
 
@@ -46,7 +48,13 @@ class TaskFamily:
     summary: str  #: one line shown by ``ad --help``
     generate_config: type  #: typed options of the source algorithm (``ad generate <name> --help``)
     generate: Callable[[Any], Any]  #: ``generate(config)``: run the source algorithm, write learning histories
-    eval_env: Callable[..., Any] | None = None  #: ``(metadata, tasks, envs_per_task) -> EvalEnv`` for ``ad eval``
+    #: the registered Gymnasium id (with a ``vector_entry_point``) whose ``gymnasium.make_vec`` builds ``ad eval``'s
+    #: envs over many tasks at once (a dataset that records ``task_spec["env_id"]`` names its own)
+    gym_id: str | None = None
+    #: ``eval_kwargs(metadata, tasks) -> dict``: the ``make_vec`` kwargs that play ``tasks`` with a dataset's recorded
+    #: task spec (default: each task's recorded ``kwargs``, passed as ``tasks=[...]``). A family that gives
+    #: ``gym_id`` or ``eval_kwargs`` is evaluated in context (:func:`ad.evaluate.make_eval_env`)
+    eval_kwargs: Callable[[dict, list], dict] | None = None
     demo_config: type | None = None  #: options of ``ad demo --task <name>`` (the RL-format transformer)
     demo: Callable[[Any], Any] | None = None  #: ``demo(config)``: generate -> train AD / ED -> evaluate -> report
     #: ``task_spec`` keys that parametrise the eval envs (e.g. a grid's size): ``ad eval`` refuses a checkpoint whose
@@ -68,8 +76,8 @@ class TaskFamily:
 def register_family(family: TaskFamily) -> None:
     """Register a task family: its ``ad generate`` command, its ``ad eval`` env and its ``ad demo --task`` entry."""
     register("generate", family.name, family.generate_config, family.generate, help=family.summary)
-    if family.eval_env is not None:
-        register_env_factory(family.name, family.eval_env, family.task_kwargs)
+    if family.gym_id is not None or family.eval_kwargs is not None:
+        register_eval_env(family.name, family.gym_id, family.eval_kwargs, family.task_kwargs)
     if family.optimal_actions is not None:
         register_optimal_actions(family.name, family.optimal_actions)
     if family.demo is not None:

@@ -1,7 +1,7 @@
 """Name -> command registries for tasks and models.
 
 `ad` never imports a concrete task or model at module level, and holds no list of them. A task or model family
-is a *plugin*: a module that calls :func:`register` (and maybe :func:`register_env_factory` /
+is a *plugin*: a module that calls :func:`register` (and maybe :func:`register_eval_env` /
 :func:`register_policy_loader`) when imported, declared by its distribution as a Python entry point::
 
     [project.entry-points."ad.plugins"]
@@ -157,18 +157,21 @@ def get_demo(task: str, model: str) -> Command:
 
 
 # ---------------------------------------------------------------------------- evaluation plug-ins
-#: task family -> factory(metadata, tasks, envs_per_task) -> EvalEnv (see ad.evaluate)
-_ENV_FACTORIES: dict[str, Callable[..., Any]] = {}
+#: task family -> (its registered Gymnasium id or None, eval_kwargs(metadata, tasks) or None): see
+#: :func:`ad.evaluate.make_eval_env`
+_EVAL_ENVS: dict[str, tuple[str | None, Callable[..., Any] | None]] = {}
 #: task family -> the ``task_spec`` keys that parametrise its envs (see :func:`task_kwargs`)
 _TASK_KWARGS: dict[str, tuple[str, ...]] = {}
 #: name -> (detect(path) -> bool, load(path, greedy=..., seed=...) -> policy)
 _POLICY_LOADERS: dict[str, tuple[Callable[[Any], bool], Callable[..., Any]]] = {}
 
 
-def register_env_factory(family: str, factory: Callable[..., Any], task_kwargs: tuple[str, ...] = ()) -> None:
-    """Register how to build a vectorised evaluation env for a task family's held-out tasks, and which keys of
-    its datasets' ``task_spec`` parametrise those envs (a checkpoint must have been trained on the same values)."""
-    _ENV_FACTORIES[family] = factory
+def register_eval_env(family: str, gym_id: str | None, eval_kwargs: Callable[..., Any] | None = None,
+                      task_kwargs: tuple[str, ...] = ()) -> None:
+    """Register how ``ad eval`` builds a task family's held-out envs: ``gymnasium.make_vec`` of its registered
+    ``gym_id`` with ``eval_kwargs(metadata, tasks)`` (:func:`ad.evaluate.make_eval_env`), and which keys of its
+    datasets' ``task_spec`` parametrise those envs (a checkpoint must have been trained on the same values)."""
+    _EVAL_ENVS[family] = (gym_id, eval_kwargs)
     _TASK_KWARGS[family] = tuple(task_kwargs)
 
 
@@ -179,14 +182,22 @@ def task_kwargs(family: str) -> tuple[str, ...]:
 
 
 def env_factory(family: str) -> Callable[..., Any]:
-    """The evaluation-env factory of a task family (UserError if none)."""
+    """``make(metadata, tasks, envs_per_task=1) -> ad.evaluate.EvalEnv``: a task family's evaluation envs, built by
+    :func:`ad.evaluate.make_eval_env` from what it registered (UserError if it registered none)."""
     load_plugins([family])
-    if family not in _ENV_FACTORIES:
+    if family not in _EVAL_ENVS:
         load_plugins()
-    if family not in _ENV_FACTORIES:
-        known = ", ".join(sorted(_ENV_FACTORIES)) or "none"
+    if family not in _EVAL_ENVS:
+        known = ", ".join(sorted(_EVAL_ENVS)) or "none"
         raise UserError(f"task family {family!r} has no evaluation environment; families with one: {known}")
-    return _ENV_FACTORIES[family]
+    gym_id, eval_kwargs = _EVAL_ENVS[family]
+
+    def make(metadata: dict[str, Any], tasks: list[str], envs_per_task: int = 1) -> Any:
+        from ad.evaluate import make_eval_env
+
+        return make_eval_env(metadata, tasks, envs_per_task, gym_id=gym_id, eval_kwargs=eval_kwargs)
+
+    return make
 
 
 #: task family -> optimal_actions(metadata, task, stream) -> (T,) int64 (see ad.families.TaskFamily.optimal_actions)

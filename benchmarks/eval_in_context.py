@@ -37,7 +37,7 @@ from models.rl.config import ADConfig  # noqa: E402
 from models.rl.model import ADTransformer  # noqa: E402
 from models.rl.policy import ADPolicy  # noqa: E402
 from benchmarks.helpers.references import ADPolicyReference  # noqa: E402
-from tasks.darkroom.eval_env import make_eval_env  # noqa: E402
+from ad.registry import env_factory  # noqa: E402
 from tasks.darkroom.goals import all_goals, split_goals, task_name  # noqa: E402
 
 
@@ -75,7 +75,7 @@ def main(args: argparse.Namespace) -> None:
     steps = args.episodes * 20 * len(tasks) * args.seeds
 
     ours = Recorder(ADPolicy(model, greedy=True))
-    t_ours, _ = timed(lambda: run_in_context(ours, make_eval_env(META, tasks, args.seeds), args.episodes,
+    t_ours, _ = timed(lambda: run_in_context(ours, env_factory("darkroom")(META, tasks, args.seeds), args.episodes,
                                              progress=False))
     ours_actions = np.stack(ours.actions)  # (steps, goals * seeds), goal-major
 
@@ -85,7 +85,7 @@ def main(args: argparse.Namespace) -> None:
         for task in tasks:
             for seed in range(args.seeds):
                 rec = Recorder(ADPolicyReference(model, greedy=True))
-                run_in_context(rec, make_eval_env(META, [task], 1), args.episodes, seed=seed, progress=False)
+                run_in_context(rec, env_factory("darkroom")(META, [task], 1), args.episodes, seed=seed, progress=False)
                 ref_actions.append(np.concatenate(rec.actions))
 
     t_ref, _ = timed(reference)

@@ -154,7 +154,7 @@ def scratch_acting(reader, args) -> list[dict]:
     from ad.formats.language import get_template
     from models.lm.policy import LMPolicy
     from benchmarks.helpers.references import FullRecomputePolicy
-    from tasks.darkroom.eval_env import make_eval_env
+    from ad.registry import env_factory
 
     if args.lm_run:
         from models.lm.loader import load_model
@@ -187,11 +187,11 @@ def scratch_acting(reader, args) -> list[dict]:
             return taken
 
     with torch.inference_mode():
-        setup = make_eval_env(reader.metadata, tasks, args.seeds)
+        setup = env_factory("darkroom")(reader.metadata, tasks, args.seeds)
         ours_s, _ = timed(lambda: run_in_context(Recorder(LMPolicy(model, **window), "ours"), setup, args.episodes,
                                                  0, "ours", progress=False))
         ref_tasks = tasks[:max(1, args.ref_envs // args.seeds)]
-        ref_setup = make_eval_env(reader.metadata, ref_tasks, args.seeds)
+        ref_setup = env_factory("darkroom")(reader.metadata, ref_tasks, args.seeds)
         ref_s, _ = timed(lambda: run_in_context(Recorder(FullRecomputePolicy(model, **window), "reference"),
                                                 ref_setup, args.episodes, 0, "reference", progress=False))
     steps = len(actions["ours"])
@@ -217,7 +217,7 @@ def in_context_learning(reader, data: str, args) -> list[dict]:
     from models.lm.config import TrainLMConfig
     from models.lm.loader import load
     from models.lm.train import train
-    from tasks.darkroom.eval_env import make_eval_env
+    from ad.registry import env_factory
 
     out = Path(args.run)
     config = make_config(TrainLMConfig, {"data": data, "out": str(out), "model": args.model, "context": args.context,
@@ -230,12 +230,12 @@ def in_context_learning(reader, data: str, args) -> list[dict]:
     train_s = time.perf_counter() - start
     policy = load(out, greedy=False, seed=0)
     tasks = pick_tasks(reader, "heldout", args.icl_tasks)
-    setup = make_eval_env(reader.metadata, tasks, 1)
+    setup = env_factory("darkroom")(reader.metadata, tasks, 1)
     start = time.perf_counter()
     with torch.inference_mode():
         result = run_in_context(policy, setup, args.episodes, seed=0, name="LM (SmolLM2+LoRA)")
     eval_s = time.perf_counter() - start
-    random = run_in_context(RandomPolicy(5, 0), make_eval_env(reader.metadata, tasks, 1), args.episodes,
+    random = run_in_context(RandomPolicy(5, 0), env_factory("darkroom")(reader.metadata, tasks, 1), args.episodes,
                             seed=0, name="random", progress=False)
     mean, _ = result.curve()
     rmean, _ = random.curve()

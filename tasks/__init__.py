@@ -1,1 +1,22 @@
-"""Environments and source RL algorithms that produce learning histories (one folder per task)."""
+"""Environments and source RL algorithms that produce learning histories (one folder per task), and what the
+families' ``vector_entry_point`` functions share: :func:`vector_tasks`, how ``num_envs`` sub-envs are laid over tasks.
+
+``gymnasium.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point", <tasks>=[...])`` builds one vector env
+over many tasks, task-major (sub-env ``i`` plays task ``i // (N // len(tasks))``); ``ad eval`` builds every
+in-context family's held-out envs that way (:func:`ad.evaluate.make_eval_env`).
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+def vector_tasks(num_envs: int, task: Any, tasks: Sequence[Any] | None) -> tuple[list[Any] | None, int]:
+    """(tasks, sub-envs per task) of a ``vector_entry_point`` call: ``num_envs`` copies of ``task``, or ``tasks``
+    task-major (``num_envs`` a multiple of their number, or 1 for one sub-env each), or with neither (None,
+    ``num_envs``): every sub-env draws its own."""
+    if tasks is not None:
+        tasks = list(tasks)
+        if not tasks or num_envs != 1 and num_envs % len(tasks):
+            raise ValueError(f"num_envs={num_envs} with {len(tasks)} tasks: give 1 or a multiple of their number")
+        return tasks, max(1, num_envs // len(tasks))
+    return (None, num_envs) if task is None else ([task], num_envs)

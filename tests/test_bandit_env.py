@@ -12,7 +12,7 @@ importlib.import_module("tasks.bandit")  # registers the gymnasium ids, `ad gene
 from ad.errors import UserError  # noqa: E402
 from tasks.bandit import GYM_IDS  # noqa: E402
 from tasks.bandit.env import BanditEnv  # noqa: E402
-from tasks.bandit.eval_env import make_eval_env  # noqa: E402
+from ad.registry import env_factory  # noqa: E402
 from tasks.bandit.instances import (arm_means, expected_regret, optimal_return, parse_task_name,  # noqa: E402
                                     pull_observations, random_regret, split_instances, task_means, task_name)
 from tasks.bandit.vector_env import BanditVectorEnv  # noqa: E402
@@ -129,12 +129,12 @@ def test_task_names_means_and_split():
 def test_eval_env_plays_the_named_instances():
     meta = {"task_spec": {"kind": "gaussian", "arms": 10, "noise_std": 0.2}}
     tasks = [task_name("gaussian", 10, i) for i in (3, 8)]
-    setup = make_eval_env(meta, tasks, envs_per_task=2)
+    setup = env_factory("bandit")(meta, tasks, envs_per_task=2)
     assert setup.env.num_envs == 4 and setup.num_actions == 10 and setup.env.noise_std == 0.2
     assert setup.env.observation == "none"  # datasets without task_spec.observation: the constant state
     np.testing.assert_array_equal(setup.optimal, [arm_means("gaussian", 10, i).max() for i in (3, 8)])
     with pytest.raises(UserError, match="5-armed"):
-        make_eval_env(meta, [task_name("gaussian", 5, 1)])
+        env_factory("bandit")(meta, [task_name("gaussian", 5, 1)])
 
 
 def test_pull_observations_pair_each_reward_with_its_arm():

@@ -4,6 +4,9 @@ registry after loading every task plugin, so a new family's ids are checked with
 family's own vector env, which steps like the single envs in a ``SyncVectorEnv`` (same-step autoreset)."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import gymnasium
 import numpy as np
 import pytest
@@ -79,3 +82,23 @@ def test_vector_entry_point_steps_like_single_envs(gym_id):
     finally:
         vec.close()
         ref.close()
+
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.mark.parametrize("family, dataset", [("darkroom", "main-1ae905f/darkroom3"),
+                                             ("keydoor", "main-df536fc/keydoor3"), ("bandit", "main-df536fc/bandit3")])
+def test_ad_eval_builds_its_envs_with_make_vec(family, dataset):
+    """`ad eval`'s envs are the family's registered vector env, made by `gymnasium.make_vec` from what an older
+    dataset recorded (no evaluation module per family)."""
+    meta = json.loads((DATA / dataset / "dataset.json").read_text())
+    tasks = meta["split"]["heldout"]
+    setup = env_factory(family)(meta, tasks, 2)
+    try:
+        assert setup.env.spec.kwargs["vectorization_mode"] == "vector_entry_point"
+        assert setup.env.spec.id in VECTOR_IDS and family_of(setup.env.spec.id) == family
+        assert setup.env.num_envs == 2 * len(tasks) and setup.tasks == tasks and setup.optimal.shape == (len(tasks),)
+        assert setup.num_actions == setup.env.single_action_space.n
+    finally:
+        setup.env.close()

@@ -8,7 +8,7 @@ import pytest
 
 from ad import cli
 from ad.history import HistoryReader, content_hash
-from tasks.gym.eval_env import make_eval_env
+from ad.registry import env_factory
 from tasks.gym.task_file import load_tasks
 from cli_run import run_cli
 
@@ -127,7 +127,7 @@ def test_eval_env_rebuilds_the_held_out_tasks(tmp_path, capsys, tasks_file):
     run_cli(capsys, "generate", "gym", "--env", "CartPole-v1", "--tasks", str(tasks_file), "--out", str(out), *ALGO)
     meta = HistoryReader(out).metadata
     names = list(meta["tasks"])
-    setup = make_eval_env(meta, names[:2], envs_per_task=2)
+    setup = env_factory("gym")(meta, names[:2], envs_per_task=2)
     assert setup.env.num_envs == 4 and setup.num_actions == 2 and list(setup.optimal) == [500.0, 500.0]
     obs, _ = setup.env.reset(seed=0)
     assert obs.shape == (4, 4)
@@ -135,4 +135,4 @@ def test_eval_env_rebuilds_the_held_out_tasks(tmp_path, capsys, tasks_file):
     assert rewards.tolist() == [1.0, 1.0, 0.0, 0.0]  # each task its kwargs: Sutton-Barto rewards are 0 until the end
     other = {**meta, "task_spec": {**meta["task_spec"], "action_space": {"type": "MultiDiscrete", "repr": "[2 3]"}}}
     with pytest.raises(Exception, match="Discrete or Box actions"):
-        make_eval_env(other, names[:1])
+        env_factory("gym")(other, names[:1])

@@ -10,7 +10,7 @@ from gymnasium.wrappers import TimeLimit
 from ad.errors import UserError
 from tasks.keydoor import GYM_IDS
 from tasks.keydoor.env import KeyDoorEnv
-from tasks.keydoor.eval_env import make_eval_env
+from ad.registry import env_factory
 from tasks.keydoor.pairs import (all_pairs, draw_pairs, optimal_return, parse_pair, parse_task_name, split_pairs,
                                  task_name)
 from tasks.keydoor.vector_env import KeyDoorVectorEnv
@@ -125,8 +125,8 @@ def test_task_names_draw_and_split():
 
 def test_eval_env_plays_the_named_pairs_and_knows_their_optimum():
     meta = {"task_spec": {"size": 5, "episode_length": 9, "random_start": False}}
-    setup = make_eval_env(meta, ["keydoor5-k0-0-d4-4", "keydoor5-k2-3-d2-1"], envs_per_task=2)
+    setup = env_factory("keydoor")(meta, ["keydoor5-k0-0-d4-4", "keydoor5-k2-3-d2-1"], envs_per_task=2)
     assert setup.env.num_envs == 4 and setup.num_actions == 5 and not setup.env.observe_key
     np.testing.assert_array_equal(setup.optimal, [1.0, 2.0])  # 4 + 8 moves > 9 steps: the key only
     with pytest.raises(UserError, match="room"):
-        make_eval_env(meta, ["keydoor9-k0-0-d4-4"])
+        env_factory("keydoor")(meta, ["keydoor9-k0-0-d4-4"])

@@ -11,7 +11,7 @@ from models.lm.policy import LMPolicy
 from benchmarks.helpers.references import FullRecomputePolicy
 from models.lm.scratch import build_scratch
 from models.lm.vocab import template_tokenizer
-from tasks.darkroom.eval_env import make_eval_env
+from ad.registry import env_factory
 
 torch.set_num_threads(1)
 
@@ -48,7 +48,7 @@ def test_cached_batched_greedy_actions_equal_full_recompute(scratch):
     model, tokenizer = scratch
     window = dict(tokenizer=tokenizer, template="words", actions=range(5), greedy=True, context=10, max_tokens=40)
     ours, reference = Recorder(LMPolicy(model, **window)), Recorder(FullRecomputePolicy(model, **window))
-    results = [run_in_context(p, make_eval_env(METADATA, TASKS, 2), episodes=5, seed=1, progress=False)
+    results = [run_in_context(p, env_factory("darkroom")(METADATA, TASKS, 2), episodes=5, seed=1, progress=False)
                for p in (ours, reference)]
     taken, expected = torch.stack(ours.actions), torch.stack(reference.actions)  # (steps, envs)
     assert taken.shape == (40, 6)
@@ -68,7 +68,7 @@ def test_one_token_batch_per_step_after_the_first(scratch, monkeypatch):
         return forward(ids, mask)
 
     monkeypatch.setattr(policy, "_forward", spy)
-    run_in_context(policy, make_eval_env(METADATA, TASKS, 2), episodes=3, seed=0, progress=False)
+    run_in_context(policy, env_factory("darkroom")(METADATA, TASKS, 2), episodes=3, seed=0, progress=False)
     assert len(widths) == 24  # one batched forward per env step, all 6 envs in it
     assert all(shape[0] == 6 for shape in widths)
     # after the first prompt each step feeds action + reward (+ episode boundary) + new state: 3-4 tokens
@@ -86,6 +86,6 @@ def test_saved_scratch_model_loads_as_an_eval_policy(scratch, tmp_path):
     assert (tmp_path / "model" / "weights" / "config.json").is_file()
     policy = load(tmp_path, greedy=True)
     direct = LMPolicy(model, tokenizer, "words", range(5), greedy=True, context=10, max_tokens=40)
-    got = [run_in_context(p, make_eval_env(METADATA, TASKS, 1), episodes=3, seed=2, progress=False).returns
+    got = [run_in_context(p, env_factory("darkroom")(METADATA, TASKS, 1), episodes=3, seed=2, progress=False).returns
            for p in (policy, direct)]
     np.testing.assert_array_equal(got[0], got[1])

@@ -15,7 +15,7 @@ from ad.errors import UserError
 from ad.history import HistoryReader
 from tasks.lunarlander.config import GenerateConfig
 from tasks.lunarlander.env import make_vector_env
-from tasks.lunarlander.eval_env import make_eval_env
+from ad.registry import env_factory
 from tasks.lunarlander.generate import generate
 from tasks.lunarlander.instances import check_kwargs, sample_tasks
 from tasks.lunarlander.ppo import BatchedPPO
@@ -102,7 +102,7 @@ def test_generate_records_split_kwargs_and_every_transition(tmp_path):
     assert summary["units_written"] == 3
     rows = list(reader.streams(tasks=["lunarlander-t0001"]))
     assert len(rows) == 2 and all(len(s.columns["reward"]) == 64 // 2 for s in rows)
-    setup = make_eval_env(meta, meta["split"]["heldout"], envs_per_task=2)
+    setup = env_factory("lunarlander")(meta, meta["split"]["heldout"], envs_per_task=2)
     assert setup.env.num_envs == 2 and setup.num_actions == 4 and setup.optimal.tolist() == [200.0]
     want = meta["tasks"]["lunarlander-t0002"]["kwargs"]["gravity"]
     assert setup.env.envs[0].unwrapped.world.gravity[1] == pytest.approx(want)

@@ -19,7 +19,7 @@ from ad.history import HistoryReader, content_hash  # noqa: E402
 from tasks.metaworld import GYM_ID  # noqa: E402
 from tasks.metaworld import skills  # noqa: E402
 from tasks.metaworld.env import MetaWorldML1Env  # noqa: E402
-from tasks.metaworld.eval_env import make_eval_env  # noqa: E402
+from ad.registry import env_factory  # noqa: E402
 from tasks.metaworld.noise import clipped_gaussian_logprob, noise_schedule, noisy_actions  # noqa: E402
 from tasks.metaworld.vector_env import MetaWorldVectorEnv  # noqa: E402
 from cli_run import run_cli  # noqa: E402
@@ -134,11 +134,11 @@ def test_generate_records_histories_metadata_and_resumes_identically(tmp_path, c
     assert run_cli(capsys, *[a if a != str(out) else str(batched) for a in argv], "--batch", "1",
                    "--workers", "2")[0] == 0
     assert content_hash(batched) == first
-    evaluation = make_eval_env(meta, ["mw-reach-v3-test-g03"], envs_per_task=2)  # what `ad eval` acts in
+    evaluation = env_factory("metaworld")(meta, ["mw-reach-v3-test-g03"], envs_per_task=2)  # what `ad eval` acts in
     assert evaluation.env.num_envs == 2 and evaluation.env.episode_length == 6
     assert evaluation.optimal.tolist() == [task["optimal_return"]]
     with pytest.raises(UserError, match="push-v3"):
-        make_eval_env(meta, ["mw-push-v3-test-g03"])
+        env_factory("metaworld")(meta, ["mw-push-v3-test-g03"])
 
 
 @pytest.mark.parametrize("extra, expected", [

@@ -122,12 +122,12 @@ def test_lm_policy_runs_in_context_on_darkroom(tiny, darkroom3):
     from ad.commands.evaluate import pick_tasks
     from ad.evaluate import run_in_context
     from ad.history import HistoryReader
-    from tasks.darkroom.eval_env import make_eval_env
+    from ad.registry import env_factory
 
     model, tokenizer = tiny
     reader = HistoryReader(darkroom3)
     tasks = pick_tasks(reader, "all", None)
-    setup = make_eval_env(reader.metadata, tasks, 2)
+    setup = env_factory("darkroom")(reader.metadata, tasks, 2)
     policy = LMPolicy(model.float(), tokenizer, "compact", range(setup.num_actions), context=30, max_tokens=400,
                       generator=torch.Generator().manual_seed(0))
     seen = []

@@ -38,7 +38,8 @@ register_family(TaskFamily(
     summary="UCB1 / Thompson-sampling histories on k-armed Bernoulli or Gaussian bandits (vectorised)",
     generate_config=GenerateConfig,
     generate=lazy_function("tasks.bandit.generate:generate"),
-    eval_env=lazy_function("tasks.bandit.eval_env:make_eval_env"),
+    gym_id="ad/BernoulliBandit-v0",  # eval_kwargs set the dataset's reward kind
+    eval_kwargs=lazy_function("tasks.bandit.vector_env:eval_kwargs"),
     demo_config=BanditDemoConfig,
     demo=lazy_function("tasks.bandit.demo:run"),
     optimal_actions=lazy_function("tasks.bandit.optimal:optimal_actions"),

@@ -97,9 +97,8 @@ def evaluate_regret(data: str | Path, checkpoints: dict[str, str | Path], envs_p
 
     from ad.evaluate import RandomPolicy, run_in_context
     from ad.history import HistoryReader
-    from ad.registry import load_policy
+    from ad.registry import env_factory, load_policy
     from tasks.bandit.algorithms import VectorPolicy
-    from tasks.bandit.eval_env import make_eval_env
 
     if threads:
         torch.set_num_threads(threads)
@@ -123,7 +122,7 @@ def evaluate_regret(data: str | Path, checkpoints: dict[str, str | Path], envs_p
     out: dict[str, Any] = {"instances": len(tasks), "runs_per_instance": envs_per_task, "pulls": pulls,
                            "source_policy": own.get(source.get("algorithm")), "policies": {}}
     for name, policy in policies.items():
-        setup = make_eval_env(meta, tasks, envs_per_task)
+        setup = env_factory("bandit")(meta, tasks, envs_per_task)
         started = time.perf_counter()
         run_in_context(policy, setup, pulls, seed=seed, name=name, progress=False)
         cumulative = setup.env.regret().cumsum(axis=1)  # (E, pulls)

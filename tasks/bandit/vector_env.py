@@ -26,8 +26,10 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from ad.errors import UserError
+from tasks import vector_tasks
 from tasks.bandit.env import observation_space
-from tasks.bandit.instances import KINDS, OBSERVATIONS, check_arms, pull_observations
+from tasks.bandit.instances import KINDS, OBSERVATIONS, check_arms, parse_task_name, pull_observations, task_means
 
 #: Pulls' worth of reward noise drawn per sub-env generator call.
 _DRAW_BLOCK = 256
@@ -137,10 +139,30 @@ class BanditVectorEnv(VectorEnv):
 
 def make_vector_env(num_envs: int = 1, arms: int = 5, kind: str = "bernoulli", means: Any = None,
                     noise_std: float = 0.5, observation: str = "last-pull") -> BanditVectorEnv:
-    """The ``vector_entry_point`` of the gymnasium ids: ``num_envs`` copies of the single env's settings (the same
-    ``means`` (arms,) in every sub-env, or a random instance per sub-env)."""
+    """The ``vector_entry_point`` of the gymnasium ids: ``num_envs`` sub-envs with the single env's settings, on one
+    instance's ``means`` (arms,), on many instances' (tasks, arms) task-major (:func:`tasks.vector_tasks`),
+    or each on a random instance."""
     if means is None:
         return BanditVectorEnv(None, envs_per_task=num_envs, kind=kind, noise_std=noise_std, arms=arms,
                                observation=observation)
-    means = np.asarray(means, dtype=np.float64).reshape(1, -1)
-    return BanditVectorEnv(means, envs_per_task=num_envs, kind=kind, noise_std=noise_std, observation=observation)
+    means = np.asarray(means, dtype=np.float64)
+    chosen, per_task = (vector_tasks(num_envs, None, list(means)) if means.ndim == 2 else
+                        vector_tasks(num_envs, means.reshape(-1), None))
+    return BanditVectorEnv(np.stack(chosen), envs_per_task=per_task, kind=kind, noise_std=noise_std,
+                           observation=observation)
+
+
+def eval_kwargs(metadata: dict[str, Any], tasks: Sequence[str]) -> dict[str, Any]:
+    """The ``gymnasium.make_vec`` kwargs that play ``tasks`` (instance ids, whose names fix their arm means) with a
+    dataset's recorded reward kind, noise and observation (its ``task_spec``): what ``ad eval`` builds its envs
+    from. ``ad eval --episodes P`` then runs P pulls per env; the env's ``regret()`` gives each pull's expected
+    regret."""
+    spec = metadata.get("task_spec", {})
+    kind, arms = spec.get("kind", "bernoulli"), int(spec.get("arms", 0))
+    for name in tasks:
+        task_kind, task_arms, _ = parse_task_name(name)
+        if (task_kind, task_arms) != (kind, arms):
+            raise UserError(f"task {name} is a {task_arms}-armed {task_kind} bandit but the dataset's are "
+                            f"{arms}-armed {kind} ones")
+    return {"means": task_means(list(tasks)), "kind": kind, "arms": arms,
+            "noise_std": float(spec.get("noise_std") or 0.5), "observation": spec.get("observation", "none")}

@@ -12,7 +12,7 @@ every sub-env draws its goal at every reset from its own generator, as the singl
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from gymnasium import spaces
@@ -20,7 +20,10 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from tasks.darkroom.goals import NUM_ACTIONS, all_goals, check_size, start_cell, transition_table
+from ad.errors import UserError
+from tasks import vector_tasks
+from tasks.darkroom.goals import (NUM_ACTIONS, all_goals, check_size, optimal_return, parse_task_name, start_cell,
+                                   transition_table)
 
 
 class DarkRoomVectorEnv(VectorEnv):
@@ -89,6 +92,13 @@ class DarkRoomVectorEnv(VectorEnv):
             self.episode[idx] += 1
         return self._observe(), rewards, terminations, truncations, infos
 
+    @property
+    def optimal(self) -> np.ndarray:
+        """Each sub-env's optimal return on its goal (E,): what ``ad eval`` reports returns as a fraction of."""
+        per_goal = [optimal_return(self.size, (int(r), int(c)), self.episode_length, self.terminate_on_goal,
+                                   self.random_start) for r, c in self.goals]
+        return np.repeat(np.asarray(per_goal, dtype=np.float64), self.envs_per_goal)
+
     # ------------------------------------------------------------------ task hooks (Key-to-Door overrides them)
     def _rewards(self) -> tuple[np.ndarray, np.ndarray]:
         """Rewards ``(E,)`` float32 and terminations ``(E,)`` bool of the move just made (``self.cell`` is new)."""
@@ -125,23 +135,35 @@ class DarkRoomVectorEnv(VectorEnv):
         return cells
 
 
-def vector_tasks(num_envs: int, task: Any, tasks: Sequence[Any] | None) -> tuple[list[Any] | None, int]:
-    """(tasks, sub-envs per task) of a ``vector_entry_point`` call: ``num_envs`` copies of ``task``, or ``tasks``
-    task-major (``num_envs`` a multiple of their number, or 1 for one sub-env each), or with neither (None,
-    ``num_envs``): every sub-env draws its own."""
-    if tasks is not None:
-        tasks = list(tasks)
-        if not tasks or num_envs != 1 and num_envs % len(tasks):
-            raise ValueError(f"num_envs={num_envs} with {len(tasks)} tasks: give 1 or a multiple of their number")
-        return tasks, max(1, num_envs // len(tasks))
-    return (None, num_envs) if task is None else ([task], num_envs)
-
-
 def make_vector_env(num_envs: int = 1, size: int = 9, goal: Sequence[int] | None = None,
                     goals: Sequence[Sequence[int]] | None = None, random_start: bool = False,
                     terminate_on_goal: bool = False, max_episode_steps: int = 20) -> DarkRoomVectorEnv:
     """The ``vector_entry_point`` of the gymnasium ids: ``num_envs`` sub-envs with the single env's settings, on
-    ``goal``, on ``goals`` (:func:`vector_tasks`), or each drawing its goal at every reset; episodes of
+    ``goal``, on ``goals`` (:func:`tasks.vector_tasks`), or each drawing its goal at every reset; episodes of
     ``max_episode_steps`` steps (gymnasium passes the id's own)."""
     chosen, per_goal = vector_tasks(num_envs, goal, goals)
     return DarkRoomVectorEnv(chosen, per_goal, size, max_episode_steps, random_start, terminate_on_goal)
+
+
+def room_tasks(metadata: dict[str, Any], tasks: Sequence[str],
+               parse: Callable[[str], tuple[int, Any]]) -> tuple[dict[str, Any], int, list[Any]]:
+    """(task_spec, room size, each task's parameter) of a grid dataset's tasks, ``parse(name) -> (size, parameter)``
+    reading a task id; a UserError for a task of another room size than the dataset's."""
+    spec = metadata.get("task_spec", {})
+    size = int(spec.get("size", 9))
+    params = []
+    for name in tasks:
+        task_size, param = parse(name)
+        if task_size != size:
+            raise UserError(f"task {name} is for a {task_size}x{task_size} room but the dataset's is {size}x{size}")
+        params.append(param)
+    return spec, size, params
+
+
+def eval_kwargs(metadata: dict[str, Any], tasks: Sequence[str]) -> dict[str, Any]:
+    """The ``gymnasium.make_vec`` kwargs that play ``tasks`` (task ids) with a dataset's recorded env settings (its
+    ``task_spec``): what ``ad eval`` builds its envs from."""
+    spec, size, goals = room_tasks(metadata, tasks, parse_task_name)
+    return {"size": size, "goals": goals, "max_episode_steps": int(spec.get("episode_length", 20)),
+            "random_start": bool(spec.get("random_start", False)),
+            "terminate_on_goal": bool(spec.get("terminate_on_goal", False))}

@@ -18,5 +18,5 @@ register_family(TaskFamily(
     summary="any Gymnasium env: a Stable-Baselines3 algorithm (PPO, A2C, SAC, DQN) on a task distribution, recorded",
     generate_config=GymGenerateConfig,
     generate=lazy_function("tasks.gym.generate:generate"),
-    eval_env=lazy_function("tasks.gym.eval_env:make_eval_env"),
+    eval_kwargs=lazy_function("ad.evaluate:recorded_kwargs"),  # any id: one env per task's kwargs
 ))

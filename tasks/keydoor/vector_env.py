@@ -10,14 +10,15 @@ env without ``pair`` does; :func:`make_vector_env` is the ``vector_entry_point``
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
 
-from tasks.darkroom.vector_env import DarkRoomVectorEnv, vector_tasks
-from tasks.keydoor.pairs import Pair, all_pairs, parse_pair
+from tasks import vector_tasks
+from tasks.darkroom.vector_env import DarkRoomVectorEnv, room_tasks
+from tasks.keydoor.pairs import Pair, all_pairs, optimal_return, parse_pair, parse_task_name
 
 
 class KeyDoorVectorEnv(DarkRoomVectorEnv):
@@ -42,6 +43,13 @@ class KeyDoorVectorEnv(DarkRoomVectorEnv):
         if self.observe_key:
             self.single_observation_space = spaces.Discrete(2 * self.size * self.size)
             self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+
+    @property
+    def optimal(self) -> np.ndarray:
+        """Each sub-env's exact optimal return on its pair (E,): 2.0 where both key and door are reachable."""
+        per_task = [optimal_return(self.size, tuple(int(x) for x in pair), self.episode_length, self.random_start)
+                    for pair in self.pairs]
+        return np.repeat(np.asarray(per_task, dtype=np.float64), self.envs_per_goal)
 
     def _rewards(self) -> tuple[np.ndarray, np.ndarray]:
         got_key = (self.cell == self.key_cell) & ~self.has_key  # (E,)
@@ -70,9 +78,17 @@ def make_vector_env(num_envs: int = 1, size: int = 9, pair: Pair | str | None = 
                     pairs: Sequence[Pair | str] | None = None, random_start: bool = False,
                     max_episode_steps: int = 50, observe_key: bool = False) -> KeyDoorVectorEnv:
     """The ``vector_entry_point`` of the gymnasium ids: ``num_envs`` sub-envs with the single env's settings, on
-    ``pair``, on ``pairs`` (:func:`tasks.darkroom.vector_env.vector_tasks`; a pair may be written ``"kr,kc/dr,dc"``),
+    ``pair``, on ``pairs`` (:func:`tasks.vector_tasks`; a pair may be written ``"kr,kc/dr,dc"``),
     or each drawing its pair at every reset; episodes of ``max_episode_steps`` steps (gymnasium passes the id's)."""
     chosen, per_task = vector_tasks(num_envs, pair, pairs)
     if chosen is not None:
         chosen = [parse_pair(p, int(size)) if isinstance(p, str) else p for p in chosen]
     return KeyDoorVectorEnv(chosen, per_task, size, max_episode_steps, random_start, observe_key)
+
+
+def eval_kwargs(metadata: dict[str, Any], tasks: Sequence[str]) -> dict[str, Any]:
+    """The ``gymnasium.make_vec`` kwargs that play ``tasks`` (task ids) with a dataset's recorded env settings (its
+    ``task_spec``; the agent observes its cell only): what ``ad eval`` builds its envs from."""
+    spec, size, pairs = room_tasks(metadata, tasks, parse_task_name)
+    return {"size": size, "pairs": pairs, "max_episode_steps": int(spec.get("episode_length", 50)),
+            "random_start": bool(spec.get("random_start", False))}

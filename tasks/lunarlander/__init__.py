@@ -32,7 +32,7 @@ register_family(TaskFamily(
     summary="batched PPO histories on LunarLander tasks over gravity and wind (discrete actions)",
     generate_config=GenerateConfig,
     generate=lazy_function("tasks.lunarlander.generate:generate"),
-    eval_env=lazy_function("tasks.lunarlander.eval_env:make_eval_env"),
+    gym_id="ad/LunarLander-v0",  # each held-out task rebuilt from its recorded kwargs
     demo_config=LunarLanderDemoConfig,
     demo=lazy_function("ad.demo_pipeline:run"),
     task_kwargs=("env_id",),

@@ -16,12 +16,13 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import numpy as np
-from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from ad.errors import UserError
+from tasks import vector_tasks
 from tasks.metaworld.env import MetaWorldML1Env
-from tasks.metaworld.skills import MAX_EPISODE_STEPS, check_goal, ml1_task, observable_task
+from tasks.metaworld.skills import MAX_EPISODE_STEPS, check_goal, ml1_task, observable_task, parse_task_name
 
 #: Steps per episode unless set: every ML1 goal of reach-v3, push-v3 and pick-place-v3 (100 each) is reached by
 #: the scripted expert within 78 steps (see docs/experiments/metaworld.md).
@@ -110,15 +111,29 @@ class MetaWorldVectorEnv(VectorEnv):
 
 
 def make_vector_env(num_envs: int = 1, skill: str = "reach-v3", split: str = "train", goal: int = 0,
-                    goals: Sequence[int] | None = None, ml1_seed: int = 0,
+                    goals: Sequence[int | tuple[str, int]] | None = None, ml1_seed: int = 0,
                     max_episode_steps: int = DEFAULT_EPISODE_LENGTH) -> MetaWorldVectorEnv:
-    """The ``vector_entry_point`` of the registered id: ``num_envs`` copies of goal ``goal`` of ``split``, or one
-    sub-env per index of ``goals`` (then ``num_envs`` must be 1 or ``len(goals)``); episodes of
-    ``max_episode_steps`` steps (Gymnasium passes the id's own)."""
-    episode_length = int(max_episode_steps)
-    if goals is None:
-        return MetaWorldVectorEnv(skill, [(split, goal)], envs_per_task=num_envs, episode_length=episode_length,
-                                  ml1_seed=ml1_seed)
-    if num_envs not in (1, len(goals)):
-        raise ValueError(f"num_envs={num_envs} with {len(goals)} goals: give one sub-env per goal")
-    return MetaWorldVectorEnv(skill, [(split, g) for g in goals], episode_length=episode_length, ml1_seed=ml1_seed)
+    """The ``vector_entry_point`` of the registered id: ``num_envs`` copies of goal ``goal`` of ``split``, or the
+    ``goals`` task-major (:func:`tasks.vector_tasks`; a goal is an index of ``split`` or a ``(split, index)``
+    pair); episodes of ``max_episode_steps`` steps (Gymnasium passes the id's own)."""
+    pairs = None if goals is None else [(split, g) if isinstance(g, (int, np.integer)) else (str(g[0]), int(g[1]))
+                                        for g in goals]
+    chosen, per_task = vector_tasks(num_envs, (split, goal), pairs)
+    return MetaWorldVectorEnv(skill, chosen, envs_per_task=per_task, episode_length=int(max_episode_steps),
+                              ml1_seed=ml1_seed)
+
+
+def eval_kwargs(metadata: dict[str, Any], tasks: Sequence[str]) -> dict[str, Any]:
+    """The ``gymnasium.make_vec`` kwargs that play ``tasks`` (``mw-<skill>-<split>-g<index>`` ids) with a dataset's
+    recorded skill, ML1 seed and episode length (its ``task_spec``): what ``ad eval`` builds its envs from. Actions
+    are ``Box(-1, 1, (4,))``; ``infos["success"]`` reports Meta-World's success flag."""
+    spec = metadata.get("task_spec", {})
+    skill = spec.get("skill")
+    goals = []
+    for name in tasks:
+        task_skill, split, goal = parse_task_name(name)
+        if task_skill != skill:
+            raise UserError(f"task {name} is a {task_skill} goal but the dataset's skill is {skill}")
+        goals.append((split, goal))
+    return {"skill": skill, "goals": goals, "ml1_seed": int(spec.get("ml1_seed", 0)),
+            "max_episode_steps": int(spec.get("episode_length") or DEFAULT_EPISODE_LENGTH)}
