@@ -26,6 +26,9 @@ from ad.errors import UserError
 ENTRY_POINT_GROUP = "ad.plugins"
 #: Entry-point group of model families: ``ad train <name>``, ``ad demo --model <name>``, checkpoint loaders.
 MODEL_ENTRY_POINT_GROUP = "ad.models"
+#: Entry-point group naming the task family to try first as the default (``ad demo`` without ``--task``), so
+#: finding it loads that one plugin rather than every plugin before it.
+DEFAULT_FAMILY_ENTRY_POINT_GROUP = "ad.default_family"
 
 @dataclass(frozen=True)
 class Command:
@@ -123,8 +126,10 @@ def register_default_family(name: str, dataset: str) -> None:
 
 def default_family() -> str | None:
     """The default task family's name (None if no family registers itself as the default): task plugins are loaded
-    one at a time until one has."""
-    for name, _ in plugin_modules((ENTRY_POINT_GROUP,)):
+    one at a time until one has, those the ``ad.default_family`` entry points name first."""
+    preferred = [name for name, _ in plugin_modules((DEFAULT_FAMILY_ENTRY_POINT_GROUP,))]
+    others = [name for name, _ in plugin_modules((ENTRY_POINT_GROUP,)) if name not in preferred]
+    for name in [*preferred, *others]:
         if "name" in _DEFAULT_FAMILY:
             break
         load_plugins([name], groups=(ENTRY_POINT_GROUP,))

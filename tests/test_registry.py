@@ -30,3 +30,15 @@ def test_load_policy_tries_loaded_families_first_then_loads_one_plugin_at_a_time
         assert loaded == plugins
     with pytest.raises(UserError, match="tried: a, b, c"):
         registry.load_policy(tmp_path)
+
+
+def test_finding_the_default_family_loads_only_the_family_named_first():
+    """``ad demo`` without --task finds DarkRoom (the ``ad.default_family`` entry point) without importing the
+    task plugins listed before it (bandit sorts first)."""
+    import subprocess
+    import sys
+    code = ("import sys; from ad import registry; print(registry.default_family()); "
+            "print(sorted({m.split('.')[1] for m in sys.modules if m.startswith('tasks.')}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    others = {name for name, _ in registry.plugin_modules((registry.ENTRY_POINT_GROUP,))} - {"darkroom"}
+    assert out[0] == "darkroom" and "bandit" in others and not others & set(eval(out[1])), out
