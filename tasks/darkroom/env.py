@@ -14,7 +14,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from tasks.darkroom.goals import NUM_ACTIONS, all_goals, check_size, start_cell, transition_table
+from tasks.darkroom.goals import all_goals
+from tasks.grid.room import NUM_ACTIONS, check_size, start_cell, transition_table
 
 
 class DarkRoomEnv(gym.Env):

@@ -1,7 +1,7 @@
 """Options of ``ad generate keydoor`` (importing this module does not import torch).
 
-The A2C and running options are DarkRoom's (``tasks.darkroom.config.GenerateConfig``: same help, declared there
-once, through :func:`ad.config.override`); the defaults are the ones measured on Key-to-Door.
+The room, A2C and running options are the grid engine's (:class:`tasks.grid.config.GridOptions`: same help, declared
+there once, taken through :func:`ad.config.override`); the defaults are the ones measured on Key-to-Door.
 """
 from __future__ import annotations
 
@@ -11,14 +11,13 @@ from typing import Literal
 from ad.config import option, override
 from ad.distributed import check_backend_options
 from ad.errors import UserError
-from tasks.darkroom.config import GenerateConfig as DarkRoomConfig
 from ad.memory import check_memory
-from tasks.darkroom.config import batch_memory_bytes, check_a2c_options
-from tasks.darkroom.goals import check_size
+from tasks.grid.config import GridOptions, batch_memory_bytes, check_a2c_options
+from tasks.grid.room import check_size
 from tasks.keydoor.pairs import draw_pairs, steps_needed, task_name
 from tasks.noise import NoiseOptions, check_noise_options
 
-D = DarkRoomConfig
+D = GridOptions
 
 
 @dataclass
@@ -70,21 +69,20 @@ class GenerateConfig:
     run_dir: str = override(D, "run_dir", "")
     logprob_bits: int = override(D, "logprob_bits", 23)
     threads: int = override(D, "threads", 1)
-    background_writing: bool = override(D, "background_writing", DarkRoomConfig.background_writing)
+    background_writing: bool = override(D, "background_writing", D.background_writing)
     tensorboard: bool = option(False, "write TensorBoard scalars (per task) under <out>/_run/tb", runtime=True)
     log_every: int = override(D, "log_every", 500)
     plots: bool = option(True, "save the A2C learning curves (PNG) next to the dataset", runtime=True)
     progress: bool = override(D, "progress", True)
 
-    #: The generator reads these DarkRoom fields; Key-to-Door has no presets and always ends at the door.
+    #: The grid engine reads these fields; Key-to-Door has no presets and always ends at the door.
     preset = "keydoor"
     terminate_on_goal = True
 
     def __post_init__(self) -> None:
         check_size(self.size, "Key-to-Door")
-        for name in ("steps_per_task", "episode_length", "hidden", "num_envs", "num_steps", "log_every"):
-            if getattr(self, name) <= 0:
-                raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
+        if self.steps_per_task <= 0:
+            raise UserError(f"--steps-per-task must be positive, got {self.steps_per_task}")
         if self.tasks < 0 or self.goals_per_batch < 0 or self.threads < 0:
             raise UserError("--tasks, --goals-per-batch and --threads must be >= 0")
         if not 0.0 <= self.heldout_fraction < 1.0:

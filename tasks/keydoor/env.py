@@ -1,7 +1,8 @@
 """The single Dark Key-to-Door environment (gymnasium ``Env``), same dynamics as toymeta's ``DarkKeyToDoor``.
 
 The agent walks a dark ``size x size`` room and sees only its cell index ``row * size + col`` (not whether it
-carries the key). Actions: 0 noop, 1 up, 2 right, 3 down, 4 left, clipped at the walls (DarkRoom's). After each
+carries the key). Actions: 0 noop, 1 up, 2 right, 3 down, 4 left, clipped at the walls (the grid room's,
+:mod:`tasks.grid.room`). After each
 move: reward 1.0 the first time the agent stands on the key; reward 1.0 when it stands on the door carrying the
 key, which ends the episode (``terminated``). The start is the centre, or a uniformly random cell with
 ``random_start``. Episode length comes from gymnasium's ``TimeLimit`` (``max_episode_steps`` at registration:
@@ -15,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from tasks.darkroom.goals import NUM_ACTIONS, start_cell, transition_table
+from tasks.grid.room import NUM_ACTIONS, start_cell, transition_table
 from tasks.keydoor.pairs import Pair, all_pairs, parse_pair
 
 

@@ -1,7 +1,7 @@
-"""A natively vectorised Dark Key-to-Door over (tasks x parallel envs), in numpy: DarkRoom's vector env with
-a key flag per sub-env.
+"""A natively vectorised Dark Key-to-Door over (tasks x parallel envs), in numpy: the shared grid room
+(:class:`tasks.grid.room.GridVectorEnv`) with a key and a door per sub-env.
 
-Same conventions as :class:`tasks.darkroom.vector_env.DarkRoomVectorEnv` (SAME_STEP autoreset, ``final_obs``,
+Same conventions as every grid vector env (SAME_STEP autoreset, ``final_obs``,
 ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i``), so it matches single
 :class:`~tasks.keydoor.env.KeyDoorEnv` copies wrapped in ``TimeLimit`` transition for transition. The observation
 is the cell; with ``observe_key`` (the A2C source's full-state view) it is ``cell + size**2 * has_key``, so a
@@ -16,12 +16,14 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
 
-from tasks.darkroom.vector_env import DarkRoomVectorEnv, vector_tasks
+from tasks.grid.room import GridVectorEnv, vector_tasks
 from tasks.keydoor.pairs import Pair, all_pairs, parse_pair
 
 
-class KeyDoorVectorEnv(DarkRoomVectorEnv):
+class KeyDoorVectorEnv(GridVectorEnv):
     """``len(pairs) * envs_per_task`` Key-to-Door sub-envs, task-major (sub-env i -> pair i // envs_per_task)."""
+
+    room = "Key-to-Door"
 
     def __init__(self, pairs: Sequence[Pair] | None, envs_per_task: int = 1, size: int = 9,
                  episode_length: int = 50, random_start: bool = False, observe_key: bool = False):
@@ -33,8 +35,8 @@ class KeyDoorVectorEnv(DarkRoomVectorEnv):
         self.pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 4)  # (T, 4) key row, col, door row, col
         super().__init__(self.pairs[:, :2], envs_per_task, size, episode_length, random_start,
                          terminate_on_goal=True)
-        self.random_goals = random_pairs  # DarkRoom's restart then draws pairs (_draw_tasks)
-        self.key_cell = self.goal_cell  # (E,) DarkRoom's goal is the key
+        self.random_goals = random_pairs  # the room's restart then draws pairs (_draw_tasks)
+        self.key_cell = self.goal_cell  # (E,) the room's goal is the key
         door = self.pairs[:, 2] * self.size + self.pairs[:, 3]  # (T,)
         self.door_cell = np.repeat(door, self.envs_per_goal)  # (E,)
         self.has_key = np.zeros(self.num_envs, dtype=bool)  # (E,)
@@ -70,7 +72,7 @@ def make_vector_env(num_envs: int = 1, size: int = 9, pair: Pair | str | None = 
                     pairs: Sequence[Pair | str] | None = None, random_start: bool = False,
                     max_episode_steps: int = 50, observe_key: bool = False) -> KeyDoorVectorEnv:
     """The ``vector_entry_point`` of the gymnasium ids: ``num_envs`` sub-envs with the single env's settings, on
-    ``pair``, on ``pairs`` (:func:`tasks.darkroom.vector_env.vector_tasks`; a pair may be written ``"kr,kc/dr,dc"``),
+    ``pair``, on ``pairs`` (:func:`tasks.grid.room.vector_tasks`; a pair may be written ``"kr,kc/dr,dc"``),
     or each drawing its pair at every reset; episodes of ``max_episode_steps`` steps (gymnasium passes the id's)."""
     chosen, per_task = vector_tasks(num_envs, pair, pairs)
     if chosen is not None:
