@@ -59,7 +59,7 @@ def test_a_task_history_does_not_depend_on_its_batch_and_resumes(tmp_path, monke
     whole = generate(_cfg(tmp_path / "whole", random_start=True))
     split = generate(_cfg(tmp_path / "split", random_start=True, goals_per_batch=4, background_writing=False))
     assert content_hash(whole) == content_hash(split)
-    from tasks.darkroom import generate as grid_module
+    from tasks.grid import generate as grid_module
 
     real, calls = grid_module._train_batch, []
 

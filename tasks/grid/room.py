@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
@@ -76,6 +77,63 @@ def shortest_path_actions(size: int, target_cell: int) -> np.ndarray:
     action[rows < t_row] = 3  # down
     action[rows > t_row] = 1  # up
     return action
+
+
+class GridEnv(gym.Env):
+    """One task in the room (gymnasium ``Env``): the walk, the start cell and the picture's floor; the episode length
+    comes from gymnasium's ``TimeLimit``. A family supplies its task draw (:meth:`_new_episode`), its reward
+    (:meth:`_reward`) and its cells in the picture (:meth:`_paint`)."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
+
+    def __init__(self, size: int, random_start: bool = False, render_mode: str | None = None):
+        self.size = int(size)
+        self.random_start = bool(random_start)
+        self.render_mode = render_mode
+        self.observation_space = spaces.Discrete(self.size * self.size)
+        self.action_space = spaces.Discrete(NUM_ACTIONS)
+        self._next_cell = transition_table(self.size)  # (S, A)
+        self.cell = -1
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self._new_episode()
+        if self.random_start:
+            row, col = self.np_random.integers(0, self.size, size=2)
+        else:
+            row, col = start_cell(self.size)
+        self.cell = int(row) * self.size + int(col)
+        return self.cell, self._info()
+
+    def step(self, action):
+        assert self.cell >= 0, "call reset() before step()"
+        self.cell = int(self._next_cell[self.cell, int(action)])
+        reward, terminated = self._reward()
+        return self.cell, reward, terminated, False, self._info()
+
+    def render(self):
+        """An RGB image (size, size, 3): white floor, the family's cells, green agent."""
+        if self.render_mode != "rgb_array":
+            return None
+        grid = np.full((self.size, self.size, 3), 255, dtype=np.uint8)
+        self._paint(grid)
+        row, col = divmod(self.cell, self.size)
+        grid[row, col] = (0, 255, 0)
+        return grid
+
+    # ------------------------------------------------------------------ the family's hooks
+    def _new_episode(self) -> None:
+        """Before the start cell is drawn: draw the task where none is fixed (from ``self.np_random``)."""
+
+    def _reward(self) -> tuple[float, bool]:
+        """Reward and termination of the move just made (``self.cell`` is new)."""
+        raise NotImplementedError
+
+    def _info(self) -> dict[str, Any]:
+        return {}
+
+    def _paint(self, grid: np.ndarray) -> None:
+        """Draw the task's cells on the (size, size, 3) floor."""
 
 
 class GridVectorEnv(VectorEnv):
