@@ -5,11 +5,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ad.config import option, override
-from ad.distributed import check_backend_options
 from ad.errors import UserError
-from ad.memory import check_memory
 from tasks.darkroom.goals import resolve_goals
-from tasks.grid.config import GridOptions, batch_memory_bytes, check_a2c_options
+from tasks.grid.config import GridOptions, check_a2c_options, check_batches
 from tasks.grid.room import check_size, start_cell
 from tasks.noise import NoiseOptions, check_noise_options
 
@@ -109,11 +107,7 @@ class GenerateConfig:
             r, c = start_cell(self.size)
             raise UserError(f"--goals {r},{c} is the start cell of a {self.size}x{self.size} room (episodes start "
                             "there): choose another goal, or pass --random-start")
-        per_batch = min(self.goals_per_batch or len(goals), len(goals))
-        check_memory(batch_memory_bytes(self.size, self.hidden, self.num_envs, per_batch),
-                     f"--size {self.size} with {per_batch} goals per batch",
-                     "pass a smaller --goals-per-batch, fewer --goals or a smaller --size")
-        check_backend_options(self.backend, self.address, self.workers)
+        check_batches(self, len(goals), 1, "goals", "--goals")
 
     @property
     def updates(self) -> int:

@@ -41,7 +41,7 @@ def dataset_metadata(cfg: GenerateConfig, goals: list[tuple[int, int]]) -> dict[
                  "observation": "cell index row*size+col"}
     config = {k: v for k, v in data_options(cfg).items() if k not in _EXPLORER_ONLY}
     source = {"algorithm": "a2c", "implementation": "tasks.darkroom.a2c.BatchedA2C", "config": config}  # as recorded
-    return grid_metadata(cfg, goals, lambda g: task_name(cfg.size, g), lambda g: {"goal": list(g)},
+    return grid_metadata(cfg, goals, task_name, lambda g: {"goal": list(g)},
                          lambda g: optimal_return(cfg.size, g, cfg.episode_length, cfg.terminate_on_goal,
                                                   cfg.random_start), task_spec, source)
 
@@ -69,21 +69,9 @@ def _tasks(cfg: GenerateConfig) -> list[tuple[int, int]]:
     return resolve_goals(cfg.goals, cfg.size)
 
 
-def _task_name(cfg: GenerateConfig, goal: tuple[int, ...]) -> str:
-    return task_name(cfg.size, goal)
-
-
-def _steps(cfg: GenerateConfig) -> int:
-    return cfg.steps_per_goal
-
-
-def _cells(cfg: GenerateConfig) -> int:
-    return cfg.size * cfg.size
-
-
 #: DarkRoom as a configuration of the grid engine: its goals, names, metadata and env.
-DARKROOM = GridFamily(family=FAMILY, title="DarkRoom", tasks=_tasks, task_name=_task_name, metadata=dataset_metadata,
-                      steps=_steps, num_states=_cells, make_env=make_env, pictures=greedy_gif)
+DARKROOM = GridFamily(family=FAMILY, title="DarkRoom", tasks=_tasks, task_name=task_name, metadata=dataset_metadata,
+                      steps_option="steps_per_goal", make_env=make_env, pictures=greedy_gif)
 
 
 def generate(cfg: GenerateConfig) -> Path | str:

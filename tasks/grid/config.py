@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ad.config import option
+from ad.distributed import check_backend_options
 from ad.errors import UserError
+from ad.memory import check_memory
 
 #: Whether this machine has a second core for background shard encoding (the default of --background-writing).
 MULTICORE = (os.cpu_count() or 1) >= 2
@@ -67,6 +69,16 @@ def batch_memory_bytes(size: int, hidden: int, num_envs: int, goals: int) -> int
     cells, actions = size * size, 5
     per_goal = 5 * (hidden * cells + (actions + 1) * (hidden + 1)) + 3 * actions * cells + 64 * num_envs
     return 4 * goals * per_goal
+
+
+def check_batches(config: Any, tasks: int, tables: int, noun: str, fewer: str) -> None:
+    """UserError where one batch of ``tasks`` agents (``tables`` tables of the room's cells each) would not fit in
+    memory, or the backend options are off; ``noun`` names the tasks and ``fewer`` the option that has fewer."""
+    per_batch = min(config.goals_per_batch or tasks, tasks)
+    check_memory(tables * batch_memory_bytes(config.size, config.hidden, config.num_envs, per_batch),
+                 f"--size {config.size} with {per_batch} {noun} per batch",
+                 f"pass a smaller --goals-per-batch, fewer {fewer} or a smaller --size")
+    check_backend_options(config.backend, config.address, config.workers)
 
 
 def check_a2c_options(config: Any) -> None:

@@ -76,15 +76,23 @@ class GridFamily:
     family: str  #: the dataset's family
     title: str  #: the family in pictures ("DarkRoom")
     tasks: Callable[[Any], list[Goal]]  #: the config's tasks, in order
-    task_name: Callable[[Any, Goal], str]  #: a task's (unit's) name
+    task_name: Callable[[int, Goal], str]  #: ``(size, task)`` -> the task's (unit's) name
     metadata: Callable[[Any, list[Goal]], dict[str, Any]]  #: the A2C dataset's metadata of the config's tasks
-    steps: Callable[[Any], int]  #: env steps per task (over its streams)
-    num_states: Callable[[Any], int]  #: full states: the rows of each agent's tables
+    steps_option: str  #: the config's option with the env steps per task (over its streams)
     make_env: Callable[[Any, list[Goal]], Any]  #: GridVectorEnv over (tasks x cfg.num_envs) observing full states
+    tables: int = 1  #: full states per cell (Key-to-Door's 2: key carried or not): each agent has tables*size^2 rows
     extra_columns: dict[str, str] = dataclasses.field(default_factory=dict)  #: stored beside the core columns
     derive: Callable[[Any, Columns], Columns] | None = None  #: full-state columns -> stored columns (None: as is)
     pictures: Callable[..., None] | None = None  #: ``(cfg, run_dir, metadata, greedy)``: pictures beside the curves
     noun: str = "goals"  #: what the family's tasks are called in printed lines ("key/door pairs")
+
+    def num_states(self, cfg: Any) -> int:
+        """Full states: the rows of each agent's tables."""
+        return self.tables * cfg.size * cfg.size
+
+    def steps(self, cfg: Any) -> int:
+        """Env steps per task (over its streams)."""
+        return getattr(cfg, self.steps_option)
 
     def stored(self, cfg: Any, columns: Columns) -> Columns:
         """The columns stored for one unit's full-state ``columns``."""
@@ -100,17 +108,18 @@ def history_spec(cfg: Any, family: GridFamily, critic: bool) -> HistorySpec:
                        logprob="scalar", extra={**extra, **family.extra_columns}, **bits)
 
 
-def grid_metadata(cfg: Any, goals: list[Goal], task_name: Callable[[Goal], str],
+def grid_metadata(cfg: Any, goals: list[Goal], task_name: Callable[[int, Goal], str],
                   describe: Callable[[Goal], dict[str, Any]], optimum: Callable[[Goal], float],
                   task_spec: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
     """A grid dataset's metadata: ``task_spec``, ``source``, seeds, the seeded split and per task its
     ``describe(goal)`` entries, split and optimal return."""
     train, heldout = split_goals(goals, cfg.heldout_fraction, cfg.seed)
     held = set(heldout)
-    tasks = {task_name(g): {**describe(g), "split": "heldout" if g in held else "train", "optimal_return": optimum(g)}
-             for g in goals}
+    tasks = {task_name(cfg.size, g): {**describe(g), "split": "heldout" if g in held else "train",
+                                      "optimal_return": optimum(g)} for g in goals}
     return {"task_spec": task_spec, "source": source, "seeds": {"seed": cfg.seed, "run": cfg.seed},
-            "split": {"train": [task_name(g) for g in train], "heldout": [task_name(g) for g in heldout]},
+            "split": {"train": [task_name(cfg.size, g) for g in train],
+                      "heldout": [task_name(cfg.size, g) for g in heldout]},
             "tasks": tasks}
 
 
@@ -189,7 +198,8 @@ def _generate(cfg: Any, family: GridFamily) -> Path | str:
 
     per_batch = cfg.goals_per_batch or (len(goals) if cfg.backend == "local" else RAY_GOALS_PER_UNIT)
     batches = [goals[i:i + per_batch] for i in range(0, len(goals), per_batch)]
-    todo = [b for b in batches if any(not writer.is_complete(family.task_name(cfg, g), cfg.seed) for g in b)]
+    names = {g: family.task_name(cfg.size, g) for g in goals}
+    todo = [b for b in batches if any(not writer.is_complete(names[g], cfg.seed) for g in b)]
     skipped = len(goals) - sum(len(b) for b in todo)
     if skipped:
         print(f"resuming: {skipped} of {len(goals)} {family.noun} already in {out}, {len(todo)} batch(es) to run")
@@ -200,8 +210,7 @@ def _generate(cfg: Any, family: GridFamily) -> Path | str:
     greedy: dict[str, np.ndarray] = {}
     job_cfg = dataclasses.replace(cfg, out=local or cfg.out, progress=False, tensorboard=False, plots=False,
                                   background_writing=False)  # a Ray worker gets one CPU
-    units = [WorkUnit(f"{family.task_name(cfg, b[0])}+{len(b) - 1}", UnitJob(job_cfg, b, local or cfg.out, family))
-             for b in todo]
+    units = [WorkUnit(f"{names[b[0]]}+{len(b) - 1}", UnitJob(job_cfg, b, local or cfg.out, family)) for b in todo]
     remote = cfg.backend != "local"
     with Progress(len(todo) if remote else len(todo) * cfg.updates, "A2C", unit="batch" if remote else "update",
                   show=cfg.progress) as bar:
@@ -247,7 +256,7 @@ def _train_batch(cfg: Any, goals: list[Goal], writer: HistoryWriter, tb, bar, st
                  family: GridFamily) -> dict[str, Any]:
     """Train one batch of goals for ``cfg.updates`` updates, streaming histories into their units."""
     batch_started = time.time()
-    names = [family.task_name(cfg, g) for g in goals]
+    names = [family.task_name(cfg.size, g) for g in goals]
     units = {g: writer.open_unit(names[g], cfg.seed) for g in range(len(goals))
              if not writer.is_complete(names[g], cfg.seed)}
     agent = BatchedA2C(cfg, goals, cfg.seed, family)

@@ -62,7 +62,7 @@ def noise_levels(cfg: Any, grid: GridFamily, demo: Demonstrator, tasks: list[tup
     noise level (T,) and its optimum (T,) (the demonstrator's exact expected return: it walks a shortest path)."""
     mdp = demo.mdp(cfg, tasks)
     optimum = expected_return(mdp, np.zeros(len(tasks)))
-    names = [grid.task_name(cfg, t) for t in tasks]
+    names = [grid.task_name(cfg.size, t) for t in tasks]
     floor = epsilon_floor(lambda eps: expected_return(mdp, eps), optimum, cfg.max_return_fraction, names)
     eps = epsilon_schedule(episodes_per_stream(cfg, grid), cfg.noise_start, cfg.noise_end, cfg.noise_decay_fraction,
                            cfg.noise_power, floor)  # (T, N)
@@ -85,7 +85,7 @@ def noise_metadata(cfg: Any, grid: GridFamily, tasks: list[tuple[int, ...]], flo
                                       "progress = min(1, episode / ((episodes - 1) * decay_fraction))",
                           "config": config}
     for t, task in enumerate(tasks):
-        entry = metadata["tasks"][grid.task_name(cfg, task)]
+        entry = metadata["tasks"][grid.task_name(cfg.size, task)]
         entry.update(noise_floor=float(floor[t]), expected_best_return=float(best[t]),
                      expected_best_fraction=float(best[t] / optimum[t]) if optimum[t] > 0 else None)
     return metadata
@@ -155,7 +155,7 @@ def generate_noise(cfg: Any, grid: GridFamily, demo: Demonstrator) -> Path | str
                            planned_tasks=len(tasks))  # raises UserError before anything is overwritten
     local = location.local_path()
     out: Path | str = Path(local) if local is not None else cfg.out
-    names = [grid.task_name(cfg, t) for t in tasks]
+    names = [grid.task_name(cfg.size, t) for t in tasks]
     todo = [i for i, name in enumerate(names) if not writer.is_complete(name, cfg.seed)]
     if len(todo) < len(tasks):
         print(f"resuming: {len(tasks) - len(todo)} of {len(tasks)} {grid.noun} already in {out}")

@@ -9,10 +9,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ad.config import option, override
-from ad.distributed import check_backend_options
 from ad.errors import UserError
-from ad.memory import check_memory
-from tasks.grid.config import GridOptions, batch_memory_bytes, check_a2c_options
+from tasks.grid.config import GridOptions, check_a2c_options, check_batches
 from tasks.grid.room import check_size
 from tasks.keydoor.pairs import draw_pairs, steps_needed, task_name
 from tasks.noise import NoiseOptions, check_noise_options
@@ -104,11 +102,7 @@ class GenerateConfig:
             raise UserError(f"--episode-length {self.episode_length} is too short: task "
                             f"{task_name(self.size, longest)} needs {need[longest]} steps from {start} to its key and then its door, so no episode "
                             f"could finish it; pass --episode-length {need[longest]} or more")
-        per_batch = min(self.goals_per_batch or len(pairs), len(pairs))
-        check_memory(2 * batch_memory_bytes(self.size, self.hidden, self.num_envs, per_batch),  # (cell, key) tables
-                     f"--size {self.size} with {per_batch} tasks per batch",
-                     "pass a smaller --goals-per-batch, fewer --tasks or a smaller --size")
-        check_backend_options(self.backend, self.address, self.workers)
+        check_batches(self, len(pairs), 2, "tasks", "--tasks")  # (cell, key carried) tables
 
     def task_pairs(self) -> list[tuple[int, int, int, int]]:
         """The (key row, key col, door row, door col) of every task of this run, in order."""

@@ -43,8 +43,7 @@ def dataset_metadata(cfg: GenerateConfig, pairs: list[Pair]) -> dict[str, Any]:
     config = {k: v for k, v in without_noise_options(data_options(cfg)).items() if k != "source"}  # the A2C's
     source = {"algorithm": "a2c", "implementation": "tasks.keydoor.a2c.KeyDoorA2C",  # the name datasets record
               "states": "(cell, key carried): 2 * size^2 table rows", "config": config}
-    return grid_metadata(cfg, pairs, lambda p: task_name(cfg.size, p), lambda p: {"key": list(p[:2]),
-                                                                                "door": list(p[2:])},
+    return grid_metadata(cfg, pairs, task_name, lambda p: {"key": list(p[:2]), "door": list(p[2:])},
                          lambda p: optimal_return(cfg.size, p, cfg.episode_length, cfg.random_start), task_spec,
                          source)
 
@@ -66,22 +65,10 @@ def _tasks(cfg: GenerateConfig) -> list[Pair]:
     return cfg.task_pairs()
 
 
-def _task_name(cfg: GenerateConfig, pair: Pair) -> str:
-    return task_name(cfg.size, pair)
-
-
-def _steps(cfg: GenerateConfig) -> int:
-    return cfg.steps_per_task
-
-
-def _states(cfg: GenerateConfig) -> int:
-    return 2 * cfg.size * cfg.size  # (cell, key carried)
-
-
 #: Key-to-Door as a configuration of the grid engine: its pairs, names, metadata, full-state env and stored columns.
-KEYDOOR = GridFamily(family=FAMILY, title="Dark Key-to-Door", tasks=_tasks, task_name=_task_name,
-                     metadata=dataset_metadata, steps=_steps, num_states=_states, make_env=make_env,
-                     extra_columns={"key": "bool"}, derive=observed, noun="key/door pairs")
+KEYDOOR = GridFamily(family=FAMILY, title="Dark Key-to-Door", tasks=_tasks, task_name=task_name,
+                     metadata=dataset_metadata, steps_option="steps_per_task", make_env=make_env,
+                     tables=2, extra_columns={"key": "bool"}, derive=observed, noun="key/door pairs")
 
 
 def generate(cfg: GenerateConfig) -> Path | str:
