@@ -6,7 +6,8 @@
   :func:`ad.config.override`), and their checks;
 - :mod:`tasks.grid.a2c`: the batched A2C, one tabular actor-critic per task, every task in one computation;
 - :mod:`tasks.grid.generate`: the A2C source (batches, resuming, the Ray backend, summary, TensorBoard, pictures)
-  and :class:`~tasks.grid.generate.GridFamily`, what a family plugs into it;
+  and :class:`~tasks.grid.generate.GridFamily`, what a family plugs into it; :mod:`tasks.grid.rollouts` hands each
+  update's rollout to the history writer and counts its returns; :mod:`tasks.grid.plots` draws the run's pictures;
 - :mod:`tasks.grid.noise`: the noise-distillation source on the same families.
 
 A family keeps its env, its task names and spec, its optimal actions and a small config choosing the settings
