@@ -21,8 +21,8 @@ from tasks.darkroom.config import GenerateConfig
 from tasks.darkroom.explorer import explore_goal
 from tasks.darkroom.generate import DARKROOM, FAMILY, dataset_metadata
 from tasks.darkroom.goals import resolve_goals, task_name
-from tasks.grid.generate import (FINAL_FRACTION, LEARNED_RATIO, finite_or_none, history_spec, ratio_summary,
-                                 ratio_text)
+from tasks.grid.family import (FINAL_FRACTION, LEARNED_RATIO, finite_or_none, history_spec, ratio_summary,
+                               ratio_text)
 
 #: The explorer's options recorded as its config in the dataset metadata.
 EXPLORER_OPTIONS = ("size", "goals", "steps_per_goal", "seed", "heldout_fraction", "episode_length", "random_start",

@@ -22,7 +22,7 @@ from ad.config import data_options
 from tasks.darkroom.config import GenerateConfig
 from tasks.darkroom.goals import optimal_return, resolve_goals, task_name
 from tasks.darkroom.vector_env import DarkRoomVectorEnv
-from tasks.grid.generate import GridFamily, generate_a2c, grid_metadata
+from tasks.grid.family import GridFamily, grid_metadata
 from tasks.grid.room import ACTION_NAMES, NUM_ACTIONS, start_cell
 from tasks.noise import NOISE_OPTIONS
 
@@ -85,4 +85,6 @@ def generate(cfg: GenerateConfig) -> Path | str:
         from tasks.darkroom.noise_generate import generate_darkroom_noise
 
         return generate_darkroom_noise(cfg)
+    from tasks.grid.generate import generate_a2c
+
     return generate_a2c(cfg, DARKROOM)

@@ -192,7 +192,7 @@ class BatchedA2C:
             (size, episode_length, random_start, ...).
         goals: the tasks, one agent each: tuples of ints (a DarkRoom goal cell, a Key-to-Door key + door).
         seed: run seed; agent ``g``'s initial weights and action noise depend on (seed, goals[g]) only.
-        family: the grid family (:class:`tasks.grid.generate.GridFamily`): its ``num_states(cfg)`` (the agent's
+        family: the grid family (:class:`tasks.grid.family.GridFamily`): its ``num_states(cfg)`` (the agent's
             tabular states, which may be more than the observed cells: Key-to-Door's source sees (cell, key
             carried)) and ``make_env(cfg, goals)`` (a :class:`~tasks.grid.room.GridVectorEnv` over ``goals`` x
             ``cfg.num_envs``, goal-major, whose observations index those states).

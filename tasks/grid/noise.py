@@ -25,7 +25,7 @@ import numpy as np
 from ad.errors import UserError
 from ad.files import run_folder, write_json_atomic
 from ad.history import HistoryReader, HistoryWriter, Location
-from tasks.grid.generate import GridFamily, history_spec
+from tasks.grid.family import GridFamily, history_spec
 from tasks.grid.room import NUM_ACTIONS, start_cell
 from tasks.noise import (TabularTasks, epsilon_floor, epsilon_greedy, epsilon_schedule, expected_return,
                          noise_config, return_record, summarize_records)

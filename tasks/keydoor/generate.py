@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ad.config import data_options
-from tasks.grid.generate import GridFamily, generate_a2c, grid_metadata
+from tasks.grid.family import GridFamily, grid_metadata
 from tasks.grid.room import ACTION_NAMES, NUM_ACTIONS, start_cell
 from tasks.keydoor.config import GenerateConfig
 from tasks.keydoor.pairs import Pair, optimal_return, task_name
@@ -78,4 +78,6 @@ def generate(cfg: GenerateConfig) -> Path | str:
         from tasks.keydoor.noise_generate import generate_keydoor_noise
 
         return generate_keydoor_noise(cfg)
+    from tasks.grid.generate import generate_a2c
+
     return generate_a2c(cfg, KEYDOOR)
