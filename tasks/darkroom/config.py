@@ -7,7 +7,7 @@ from typing import Literal
 from ad.config import option, override
 from ad.errors import UserError
 from tasks.darkroom.goals import resolve_goals
-from tasks.grid.config import GridOptions, check_a2c_options, check_batches
+from tasks.grid.family import GridOptions, check_a2c_options, check_batches
 from tasks.grid.room import check_size, start_cell
 from tasks.noise import NoiseOptions, check_noise_options
 

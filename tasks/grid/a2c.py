@@ -187,7 +187,7 @@ class BatchedA2C:
     """A2C agents for ``goals`` (one per goal), trained together on the family's grid vector env.
 
     Args:
-        cfg: a config with the A2C options of :class:`tasks.grid.config.GridOptions` (hidden, num_envs, num_steps,
+        cfg: a config with the A2C options of :class:`tasks.grid.family.GridOptions` (hidden, num_envs, num_steps,
             lr, adam_betas, adam_eps, max_grad_norm, ent_coef, vf_coef, gamma, gae_lambda) and the env options
             (size, episode_length, random_start, ...).
         goals: the tasks, one agent each: tuples of ints (a DarkRoom goal cell, a Key-to-Door key + door).

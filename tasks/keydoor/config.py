@@ -1,6 +1,6 @@
 """Options of ``ad generate keydoor`` (importing this module does not import torch).
 
-The room, A2C and running options are the grid engine's (:class:`tasks.grid.config.GridOptions`: same help, declared
+The room, A2C and running options are the grid engine's (:class:`tasks.grid.family.GridOptions`: same help, declared
 there once, taken through :func:`ad.config.override`); the defaults are the ones measured on Key-to-Door.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Literal
 
 from ad.config import option, override
 from ad.errors import UserError
-from tasks.grid.config import GridOptions, check_a2c_options, check_batches
+from tasks.grid.family import GridOptions, check_a2c_options, check_batches
 from tasks.grid.room import check_size
 from tasks.keydoor.pairs import draw_pairs, steps_needed, task_name
 from tasks.noise import NoiseOptions, check_noise_options

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from ad.config import option, override
 from ad.demo_pipeline import ADDemoConfig
 from ad.errors import UserError
-from tasks.grid.config import GridOptions
+from tasks.grid.family import GridOptions
 
 
 @dataclass
