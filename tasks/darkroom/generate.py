@@ -40,7 +40,8 @@ def dataset_metadata(cfg: GenerateConfig, goals: list[tuple[int, int]]) -> dict[
                  "num_states": cfg.size * cfg.size, "num_actions": NUM_ACTIONS, "actions": list(ACTION_NAMES),
                  "observation": "cell index row*size+col"}
     config = {k: v for k, v in data_options(cfg).items() if k not in _EXPLORER_ONLY}
-    source = {"algorithm": "a2c", "implementation": "tasks.darkroom.a2c.BatchedA2C", "config": config}  # as recorded
+    # the implementation's name from before the engine moved to tasks.grid: a resumed run must match the dataset's
+    source = {"algorithm": "a2c", "implementation": "tasks.darkroom.a2c.BatchedA2C", "config": config}
     return grid_metadata(cfg, goals, task_name, lambda g: {"goal": list(g)},
                          lambda g: optimal_return(cfg.size, g, cfg.episode_length, cfg.terminate_on_goal,
                                                   cfg.random_start), task_spec, source)

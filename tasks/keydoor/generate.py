@@ -41,7 +41,8 @@ def dataset_metadata(cfg: GenerateConfig, pairs: list[Pair]) -> dict[str, Any]:
                  "observation": "cell index row*size+col (the key-carried flag is not observed)",
                  "rewards": "1 on first reaching the key, 1 on reaching the door with the key (episode ends)"}
     config = {k: v for k, v in without_noise_options(data_options(cfg)).items() if k != "source"}  # the A2C's
-    source = {"algorithm": "a2c", "implementation": "tasks.keydoor.a2c.KeyDoorA2C",  # the name datasets record
+    # the implementation's name from before the engine moved to tasks.grid: a resumed run must match the dataset's
+    source = {"algorithm": "a2c", "implementation": "tasks.keydoor.a2c.KeyDoorA2C",
               "states": "(cell, key carried): 2 * size^2 table rows", "config": config}
     return grid_metadata(cfg, pairs, task_name, lambda p: {"key": list(p[:2]), "door": list(p[2:])},
                          lambda p: optimal_return(cfg.size, p, cfg.episode_length, cfg.random_start), task_spec,
