@@ -70,15 +70,11 @@ def generate_explorer(cfg: GenerateConfig) -> Path | str:
                                             cfg.epsilon_after_goal, cfg.seed, cfg.random_start, cfg.terminate_on_goal)
             optimum = metadata["tasks"][name]["optimal_return"]
             last = max(1, int(round(episodes * FINAL_FRACTION)))
-            unit = writer.open_unit(name, cfg.seed)
-            try:
+            with writer.unit(name, cfg.seed) as unit:  # aborted on any exception
                 unit.append(columns)
                 ratios = [finite_or_none(returns[:, i].mean() / optimum) if optimum > 0 else None
                           for i in (slice(-last, None), 0)]
                 unit.commit(info={"final_ratio": ratios[0], "first_ratio": ratios[1], "optimal_return": optimum})
-            except BaseException:
-                unit.abort()
-                raise
             if bar is not None:
                 bar.update(1)
     finally:

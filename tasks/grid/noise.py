@@ -167,17 +167,13 @@ def generate_noise(cfg: Any, grid: GridFamily, demo: Demonstrator) -> Path | str
             batch = todo[b:b + TASKS_PER_BATCH]
             histories, returns = run_noise(cfg, grid, demo, [tasks[i] for i in batch], eps[batch])
             for j, i in enumerate(batch):
-                unit = writer.open_unit(names[i], cfg.seed)
-                try:
+                with writer.unit(names[i], cfg.seed) as unit:  # aborted on any exception
                     unit.append(histories[j])
                     record = return_record(returns[j], eps[i], float(optimum[i]))
                     unit.commit(info={**record, "noise_floor": float(floor[i]),
                                       "expected_best_return": float(best[i]),
                                       "expected_best_fraction": float(best[i] / optimum[i]) if optimum[i] > 0
                                       else None})
-                except BaseException:
-                    unit.abort()
-                    raise
                 if bar is not None:
                     bar.update(1)
     finally:
