@@ -42,10 +42,10 @@ ARGS = options() if __name__ == "__main__" else None
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from ad.config import make_config  # noqa: E402
-from tasks.darkroom.a2c import BatchedA2C, denormals_flushed  # noqa: E402
 from tasks.darkroom.config import GenerateConfig  # noqa: E402
-from tasks.darkroom.generate import generate  # noqa: E402
+from tasks.darkroom.generate import DARKROOM, generate  # noqa: E402
 from tasks.darkroom.goals import all_goals  # noqa: E402
+from tasks.grid.a2c import BatchedA2C, denormals_flushed  # noqa: E402
 
 
 RECIPE_JOB = 80 * 2_500_000  # env steps of the original recipe's full job (80 goals x 2.5M)
@@ -76,7 +76,7 @@ def profile_generate(out: Path, steps_per_goal: int) -> None:
 def ours_no_writing(steps_per_goal: int) -> float:
     """Env steps/s of the batched A2C alone (80 goals), nothing recorded."""
     cfg = make_config(GenerateConfig, {"steps_per_goal": steps_per_goal})
-    agent = BatchedA2C(cfg, all_goals(9), seed=0)
+    agent = BatchedA2C(cfg, all_goals(9), 0, DARKROOM)
     with denormals_flushed():  # as in `ad generate darkroom`
         seconds, _ = timed(lambda: [agent.step(stats=False) for _ in range(cfg.updates)])
     return cfg.updates * 80 * cfg.num_envs * cfg.num_steps / seconds

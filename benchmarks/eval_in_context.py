@@ -38,7 +38,8 @@ from models.rl.model import ADTransformer  # noqa: E402
 from models.rl.policy import ADPolicy  # noqa: E402
 from benchmarks.helpers.references import ADPolicyReference  # noqa: E402
 from ad.registry import env_factory  # noqa: E402
-from tasks.darkroom.goals import all_goals, split_goals, task_name  # noqa: E402
+from tasks.darkroom.goals import all_goals, task_name  # noqa: E402
+from tasks.grid.room import split_goals  # noqa: E402
 
 
 META = {"task_spec": {"size": 9, "episode_length": 20, "random_start": False, "terminate_on_goal": False}}

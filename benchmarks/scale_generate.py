@@ -155,7 +155,7 @@ def kill_and_resume(argv: list[str], out: Path, total_units: int, kills: int = 5
             "probe_failures": probes["failures"], "probe_errors": probes["errors"]}
 
 
-def ray_unit_processes(function: str = "darkroom_unit") -> list[int]:
+def ray_unit_processes(function: str = "grid_unit") -> list[int]:
     """PIDs of Ray worker processes running ``function`` right now (Ray titles them ``ray::<function>``)."""
     pids = []
     for entry in os.listdir("/proc"):
@@ -220,7 +220,7 @@ def throughput(work: Path, steps: int, workers: int = 2) -> dict[str, Any]:
     from ad.history import content_hash
     from tasks.darkroom.generate import generate
 
-    from tasks.darkroom.generate import RAY_GOALS_PER_UNIT
+    from tasks.grid.generate import RAY_GOALS_PER_UNIT
 
     goals, per_unit = 80, RAY_GOALS_PER_UNIT
     start = time.perf_counter()

@@ -8,9 +8,10 @@ from gymnasium.wrappers import TimeLimit
 from torch import nn
 
 from ad.config import make_config
-from tasks.darkroom.a2c import _RNG_BLOCK, BatchedA2C, TableLoss, env_seeds
 from tasks.darkroom.config import GenerateConfig
 from tasks.darkroom.env import DarkRoomEnv
+from tasks.darkroom.generate import DARKROOM
+from tasks.grid.a2c import _RNG_BLOCK, BatchedA2C, TableLoss, env_seeds
 
 
 @pytest.fixture(autouse=True)
@@ -104,7 +105,7 @@ def test_batched_a2c_equals_separate_agents(overrides):
     cfg = make_config(GenerateConfig, {"size": 3, "hidden": 16, "num_envs": 4, "num_steps": 5,
                                        "episode_length": 6, **overrides})
     goals, seed, updates = [(0, 0), (2, 1), (1, 2)], 7, 30
-    agent = BatchedA2C(cfg, goals, seed)
+    agent = BatchedA2C(cfg, goals, seed, DARKROOM)
     agent._ref_gen_state = [gen.get_state() for gen in agent.gens]
     refs = [reference_run(cfg, agent, g, seed, updates) for g in range(len(goals))]
     actions = np.array([agent.step()[0].action for _ in range(updates)])  # (U, T, G*N)
@@ -120,8 +121,8 @@ def test_batched_a2c_equals_separate_agents(overrides):
 def test_goal_history_does_not_depend_on_its_batch(random_start):
     cfg = make_config(GenerateConfig, {"size": 3, "hidden": 8, "num_envs": 2, "num_steps": 4,
                                        "random_start": random_start})
-    alone = BatchedA2C(cfg, [(2, 2)], seed=1)
-    batched = BatchedA2C(cfg, [(0, 0), (2, 2)], seed=1)
+    alone = BatchedA2C(cfg, [(2, 2)], 1, DARKROOM)
+    batched = BatchedA2C(cfg, [(0, 0), (2, 2)], 1, DARKROOM)
     for _ in range(20):
         a, _ = alone.step()
         b, _ = batched.step()
@@ -133,7 +134,7 @@ def test_goal_history_does_not_depend_on_its_batch(random_start):
 
 def test_hand_written_gradients_equal_autograd():
     cfg = make_config(GenerateConfig, {"size": 4, "hidden": 12, "num_envs": 3, "num_steps": 5})
-    agent = BatchedA2C(cfg, [(0, 0), (3, 1), (2, 3)], seed=3)
+    agent = BatchedA2C(cfg, [(0, 0), (3, 1), (2, 3)], 3, DARKROOM)
     G, S, A = agent.G, agent.S, agent.A
     gen = torch.Generator().manual_seed(0)
     visits = torch.randint(0, 4, (G, S), generator=gen).float()  # (G, S) some cells unvisited

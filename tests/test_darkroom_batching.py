@@ -9,7 +9,7 @@ import pytest
 from ad.config import make_config
 from ad.history import HistoryReader, content_hash
 from tasks.darkroom.config import GenerateConfig
-from tasks.darkroom import generate as generate_module
+from tasks.grid import generate as generate_module
 from tasks.darkroom.generate import generate
 
 _BASE = {"size": 5, "goals": ["0,0", "4,4", "1,3", "3,0", "0,2", "4,1", "2,4"], "hidden": 9, "num_envs": 3,

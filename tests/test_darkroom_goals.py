@@ -4,8 +4,8 @@ import pytest
 
 from ad.errors import UserError
 from tasks.darkroom.env import DarkRoomEnv
-from tasks.darkroom.goals import (all_goals, optimal_return, parse_goal, parse_task_name, resolve_goals,
-                                  split_goals, task_name)
+from tasks.darkroom.goals import all_goals, optimal_return, parse_goal, parse_task_name, resolve_goals, task_name
+from tasks.grid.room import split_goals
 
 
 def test_goals_are_every_cell_but_the_centre():

@@ -59,7 +59,7 @@ def test_a_task_history_does_not_depend_on_its_batch_and_resumes(tmp_path, monke
     whole = generate(_cfg(tmp_path / "whole", random_start=True))
     split = generate(_cfg(tmp_path / "split", random_start=True, goals_per_batch=4, background_writing=False))
     assert content_hash(whole) == content_hash(split)
-    from tasks.darkroom import generate as grid_module
+    from tasks.grid import generate as grid_module
 
     real, calls = grid_module._train_batch, []
 
@@ -112,3 +112,16 @@ def test_cli_generate_runs_and_bad_input_exits_2(tmp_path, capsys):
         err = capsys.readouterr().err
         assert exit_info.value.code == 2 and "error:" in err and "Traceback" not in err
     assert not (tmp_path / "e").exists()
+
+
+def test_keydoor_is_a_configuration_of_the_grid_engine_not_of_darkroom():
+    """Key-to-Door's source, env, noise source and optimum load the shared grid engine and no DarkRoom module."""
+    import subprocess
+    import sys
+
+    code = ("import sys, tasks.keydoor, tasks.keydoor.generate, tasks.keydoor.noise_generate, tasks.keydoor.env, "
+            "tasks.keydoor.vector_env, tasks.keydoor.optimal, tasks.keydoor.demo\n"
+            "print(sorted({m.split('.')[1] for m in sys.modules if m.startswith('tasks.')}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = eval(out)
+    assert "grid" in loaded and "darkroom" not in loaded

@@ -12,7 +12,8 @@ import pytest
 from ad.config import make_config
 from ad.errors import UserError
 from ad.history import HistoryReader, content_hash
-from tasks.darkroom.goals import optimal_return, shortest_path_actions
+from tasks.darkroom.goals import optimal_return
+from tasks.grid.room import shortest_path_actions
 from tasks.noise import (TabularTasks, epsilon_floor, epsilon_greedy, epsilon_schedule, expected_return,
                          return_record)
 from tests.cli_run import run_cli
@@ -208,7 +209,7 @@ def test_bandit_noise_pulls_the_best_arm_epsilon_greedily(tmp_path, capsys):
 
 
 def test_resume_after_an_interrupt_writes_every_row_once(tmp_path, capsys, monkeypatch):
-    import tasks.darkroom.noise_generate as noise_generate
+    import tasks.grid.noise as noise_generate
 
     whole, argv = _darkroom(tmp_path, "whole")
     assert run_cli(capsys, *argv)[0] == 0

@@ -12,7 +12,7 @@ from ad.config import make_config
 from ad.errors import UserError
 from ad.evaluate import run_in_context
 from ad.history import HistoryReader
-from tasks.darkroom.goals import shortest_path_actions, transition_table
+from tasks.grid.room import shortest_path_actions, transition_table
 from tasks.keydoor.optimal import key_carried
 
 #: tiny `ad generate` options per family (seconds each)

@@ -46,7 +46,7 @@ def test_ray_dataset_equals_the_local_one(cluster, tmp_path):
 
 def test_a_local_run_interrupted_then_resumed_on_ray(cluster, tmp_path, monkeypatch):
     """Backend options are not part of the dataset: a run stopped locally finishes on Ray, identically."""
-    from tasks.darkroom import generate as gen_module
+    from tasks.grid import generate as gen_module
 
     full = generate(_cfg(tmp_path / "full", goals_per_batch=2))
     real_train, calls = gen_module._train_batch, []
@@ -67,12 +67,14 @@ def test_a_local_run_interrupted_then_resumed_on_ray(cluster, tmp_path, monkeypa
 
 
 def test_a_user_error_in_a_unit_comes_back_as_itself(cluster, tmp_path):
-    from tasks.darkroom.generate import UnitJob, darkroom_unit
+    from tasks.darkroom.generate import DARKROOM
+    from tasks.grid.generate import UnitJob, grid_unit
 
     generate(_cfg(tmp_path / "d", goals=["0,0"]))
     other = _cfg(tmp_path / "d", goals=["0,0"], lr=0.5)  # the worker finds a dataset made with other settings
     with pytest.raises(UserError, match="different settings"):
-        run_units(darkroom_unit, [WorkUnit("one", UnitJob(other, [(0, 0)], str(tmp_path / "d")))], backend="ray")
+        run_units(grid_unit, [WorkUnit("one", UnitJob(other, [(0, 0)], str(tmp_path / "d"), DARKROOM))],
+                  backend="ray")
 
 
 @pytest.mark.slow

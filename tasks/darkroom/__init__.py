@@ -1,4 +1,4 @@
-"""DarkRoom (the Algorithm Distillation paper's grid world), its batched A2C source, and ``ad generate darkroom``.
+"""DarkRoom (the Algorithm Distillation paper's grid world) on the grid engine (:mod:`tasks.grid`).
 
 Importing this package registers the gymnasium ids (``ad/DarkRoom-9x9-v0`` ...) and the task family
 (``ad generate darkroom``, the evaluation env of ``ad eval``, ``ad demo --task darkroom``); torch is imported only when one of them runs (``ad --help`` imports this package).

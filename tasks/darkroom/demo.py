@@ -17,7 +17,8 @@ from ad.config import option
 from ad.demo_pipeline import ADDemoConfig
 from ad.errors import UserError
 from tasks.darkroom.config import GenerateConfig
-from tasks.darkroom.goals import all_goals, check_size, split_goals
+from tasks.darkroom.goals import all_goals
+from tasks.grid.room import check_size, split_goals
 
 #: Per source: env steps per history (stream), subsample, context (transitions), AD steps. The explorer's histories
 #: find the goal in ~5 episodes and are near-optimal after ~10 (60 episodes per stream), so AD reads them whole (no

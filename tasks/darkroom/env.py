@@ -8,61 +8,34 @@ at the walls. After each move the reward is 1.0 if the agent stands on the goal,
 """
 from __future__ import annotations
 
-from typing import Any
-
-import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 
-from tasks.darkroom.goals import NUM_ACTIONS, all_goals, check_size, start_cell, transition_table
+from tasks.darkroom.goals import all_goals
+from tasks.grid.room import GridEnv, check_size
 
 
-class DarkRoomEnv(gym.Env):
+class DarkRoomEnv(GridEnv):
     """One DarkRoom task. ``goal=None`` draws a goal (any cell but the centre) at every reset."""
-
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
 
     def __init__(self, size: int = 9, goal: tuple[int, int] | None = None, random_start: bool = False,
                  terminate_on_goal: bool = False, render_mode: str | None = None):
         check_size(size)
-        self.size = int(size)
-        self.random_start = bool(random_start)
+        super().__init__(size, random_start, render_mode)
         self.terminate_on_goal = bool(terminate_on_goal)
-        self.render_mode = render_mode
         self.fixed_goal = None if goal is None else (int(goal[0]), int(goal[1]))
         if self.fixed_goal is not None and not all(0 <= x < self.size for x in self.fixed_goal):
             raise ValueError(f"goal {goal} is outside the {size}x{size} grid")
         self.goal = self.fixed_goal
-        self.observation_space = spaces.Discrete(self.size * self.size)
-        self.action_space = spaces.Discrete(NUM_ACTIONS)
-        self._next_cell = transition_table(self.size)  # (S, A)
         self._goals = all_goals(self.size)
-        self.cell = -1
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
+    def _new_episode(self) -> None:
         if self.fixed_goal is None:
             self.goal = self._goals[int(self.np_random.integers(len(self._goals)))]
-        if self.random_start:
-            row, col = self.np_random.integers(0, self.size, size=2)
-        else:
-            row, col = start_cell(self.size)
-        self.cell = int(row) * self.size + int(col)
-        return self.cell, {}
 
-    def step(self, action):
-        assert self.cell >= 0, "call reset() before step()"
-        self.cell = int(self._next_cell[self.cell, int(action)])
+    def _reward(self) -> tuple[float, bool]:
         reward = 1.0 if self.cell == self.goal[0] * self.size + self.goal[1] else 0.0
-        terminated = bool(reward) and self.terminate_on_goal
-        return self.cell, reward, terminated, False, {}
+        return reward, bool(reward) and self.terminate_on_goal
 
-    def render(self):
-        """An RGB image (size, size, 3): white floor, red goal, green agent."""
-        if self.render_mode != "rgb_array":
-            return None
-        grid = np.full((self.size, self.size, 3), 255, dtype=np.uint8)
+    def _paint(self, grid: np.ndarray) -> None:
+        """The goal in red."""
         grid[self.goal[0], self.goal[1]] = (255, 0, 0)
-        row, col = divmod(self.cell, self.size)
-        grid[row, col] = (0, 255, 0)
-        return grid

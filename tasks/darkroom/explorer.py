@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.darkroom.goals import NUM_ACTIONS, start_cell, transition_table
+from tasks.grid.room import NUM_ACTIONS, start_cell, transition_table
 
 #: History columns of one goal, in the store's dtypes.
 COLUMN_TYPES = {"stream": np.int32, "update": np.int64, "episode": np.int32, "step": np.int32, "state": np.int16,

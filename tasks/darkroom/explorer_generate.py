@@ -16,12 +16,13 @@ import numpy as np
 
 from ad.files import run_folder, write_json_atomic
 from ad.errors import UserError
-from ad.history import ColumnSpec, HistoryReader, HistorySpec, HistoryWriter, Location
+from ad.history import HistoryReader, HistoryWriter, Location
 from tasks.darkroom.config import GenerateConfig
 from tasks.darkroom.explorer import explore_goal
-from tasks.darkroom.generate import (FAMILY, FINAL_FRACTION, LEARNED_RATIO, dataset_metadata, finite_or_none,
-                                     ratio_summary, ratio_text)
-from tasks.darkroom.goals import NUM_ACTIONS, resolve_goals, task_name
+from tasks.darkroom.generate import DARKROOM, FAMILY, dataset_metadata
+from tasks.darkroom.goals import resolve_goals, task_name
+from tasks.grid.family import (FINAL_FRACTION, LEARNED_RATIO, finite_or_none, history_spec, ratio_summary,
+                               ratio_text)
 
 #: The explorer's options recorded as its config in the dataset metadata.
 EXPLORER_OPTIONS = ("size", "goals", "steps_per_goal", "seed", "heldout_fraction", "episode_length", "random_start",
@@ -43,12 +44,6 @@ def explorer_metadata(cfg: GenerateConfig, goals: list[tuple[int, int]]) -> dict
     return metadata
 
 
-def history_spec(size: int) -> HistorySpec:
-    """Cells, moves and the explorer's exact scalar logprobs (no value column: the explorer has no critic)."""
-    return HistorySpec(state=ColumnSpec.discrete(size * size), action=ColumnSpec.discrete(NUM_ACTIONS),
-                       logprob="scalar")
-
-
 def generate_explorer(cfg: GenerateConfig) -> Path | str:
     """Run the explorer on every goal of ``cfg`` and write its histories to ``cfg.out``; returns the dataset path."""
     from ad.progress import progress_bar
@@ -58,7 +53,7 @@ def generate_explorer(cfg: GenerateConfig) -> Path | str:
     goals = resolve_goals(cfg.goals, cfg.size)
     metadata = explorer_metadata(cfg, goals)
     location = Location.of(cfg.out)
-    writer = HistoryWriter(location, spec=history_spec(cfg.size), family=FAMILY, metadata=metadata,
+    writer = HistoryWriter(location, spec=history_spec(cfg, DARKROOM, critic=False), family=FAMILY, metadata=metadata,
                            planned_tasks=len(goals))  # raises UserError before anything is overwritten
     local = location.local_path()
     out: Path | str = Path(local) if local is not None else cfg.out
@@ -75,15 +70,11 @@ def generate_explorer(cfg: GenerateConfig) -> Path | str:
                                             cfg.epsilon_after_goal, cfg.seed, cfg.random_start, cfg.terminate_on_goal)
             optimum = metadata["tasks"][name]["optimal_return"]
             last = max(1, int(round(episodes * FINAL_FRACTION)))
-            unit = writer.open_unit(name, cfg.seed)
-            try:
+            with writer.unit(name, cfg.seed) as unit:  # aborted on any exception
                 unit.append(columns)
                 ratios = [finite_or_none(returns[:, i].mean() / optimum) if optimum > 0 else None
                           for i in (slice(-last, None), 0)]
                 unit.commit(info={"final_ratio": ratios[0], "first_ratio": ratios[1], "optimal_return": optimum})
-            except BaseException:
-                unit.abort()
-                raise
             if bar is not None:
                 bar.update(1)
     finally:

@@ -1,218 +1,22 @@
-"""``ad generate darkroom --source noise`` (and Key-to-Door's): noise-distillation histories in grid rooms.
+"""``ad generate darkroom --source noise``: the grid noise source (:mod:`tasks.grid.noise`) on DarkRoom goals.
 
-The demonstrator walks a shortest path (:func:`tasks.darkroom.goals.shortest_path_actions`: to the goal; in
-Key-to-Door to the key, then to the door) and is made epsilon-greedy with the schedule of :mod:`tasks.noise`: one
-noise level per episode, ``update`` = that level's index (the episode), ``logprob`` = the exact epsilon-greedy
-probability of the taken action. The same dataset layout, task names, split and metadata as the family's A2C source;
-the metadata's ``source`` is the noise source, each task records its epsilon floor and the exact expected return of
-its best (lowest) noise level, and each unit's info in dataset.json records the measured returns
-(:func:`tasks.noise.return_record`).
-
-Every random draw of a task (exploration coins, random actions, start cells) comes from its own generator keyed by
-(seed, task), so a task's histories do not depend on which other tasks run in the same batch or already ran; tasks run
-:data:`TASKS_PER_BATCH` at a time in one vectorised env, and re-running the command skips committed tasks.
+The demonstrator walks a shortest path to the goal (:func:`tasks.grid.room.shortest_path_actions`) and is made
+epsilon-greedy with the schedule of :mod:`tasks.noise`; the dataset has the A2C source's layout, task names, split and
+metadata, with the noise source in ``source``.
 """
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from ad.errors import UserError
-from ad.files import run_folder, write_json_atomic
-from ad.history import HistoryReader, HistoryWriter, Location
-from tasks.darkroom.goals import NUM_ACTIONS, start_cell, transition_table
-from tasks.noise import (TabularTasks, epsilon_floor, epsilon_greedy, epsilon_schedule, expected_return,
-                         noise_config, return_record, summarize_records)
-
-#: Tasks simulated together in one vectorised env (the histories do not depend on it).
-TASKS_PER_BATCH = 64
-#: History columns in the store's dtypes (the family's ``derive`` may split the state).
-COLUMN_TYPES = {"stream": np.int32, "update": np.int64, "episode": np.int32, "step": np.int32, "state": np.int16,
-                "action": np.int8, "reward": np.float32, "terminated": np.bool_, "truncated": np.bool_,
-                "logprob": np.float32}
+from tasks.darkroom.generate import DARKROOM
+from tasks.grid.noise import Demonstrator, generate_noise, start_distribution
+from tasks.grid.room import NUM_ACTIONS, shortest_path_actions, transition_table
+from tasks.noise import TabularTasks
 
 
-@dataclass(frozen=True)
-class NoiseGrid:
-    """What the grid noise source needs from a family (DarkRoom's: :data:`DARKROOM_NOISE`; Key-to-Door's in
-    :mod:`tasks.keydoor.noise_generate`). ``full states`` are what the demonstrator sees (DarkRoom: the cell;
-    Key-to-Door: cell + size^2 * key carried)."""
-
-    family: str
-    tasks: Callable[[Any], list[tuple[int, ...]]]  #: the config's tasks
-    task_name: Callable[[Any, tuple[int, ...]], str]
-    metadata: Callable[[Any, list[tuple[int, ...]]], dict[str, Any]]  #: the family's A2C metadata (task spec, split)
-    spec: Callable[[Any], Any]  #: HistorySpec of the stored columns
-    steps: Callable[[Any], int]  #: env steps per task (over its streams)
-    greedy: Callable[[Any, tuple[int, ...]], np.ndarray]  #: the demonstrator's action per full state (O,)
-    mdp: Callable[[Any, list[tuple[int, ...]]], TabularTasks]  #: the tasks as tabular MDPs over full states
-    make_env: Callable[[Any, list[tuple[int, ...]]], Any]  #: vector env (tasks x num_envs) observing full states
-    derive: Callable[[Any, dict[str, np.ndarray]], dict[str, np.ndarray]]  #: full-state columns -> stored columns
-    noun: str = "goals"
-
-
-def episodes_per_stream(cfg: Any, grid: NoiseGrid) -> int:
-    """Episodes (= noise levels) of each stream: the task's env steps over ``num_envs`` streams of whole episodes."""
-    return max(1, grid.steps(cfg) // (cfg.num_envs * cfg.episode_length))
-
-
-def noise_levels(cfg: Any, grid: NoiseGrid, tasks: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray,
-                                                                                       np.ndarray, np.ndarray]:
-    """Per task: the epsilon floor (T,), the schedule (T, episodes), the exact expected return of each task's best
-    noise level (T,) and its optimum (T,) (the demonstrator's exact expected return: it walks a shortest path)."""
-    mdp = grid.mdp(cfg, tasks)
-    optimum = expected_return(mdp, np.zeros(len(tasks)))
-    names = [grid.task_name(cfg, t) for t in tasks]
-    floor = epsilon_floor(lambda eps: expected_return(mdp, eps), optimum, cfg.max_return_fraction, names)
-    eps = epsilon_schedule(episodes_per_stream(cfg, grid), cfg.noise_start, cfg.noise_end, cfg.noise_decay_fraction,
-                           cfg.noise_power, floor)  # (T, N)
-    best = expected_return(mdp, eps.min(axis=1))  # the schedule is non-increasing: its lowest level is its best
-    return floor, eps, best, optimum
-
-
-def noise_metadata(cfg: Any, grid: NoiseGrid, tasks: list[tuple[int, ...]], floor: np.ndarray, best: np.ndarray,
-                   optimum: np.ndarray) -> dict[str, Any]:
-    """The family's metadata (task spec, split, tasks) with the noise source, and per task its floor and best
-    expected return."""
-    metadata = grid.metadata(cfg, tasks)
-    config = {name: getattr(cfg, name) for name in ("size", "seed", "heldout_fraction", "episode_length",
-                                                    "random_start", "num_envs")}
-    config.update(noise_config(cfg), episodes_per_stream=episodes_per_stream(cfg, grid),
-                  terminate_on_goal=bool(getattr(cfg, "terminate_on_goal", True)))
-    metadata["source"] = {"algorithm": "noise", "implementation": "tasks.darkroom.noise_generate.run_noise",
-                          "demonstrator": "shortest path (tasks.darkroom.goals.shortest_path_actions)",
-                          "schedule": "epsilon per episode: max(floor, end + (start - end) * (1 - progress)^power), "
-                                      "progress = min(1, episode / ((episodes - 1) * decay_fraction))",
-                          "config": config}
-    for t, task in enumerate(tasks):
-        entry = metadata["tasks"][grid.task_name(cfg, task)]
-        entry.update(noise_floor=float(floor[t]), expected_best_return=float(best[t]),
-                     expected_best_fraction=float(best[t] / optimum[t]) if optimum[t] > 0 else None)
-    return metadata
-
-
-def run_noise(cfg: Any, grid: NoiseGrid, tasks: list[tuple[int, ...]], eps: np.ndarray
-              ) -> tuple[list[dict[str, np.ndarray]], np.ndarray]:
-    """Histories of ``cfg.num_envs`` streams of each task (one vectorised env): per task its stored columns
-    (stream-major, time-ordered) and the episode returns (T, streams, episodes). ``eps`` (T, episodes)."""
-    K, L, N, A = cfg.num_envs, cfg.episode_length, eps.shape[1], NUM_ACTIONS
-    E = len(tasks) * K
-    lanes = np.arange(E)
-    explore, random_action, seeds, table = [], [], [], []
-    for task in tasks:  # every draw of a task from its own generator
-        rng = np.random.default_rng([int(cfg.seed), *(int(x) for x in task), 0x4E015E])
-        explore.append(rng.random((K, N, L)))
-        random_action.append(rng.integers(0, A, (K, N, L)))
-        seeds.extend(int(s) for s in rng.integers(0, 2**31 - 1, K))
-        greedy = grid.greedy(cfg, task)  # (O,)
-        table.append(np.broadcast_to(greedy, (K, len(greedy))))
-    explore, random_action = np.concatenate(explore), np.concatenate(random_action)  # (E, N, L)
-    table = np.concatenate(table)  # (E, O)
-    eps_env = np.repeat(eps, K, axis=0)  # (E, N)
-    env = grid.make_env(cfg, tasks)
-    obs, _ = env.reset(seed=seeds)
-    out = {name: np.zeros((E, N * L), dtype) for name, dtype in COLUMN_TYPES.items()}
-    length = np.zeros(E, np.int64)
-    returns = np.zeros((E, N))
-    while True:
-        episode, step = env.episode.copy(), env.elapsed.copy()  # (E,) the level and step about to act
-        live = episode < N
-        if not live.any():
-            break
-        e = np.minimum(episode, N - 1)
-        level = eps_env[lanes, e]  # (E,)
-        action, logprob = epsilon_greedy(table[lanes, obs], level, explore[lanes, e, step],
-                                         random_action[lanes, e, step], A)
-        new_obs, reward, terminated, truncated, _ = env.step(action)
-        rows = lanes[live]
-        at = length[rows]
-        for name, value in (("stream", lanes % K), ("update", e), ("episode", e), ("step", step), ("state", obs),
-                            ("action", action), ("reward", reward), ("terminated", terminated),
-                            ("truncated", truncated & ~terminated), ("logprob", logprob)):
-            out[name][rows, at] = np.broadcast_to(value, (E,))[rows]
-        length[rows] += 1
-        returns[rows, e[rows]] += reward[rows]
-        obs = new_obs
-    histories = []
-    for t in range(len(tasks)):
-        envs = range(t * K, (t + 1) * K)
-        columns = {name: np.concatenate([out[name][i, :length[i]] for i in envs]) for name in COLUMN_TYPES}
-        histories.append(grid.derive(cfg, columns))
-    return histories, returns.reshape(len(tasks), K, N)
-
-
-def generate_noise(cfg: Any, grid: NoiseGrid) -> Path | str:
-    """Run the noisy demonstrator on every task of ``cfg`` and write its histories to ``cfg.out``; returns the path."""
-    from ad.progress import progress_bar
-
-    if cfg.backend != "local":
-        raise UserError("--source noise runs in this process only (seconds for every task); drop --backend")
-    tasks = grid.tasks(cfg)
-    floor, eps, best, optimum = noise_levels(cfg, grid, tasks)  # UserError for an unreachable cap, before writing
-    metadata = noise_metadata(cfg, grid, tasks, floor, best, optimum)
-    location = Location.of(cfg.out)
-    writer = HistoryWriter(location, spec=grid.spec(cfg), family=grid.family, metadata=metadata,
-                           planned_tasks=len(tasks))  # raises UserError before anything is overwritten
-    local = location.local_path()
-    out: Path | str = Path(local) if local is not None else cfg.out
-    names = [grid.task_name(cfg, t) for t in tasks]
-    todo = [i for i, name in enumerate(names) if not writer.is_complete(name, cfg.seed)]
-    if len(todo) < len(tasks):
-        print(f"resuming: {len(tasks) - len(todo)} of {len(tasks)} {grid.noun} already in {out}")
-    started = time.time()
-    bar = progress_bar(len(todo), desc=f"noisy demonstrator on {grid.family} {grid.noun}", unit="task") \
-        if cfg.progress and todo else None
-    try:
-        for b in range(0, len(todo), TASKS_PER_BATCH):
-            batch = todo[b:b + TASKS_PER_BATCH]
-            histories, returns = run_noise(cfg, grid, [tasks[i] for i in batch], eps[batch])
-            for j, i in enumerate(batch):
-                unit = writer.open_unit(names[i], cfg.seed)
-                try:
-                    unit.append(histories[j])
-                    record = return_record(returns[j], eps[i], float(optimum[i]))
-                    unit.commit(info={**record, "noise_floor": float(floor[i]),
-                                      "expected_best_return": float(best[i]),
-                                      "expected_best_fraction": float(best[i] / optimum[i]) if optimum[i] > 0
-                                      else None})
-                except BaseException:
-                    unit.abort()
-                    raise
-                if bar is not None:
-                    bar.update(1)
-    finally:
-        if bar is not None:
-            bar.close()
-        writer.close()  # records every committed unit in dataset.json, also when interrupted
-    summary = summarize(cfg, location, time.time() - started, episodes_per_stream(cfg, grid))
-    write_json_atomic(run_folder(cfg.out, location, cfg.run_dir) / "summary.json", summary)
-    print(noise_line(summary, grid.noun, out))
-    return out
-
-
-def summarize(cfg: Any, location: Location, seconds: float, episodes: int) -> dict[str, Any]:
-    """The data's returns over this run's units (their records in dataset.json) for summary.json."""
-    records = [u.get("info", {}) for u in HistoryReader(location).units() if u["run"] == cfg.seed]
-    return {"source": "noise", **summarize_records(records), "max_return_fraction": cfg.max_return_fraction,
-            "episodes_per_stream": episodes, "streams": cfg.num_envs, "seconds": seconds}
-
-
-def noise_line(summary: dict[str, Any], noun: str, out: Any) -> str:
-    """The line a noise generation prints: the data's best returns as fractions of the optimum."""
-    def text(x: float | None) -> str:
-        return "n/a" if x is None else f"{x:.3f}"
-
-    return (f"noise source on {summary['tasks']} {noun}: return / optimum at the lowest noise level (the data's best "
-            f"policy) mean {text(summary['mean_lowest_noise_mean_fraction'])}, exact expectation at most "
-            f"{text(summary['max_expected_best_fraction'])} (cap {summary['max_return_fraction']}); first episodes "
-            f"{text(summary['mean_first_episode_mean_fraction'])}; {summary['seconds']:.1f}s -> {out}")
-
-
-# ---------------------------------------------------------------------------------------------- DarkRoom's family
 def room_mdp(size: int, targets: np.ndarray, episode_length: int, terminate: bool, random_start: bool,
              greedy: np.ndarray) -> TabularTasks:
     """DarkRoom goals ``targets`` (T,) cells as tabular MDPs over cells (reward 1 on stepping onto / staying on the
@@ -225,40 +29,18 @@ def room_mdp(size: int, targets: np.ndarray, episode_length: int, terminate: boo
                         episode_length)
 
 
-def start_distribution(size: int, count: int, random_start: bool, states: int) -> np.ndarray:
-    """(count, states): the centre cell, or uniform over the room's cells with ``random_start`` (states beyond the
-    cells, e.g. Key-to-Door's key-carried ones, start with probability 0)."""
-    start = np.zeros((count, states))
-    if random_start:
-        start[:, :size * size] = 1.0 / (size * size)
-    else:
-        r, c = start_cell(size)
-        start[:, r * size + c] = 1.0
-    return start
+def greedy(cfg: Any, goal: tuple[int, ...]) -> np.ndarray:
+    """The demonstrator's action per cell (S,): a shortest-path step to the goal."""
+    return shortest_path_actions(cfg.size, goal[0] * cfg.size + goal[1])
 
 
-def _darkroom_grid() -> NoiseGrid:
-    from tasks.darkroom.explorer_generate import history_spec
-    from tasks.darkroom.generate import FAMILY, dataset_metadata
-    from tasks.darkroom.goals import resolve_goals, shortest_path_actions, task_name
-    from tasks.darkroom.vector_env import DarkRoomVectorEnv
-
-    def greedy(cfg: Any, goal: tuple[int, ...]) -> np.ndarray:
-        return shortest_path_actions(cfg.size, goal[0] * cfg.size + goal[1])
-
-    def mdp(cfg: Any, goals: list[tuple[int, ...]]) -> TabularTasks:
-        targets = np.array([g[0] * cfg.size + g[1] for g in goals], dtype=np.int64)
-        return room_mdp(cfg.size, targets, cfg.episode_length, cfg.terminate_on_goal, cfg.random_start,
-                        np.stack([greedy(cfg, g) for g in goals]))
-
-    return NoiseGrid(family=FAMILY, tasks=lambda cfg: resolve_goals(cfg.goals, cfg.size),
-                     task_name=lambda cfg, g: task_name(cfg.size, g), metadata=dataset_metadata,
-                     spec=lambda cfg: history_spec(cfg.size), steps=lambda cfg: cfg.steps_per_goal, greedy=greedy,
-                     mdp=mdp, make_env=lambda cfg, goals: DarkRoomVectorEnv(
-                         goals, cfg.num_envs, cfg.size, cfg.episode_length, cfg.random_start, cfg.terminate_on_goal),
-                     derive=lambda cfg, columns: columns)
+def goal_mdp(cfg: Any, goals: list[tuple[int, ...]]) -> TabularTasks:
+    """The config's goals as tabular MDPs over cells, with the demonstrator."""
+    targets = np.array([g[0] * cfg.size + g[1] for g in goals], dtype=np.int64)
+    return room_mdp(cfg.size, targets, cfg.episode_length, cfg.terminate_on_goal, cfg.random_start,
+                    np.stack([greedy(cfg, g) for g in goals]))
 
 
 def generate_darkroom_noise(cfg: Any) -> Path | str:
     """``ad generate darkroom --source noise``."""
-    return generate_noise(cfg, _darkroom_grid())
+    return generate_noise(cfg, DARKROOM, Demonstrator(greedy, goal_mdp))

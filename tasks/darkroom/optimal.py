@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.darkroom.goals import parse_task_name, shortest_path_actions
+from tasks.darkroom.goals import parse_task_name
+from tasks.grid.room import shortest_path_actions
 
 
 def optimal_actions(metadata: dict, task: str, stream: dict) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Options of ``ad generate keydoor`` (importing this module does not import torch).
 
-The A2C and running options are DarkRoom's (``tasks.darkroom.config.GenerateConfig``: same help, declared there
-once, through :func:`ad.config.override`); the defaults are the ones measured on Key-to-Door.
+The room, A2C and running options are the grid engine's (:class:`tasks.grid.family.GridOptions`: same help, declared
+there once, taken through :func:`ad.config.override`); the defaults are the ones measured on Key-to-Door.
 """
 from __future__ import annotations
 
@@ -9,16 +9,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ad.config import option, override
-from ad.distributed import check_backend_options
 from ad.errors import UserError
-from tasks.darkroom.config import GenerateConfig as DarkRoomConfig
-from ad.memory import check_memory
-from tasks.darkroom.config import batch_memory_bytes, check_a2c_options
-from tasks.darkroom.goals import check_size
+from tasks.grid.family import GridOptions, check_a2c_options, check_batches
+from tasks.grid.room import check_size
 from tasks.keydoor.pairs import draw_pairs, steps_needed, task_name
 from tasks.noise import NoiseOptions, check_noise_options
 
-D = DarkRoomConfig
+D = GridOptions
 
 
 @dataclass
@@ -70,21 +67,20 @@ class GenerateConfig:
     run_dir: str = override(D, "run_dir", "")
     logprob_bits: int = override(D, "logprob_bits", 23)
     threads: int = override(D, "threads", 1)
-    background_writing: bool = override(D, "background_writing", DarkRoomConfig.background_writing)
+    background_writing: bool = override(D, "background_writing", D.background_writing)
     tensorboard: bool = option(False, "write TensorBoard scalars (per task) under <out>/_run/tb", runtime=True)
     log_every: int = override(D, "log_every", 500)
     plots: bool = option(True, "save the A2C learning curves (PNG) next to the dataset", runtime=True)
     progress: bool = override(D, "progress", True)
 
-    #: The generator reads these DarkRoom fields; Key-to-Door has no presets and always ends at the door.
+    #: The grid engine reads these fields; Key-to-Door has no presets and always ends at the door.
     preset = "keydoor"
     terminate_on_goal = True
 
     def __post_init__(self) -> None:
         check_size(self.size, "Key-to-Door")
-        for name in ("steps_per_task", "episode_length", "hidden", "num_envs", "num_steps", "log_every"):
-            if getattr(self, name) <= 0:
-                raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
+        if self.steps_per_task <= 0:
+            raise UserError(f"--steps-per-task must be positive, got {self.steps_per_task}")
         if self.tasks < 0 or self.goals_per_batch < 0 or self.threads < 0:
             raise UserError("--tasks, --goals-per-batch and --threads must be >= 0")
         if not 0.0 <= self.heldout_fraction < 1.0:
@@ -106,11 +102,7 @@ class GenerateConfig:
             raise UserError(f"--episode-length {self.episode_length} is too short: task "
                             f"{task_name(self.size, longest)} needs {need[longest]} steps from {start} to its key and then its door, so no episode "
                             f"could finish it; pass --episode-length {need[longest]} or more")
-        per_batch = min(self.goals_per_batch or len(pairs), len(pairs))
-        check_memory(2 * batch_memory_bytes(self.size, self.hidden, self.num_envs, per_batch),  # (cell, key) tables
-                     f"--size {self.size} with {per_batch} tasks per batch",
-                     "pass a smaller --goals-per-batch, fewer --tasks or a smaller --size")
-        check_backend_options(self.backend, self.address, self.workers)
+        check_batches(self, len(pairs), 2, "tasks", "--tasks")  # (cell, key carried) tables
 
     def task_pairs(self) -> list[tuple[int, int, int, int]]:
         """The (key row, key col, door row, door col) of every task of this run, in order."""

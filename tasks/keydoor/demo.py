@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from ad.config import option, override
 from ad.demo_pipeline import ADDemoConfig
 from ad.errors import UserError
-from tasks.darkroom.demo import DarkRoomDemoConfig
+from tasks.grid.family import GridOptions
 
 
 @dataclass
@@ -23,7 +23,7 @@ class KeyDoorDemoConfig(ADDemoConfig):
                              "(a held-out fraction is never distilled)")
     steps_per_task: int = option(120_000, "A2C env steps per task, over its 10 streams (the converged tail of each "
                                           "stream is ED's data)")
-    ent_coef: float = override(DarkRoomDemoConfig, "ent_coef", 0.01)
+    ent_coef: float = override(GridOptions, "ent_coef", 0.01)
     heldout_fraction: float = option(0.1, "fraction of the pairs held out for the in-context evaluation")
     subsample: int = override(ADDemoConfig, "subsample", 40)
     context: int = override(ADDemoConfig, "context", 200)

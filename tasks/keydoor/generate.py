@@ -5,96 +5,71 @@
     from tasks.keydoor.generate import generate
     path = generate(make_config(GenerateConfig, {"out": "data/keydoor", "tasks": 400}))
 
-DarkRoom's generator (:func:`tasks.darkroom.generate.generate`) with the Key-to-Door family plugged in
-(:data:`KEYDOOR`): the same batching, resuming (re-running the command skips committed tasks), Ray backend, run
-folder (``<out>/_run``: summary.json, learning_curves.png) and bit-identical histories whatever the batching.
-The agents see (cell, key carried); the ``state`` column is the observed cell and ``key`` the flag.
+The grid engine's A2C source (:mod:`tasks.grid.generate`) configured by :data:`KEYDOOR`: the same batching, resuming
+(re-running the command skips committed tasks), Ray backend, run folder (``<out>/_run``: summary.json,
+learning_curves.png) and bit-identical histories whatever the batching as DarkRoom's. The source may see the full
+state, so each agent's tables have ``2 * size**2`` rows (cell ``c`` without the key is state ``c``, with it
+``c + size**2``: :class:`~tasks.keydoor.vector_env.KeyDoorVectorEnv` with ``observe_key``); the history stores the
+observed cell in ``state`` and the flag in a ``key`` column (for analysis): the transformer must infer the flag from
+the rewards in its context.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from ad.config import data_options
-from ad.history import ColumnSpec, HistorySpec
-from tasks.darkroom.generate import GridSource
-from tasks.darkroom.generate import generate as generate_grid
-from tasks.darkroom.goals import ACTION_NAMES, NUM_ACTIONS, start_cell
-from tasks.keydoor.a2c import KeyDoorA2C
+from tasks.grid.family import GridFamily, grid_metadata
+from tasks.grid.room import ACTION_NAMES, NUM_ACTIONS, start_cell
 from tasks.keydoor.config import GenerateConfig
-from tasks.keydoor.pairs import Pair, optimal_return, split_pairs, task_name
+from tasks.keydoor.pairs import Pair, optimal_return, task_name
+from tasks.keydoor.vector_env import KeyDoorVectorEnv
 from tasks.noise import without_noise_options
 
 FAMILY = "keydoor"
 
 
-def history_spec(cfg: GenerateConfig) -> HistorySpec:
-    """Columns: the observed cell, the action, a scalar logprob, the critic's value and the key-carried flag."""
-    return HistorySpec(state=ColumnSpec.discrete(cfg.size * cfg.size), action=ColumnSpec.discrete(NUM_ACTIONS),
-                       logprob="scalar", extra={"value": "float32", "key": "bool"}, logprob_bits=cfg.logprob_bits)
-
-
 def dataset_metadata(cfg: GenerateConfig, pairs: list[Pair]) -> dict[str, Any]:
     """task_spec, source, seeds, split and per-task info (key, door, optimal return, split) of a run."""
-    train, heldout = split_pairs(pairs, cfg.heldout_fraction, cfg.seed)
-    held = set(heldout)
-    tasks = {task_name(cfg.size, p): {"key": list(p[:2]), "door": list(p[2:]),
-                                      "split": "heldout" if p in held else "train",
-                                      "optimal_return": optimal_return(cfg.size, p, cfg.episode_length,
-                                                                       cfg.random_start)} for p in pairs}
-    source = {k: v for k, v in without_noise_options(data_options(cfg)).items() if k != "source"}  # the A2C's
-    return {
-        "task_spec": {"env": "keydoor", "env_class": "tasks.keydoor.env:KeyDoorEnv",
-                      "vector_env_class": "tasks.keydoor.vector_env:KeyDoorVectorEnv", "size": cfg.size,
-                      "episode_length": cfg.episode_length, "random_start": cfg.random_start,
-                      "start": list(start_cell(cfg.size)), "num_states": cfg.size * cfg.size,
-                      "num_actions": NUM_ACTIONS, "actions": list(ACTION_NAMES),
-                      "observation": "cell index row*size+col (the key-carried flag is not observed)",
-                      "rewards": "1 on first reaching the key, 1 on reaching the door with the key (episode ends)"},
-        "source": {"algorithm": "a2c", "implementation": "tasks.keydoor.a2c.KeyDoorA2C",
-                   "states": "(cell, key carried): 2 * size^2 table rows", "config": source},
-        "seeds": {"seed": cfg.seed, "run": cfg.seed},
-        "split": {"train": [task_name(cfg.size, p) for p in train],
-                  "heldout": [task_name(cfg.size, p) for p in heldout]},
-        "tasks": tasks,
-    }
+    task_spec = {"env": "keydoor", "env_class": "tasks.keydoor.env:KeyDoorEnv",
+                 "vector_env_class": "tasks.keydoor.vector_env:KeyDoorVectorEnv", "size": cfg.size,
+                 "episode_length": cfg.episode_length, "random_start": cfg.random_start,
+                 "start": list(start_cell(cfg.size)), "num_states": cfg.size * cfg.size,
+                 "num_actions": NUM_ACTIONS, "actions": list(ACTION_NAMES),
+                 "observation": "cell index row*size+col (the key-carried flag is not observed)",
+                 "rewards": "1 on first reaching the key, 1 on reaching the door with the key (episode ends)"}
+    config = {k: v for k, v in without_noise_options(data_options(cfg)).items() if k != "source"}  # the A2C's
+    # the implementation's name from before the engine moved to tasks.grid: a resumed run must match the dataset's
+    source = {"algorithm": "a2c", "implementation": "tasks.keydoor.a2c.KeyDoorA2C",
+              "states": "(cell, key carried): 2 * size^2 table rows", "config": config}
+    return grid_metadata(cfg, pairs, task_name, lambda p: {"key": list(p[:2]), "door": list(p[2:])},
+                         lambda p: optimal_return(cfg.size, p, cfg.episode_length, cfg.random_start), task_spec,
+                         source)
 
 
-def observed_columns(cfg: GenerateConfig) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]:
-    """The stored columns of a unit batch: the agent's state ``cell + size^2 * key`` split into cell and key."""
+def make_env(cfg: GenerateConfig, pairs: list[Pair]) -> KeyDoorVectorEnv:
+    """The agents' (and the demonstrator's) vector env: ``pairs`` x ``cfg.num_envs`` sub-envs observing the full
+    state ``cell + size^2 * key carried``."""
+    return KeyDoorVectorEnv(pairs, cfg.num_envs, cfg.size, cfg.episode_length, cfg.random_start, observe_key=True)
+
+
+def observed(cfg: GenerateConfig, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Stored columns: the full state ``cell + size^2 * key`` split into the observed cell and the key flag."""
     cells = cfg.size * cfg.size
-
-    def derive(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        state = batch["state"]  # (n,) agent states
-        return {**batch, "state": (state % cells).astype(state.dtype), "key": state >= cells}
-
-    return derive
+    state = columns["state"]
+    return {**columns, "state": (state % cells).astype(state.dtype), "key": state >= cells}
 
 
-def _pictures(cfg: GenerateConfig, run_dir: Path, metadata: dict[str, Any],
-              curves: dict[str, tuple[np.ndarray, np.ndarray]], greedy: dict[str, np.ndarray]) -> None:
-    """learning_curves.png of the tasks trained in this run."""
-    from tasks.darkroom.plots import plot_learning_curves
-
-    names = list(curves)
-    curve = np.stack([curves[n][1] for n in names], axis=1)  # (P, T)
-    optimum = np.array([metadata["tasks"][n]["optimal_return"] for n in names])  # (T,)
-    plot_learning_curves(run_dir / "learning_curves.png", curves[names[0]][0], curve, optimum, names)
-
-
-def _goals(cfg: GenerateConfig) -> list[Pair]:
+def _tasks(cfg: GenerateConfig) -> list[Pair]:
     return cfg.task_pairs()
 
 
-def _task_name(cfg: GenerateConfig, pair: Pair) -> str:
-    return task_name(cfg.size, pair)
-
-
-#: The Key-to-Door family of the batched-A2C generator.
-KEYDOOR = GridSource(family=FAMILY, goals=_goals, task_name=_task_name, metadata=dataset_metadata, spec=history_spec,
-                     agent=KeyDoorA2C, derive=observed_columns, pictures=_pictures, noun="key/door pairs")
+#: Key-to-Door as a configuration of the grid engine: its pairs, names, metadata, full-state env and stored columns.
+KEYDOOR = GridFamily(family=FAMILY, title="Dark Key-to-Door", tasks=_tasks, task_name=task_name,
+                     metadata=dataset_metadata, steps_option="steps_per_task", make_env=make_env,
+                     tables=2, extra_columns={"key": "bool"}, derive=observed, noun="key/door pairs")
 
 
 def generate(cfg: GenerateConfig) -> Path | str:
@@ -104,4 +79,6 @@ def generate(cfg: GenerateConfig) -> Path | str:
         from tasks.keydoor.noise_generate import generate_keydoor_noise
 
         return generate_keydoor_noise(cfg)
-    return generate_grid(cfg, KEYDOOR)
+    from tasks.grid.generate import generate_a2c
+
+    return generate_a2c(cfg, KEYDOOR)

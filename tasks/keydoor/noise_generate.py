@@ -1,8 +1,7 @@
-"""``ad generate keydoor --source noise``: noise-distillation histories on Key-to-Door tasks.
+"""``ad generate keydoor --source noise``: the grid noise source (:mod:`tasks.grid.noise`) on Key-to-Door tasks.
 
-DarkRoom's grid noise source (:mod:`tasks.darkroom.noise_generate`) with the Key-to-Door family plugged in: the
-demonstrator walks a shortest path to the key, then to the door (it sees whether the key is carried: the vector env's
-``observe_key`` state ``cell + size^2 * key``), made epsilon-greedy with the schedule of :mod:`tasks.noise`. The
+The demonstrator walks a shortest path to the key, then to the door (it sees whether the key is carried: the vector
+env's ``observe_key`` state ``cell + size^2 * key``), made epsilon-greedy with the schedule of :mod:`tasks.noise`. The
 ``state`` column stores the observed cell and ``key`` the flag, as the A2C source does.
 """
 from __future__ import annotations
@@ -12,19 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from ad.history import ColumnSpec, HistorySpec
-from tasks.darkroom.goals import NUM_ACTIONS, shortest_path_actions, transition_table
-from tasks.darkroom.noise_generate import NoiseGrid, generate_noise, start_distribution
-from tasks.keydoor.generate import FAMILY, dataset_metadata
-from tasks.keydoor.pairs import Pair, task_name
-from tasks.keydoor.vector_env import KeyDoorVectorEnv
+from tasks.grid.noise import Demonstrator, generate_noise, start_distribution
+from tasks.grid.room import NUM_ACTIONS, shortest_path_actions, transition_table
+from tasks.keydoor.generate import KEYDOOR
+from tasks.keydoor.pairs import Pair
 from tasks.noise import TabularTasks
-
-
-def history_spec(cfg: Any) -> HistorySpec:
-    """The observed cell, the action, the exact scalar logprob and the key-carried flag (no critic value)."""
-    return HistorySpec(state=ColumnSpec.discrete(cfg.size * cfg.size), action=ColumnSpec.discrete(NUM_ACTIONS),
-                       logprob="scalar", extra={"key": "bool"})
 
 
 def greedy(cfg: Any, pair: Pair) -> np.ndarray:
@@ -53,21 +44,6 @@ def pair_mdp(cfg: Any, pairs: list[Pair]) -> TabularTasks:
                         cfg.episode_length)
 
 
-def observed(cfg: Any, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Stored columns: the full state ``cell + size^2 * key`` split into the observed cell and the key flag."""
-    cells = cfg.size * cfg.size
-    state = columns["state"]
-    return {**columns, "state": (state % cells).astype(state.dtype), "key": state >= cells}
-
-
-KEYDOOR_NOISE = NoiseGrid(
-    family=FAMILY, tasks=lambda cfg: cfg.task_pairs(), task_name=lambda cfg, p: task_name(cfg.size, p),
-    metadata=dataset_metadata, spec=history_spec, steps=lambda cfg: cfg.steps_per_task, greedy=greedy, mdp=pair_mdp,
-    make_env=lambda cfg, pairs: KeyDoorVectorEnv(pairs, cfg.num_envs, cfg.size, cfg.episode_length, cfg.random_start,
-                                                 observe_key=True),
-    derive=observed, noun="key/door pairs")
-
-
 def generate_keydoor_noise(cfg: Any) -> Path | str:
     """``ad generate keydoor --source noise``."""
-    return generate_noise(cfg, KEYDOOR_NOISE)
+    return generate_noise(cfg, KEYDOOR, Demonstrator(greedy, pair_mdp))

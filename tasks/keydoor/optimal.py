@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.darkroom.goals import shortest_path_actions
+from tasks.grid.room import shortest_path_actions
 from tasks.keydoor.pairs import parse_task_name
 
 

@@ -11,7 +11,7 @@ import re
 import numpy as np
 
 from ad.errors import UserError
-from tasks.darkroom.goals import check_size, split_goals, start_cell, transition_table
+from tasks.grid.room import check_size, split_goals, start_cell, transition_table
 
 #: A task: (key row, key col, door row, door col).
 Pair = tuple[int, int, int, int]
@@ -95,7 +95,7 @@ def steps_needed(size: int, pair: Pair, random_start: bool = False) -> int:
 
 
 def split_pairs(pairs: list[Pair], heldout_fraction: float, seed: int) -> tuple[list[Pair], list[Pair]]:
-    """Deterministic train / held-out split (DarkRoom's: a seeded permutation; at least one pair trains)."""
+    """Deterministic train / held-out split (the grid families' seeded permutation; at least one pair trains)."""
     return split_goals(pairs, heldout_fraction, seed)
 
 

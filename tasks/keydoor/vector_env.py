@@ -1,7 +1,7 @@
-"""A natively vectorised Dark Key-to-Door over (tasks x parallel envs), in numpy: DarkRoom's vector env with
-a key flag per sub-env.
+"""A natively vectorised Dark Key-to-Door over (tasks x parallel envs), in numpy: the shared grid room
+(:class:`tasks.grid.room.GridVectorEnv`) with a key and a door per sub-env.
 
-Same conventions as :class:`tasks.darkroom.vector_env.DarkRoomVectorEnv` (SAME_STEP autoreset, ``final_obs``,
+Same conventions as every grid vector env (SAME_STEP autoreset, ``final_obs``,
 ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i``), so it matches single
 :class:`~tasks.keydoor.env.KeyDoorEnv` copies wrapped in ``TimeLimit`` transition for transition. The observation
 is the cell; with ``observe_key`` (the A2C source's full-state view) it is ``cell + size**2 * has_key``, so a
@@ -17,12 +17,14 @@ from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
 
 from tasks import vector_tasks
-from tasks.darkroom.vector_env import DarkRoomVectorEnv, room_tasks
+from tasks.grid.room import GridVectorEnv, room_tasks
 from tasks.keydoor.pairs import Pair, all_pairs, optimal_return, parse_pair, parse_task_name
 
 
-class KeyDoorVectorEnv(DarkRoomVectorEnv):
+class KeyDoorVectorEnv(GridVectorEnv):
     """``len(pairs) * envs_per_task`` Key-to-Door sub-envs, task-major (sub-env i -> pair i // envs_per_task)."""
+
+    room = "Key-to-Door"
 
     def __init__(self, pairs: Sequence[Pair] | None, envs_per_task: int = 1, size: int = 9,
                  episode_length: int = 50, random_start: bool = False, observe_key: bool = False):
@@ -34,8 +36,8 @@ class KeyDoorVectorEnv(DarkRoomVectorEnv):
         self.pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 4)  # (T, 4) key row, col, door row, col
         super().__init__(self.pairs[:, :2], envs_per_task, size, episode_length, random_start,
                          terminate_on_goal=True)
-        self.random_goals = random_pairs  # DarkRoom's restart then draws pairs (_draw_tasks)
-        self.key_cell = self.goal_cell  # (E,) DarkRoom's goal is the key
+        self.random_goals = random_pairs  # the room's restart then draws pairs (_draw_tasks)
+        self.key_cell = self.goal_cell  # (E,) the room's goal is the key
         door = self.pairs[:, 2] * self.size + self.pairs[:, 3]  # (T,)
         self.door_cell = np.repeat(door, self.envs_per_goal)  # (E,)
         self.has_key = np.zeros(self.num_envs, dtype=bool)  # (E,)

@@ -1,4 +1,4 @@
-"""Pictures of a DarkRoom generation run: learning curves (PNG) and greedy-policy rollouts (GIF)."""
+"""Pictures of a grid generation run: learning curves (PNG) and greedy-policy rollouts (GIF)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,12 +6,12 @@ from pathlib import Path
 import numpy as np
 
 from ad.files import atomic_path
-from tasks.darkroom.env import DarkRoomEnv
+from tasks.grid.room import GridVectorEnv
 
 
 def plot_learning_curves(path: Path, steps: np.ndarray, curves: np.ndarray, optimum: np.ndarray,
-                         labels: list[str]) -> None:
-    """Mean episode return vs env steps per goal, divided by each goal's optimum.
+                         labels: list[str], room: str = "DarkRoom") -> None:
+    """Mean episode return vs env steps per goal, divided by each goal's optimum (``room`` names the family).
 
     Args:
         steps: ``(P,)`` env steps per goal at each point.
@@ -31,7 +31,7 @@ def plot_learning_curves(path: Path, steps: np.ndarray, curves: np.ndarray, opti
     ax.axhline(0.9, color="gray", linestyle=":", linewidth=1.0, label="90% of optimal")
     ax.set_xlabel("env steps per goal")
     ax.set_ylabel("episode return / optimal return")
-    ax.set_title("A2C learning curves on DarkRoom (one agent per goal)")
+    ax.set_title(f"A2C learning curves on {room} (one agent per task)")
     ax.set_ylim(0, 1.1)
     ax.legend(loc="lower right")
     fig.tight_layout()
@@ -40,29 +40,27 @@ def plot_learning_curves(path: Path, steps: np.ndarray, curves: np.ndarray, opti
     plt.close(fig)
 
 
-def greedy_policy_gif(path: Path, size: int, goals: list[tuple[int, int]], greedy: np.ndarray,
-                      episode_length: int, terminate_on_goal: bool, cell_px: int = 24) -> None:
+def greedy_policy_gif(path: Path, env: GridVectorEnv, greedy: np.ndarray, cell_px: int = 24) -> None:
     """Animate one episode of each goal's greedy policy side by side (green agent, red goal, yellow = reached).
 
     Args:
-        goals: goal cells to show.
-        greedy: ``(len(goals), S)`` greedy action per cell for each of those goals.
+        env: a grid vector env with one sub-env per goal shown (its ``goal_cell`` is drawn).
+        greedy: ``(num_envs, states)`` greedy action per observation for each of those goals.
     """
     from PIL import Image
 
-    panels = []  # per goal: list of (size, size, 3) frames
-    for goal, actions in zip(goals, greedy):
-        env = DarkRoomEnv(size=size, goal=goal, terminate_on_goal=terminate_on_goal, render_mode="rgb_array")
-        obs, _ = env.reset(seed=0)
-        frames = [env.render()]
-        for _ in range(episode_length):
-            obs, reward, terminated, _, _ = env.step(int(actions[obs]))
-            frames.append(env.render())
-            if reward:
-                frames[-1][goal[0], goal[1]] = (255, 200, 0)  # agent on the goal: yellow
-            if terminated:
-                break
-        panels.append(frames)
+    size, n = env.size, env.num_envs
+    obs, _ = env.reset(seed=0)
+    panels = [[_frame(size, int(env.goal_cell[i]), int(obs[i]), False)] for i in range(n)]  # (size, size, 3) each
+    live = np.ones(n, dtype=bool)
+    for _ in range(env.episode_length):
+        obs, reward, terminated, truncated, info = env.step(greedy[np.arange(n), obs])
+        cell = np.where(info.get("_final_obs", np.zeros(n, bool)), info.get("final_obs", obs), obs)  # before a reset
+        for i in np.flatnonzero(live):
+            panels[i].append(_frame(size, int(env.goal_cell[i]), int(cell[i]), bool(reward[i])))
+        live &= ~terminated
+        if not live.any():
+            break
     length = max(len(f) for f in panels)
     gap = np.full((size * cell_px, cell_px // 2, 3), 40, dtype=np.uint8)
     images = []
@@ -77,3 +75,13 @@ def greedy_policy_gif(path: Path, size: int, goals: list[tuple[int, int]], greed
         images.append(Image.fromarray(np.concatenate(tiles[:-1], axis=1)))
     with atomic_path(path) as tmp:
         images[0].save(tmp, save_all=True, append_images=images[1:], duration=250, loop=0)
+
+
+def _frame(size: int, goal: int, cell: int, reached: bool) -> np.ndarray:
+    """One picture (size, size, 3) of the room: white floor, red goal, green agent (yellow on the goal, rewarded)."""
+    grid = np.full((size, size, 3), 255, dtype=np.uint8)
+    grid[divmod(goal, size)] = (255, 0, 0)
+    grid[divmod(cell, size)] = (0, 255, 0)
+    if reached:
+        grid[divmod(goal, size)] = (255, 200, 0)
+    return grid

@@ -1,4 +1,5 @@
-"""Batched A2C: one independent actor-critic per DarkRoom goal, all goals trained in one computation.
+"""Batched A2C: one independent tabular actor-critic per grid task (a DarkRoom goal, a Key-to-Door key/door pair),
+all of them trained in one computation.
 
 Agent (the DarkRoom AD recipe): a shared embedding layer (``hidden`` features per cell, then ReLU) feeding a
 linear actor head and a linear critic head. Every goal ``g`` has its own parameters, stacked on a leading
@@ -35,8 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from tasks.darkroom.goals import NUM_ACTIONS
-from tasks.darkroom.vector_env import DarkRoomVectorEnv
+from tasks.grid.room import NUM_ACTIONS, GridVectorEnv
 
 #: Updates' worth of uniforms drawn per goal generator call (keeps the per-goal loop off the hot path).
 _RNG_BLOCK = 256
@@ -184,24 +184,24 @@ class TableLoss:
 
 
 class BatchedA2C:
-    """A2C agents for ``goals`` (one per goal), trained together on a :class:`DarkRoomVectorEnv`.
-
-    Another grid task reuses it by overriding :meth:`num_states` (the agent's tabular states, which may be more
-    than the observed cells: Key-to-Door's source sees (cell, key carried)) and :meth:`make_env` (a vector env of
-    the same layout whose observations index those states); its goals may be any tuples of ints.
+    """A2C agents for ``goals`` (one per goal), trained together on the family's grid vector env.
 
     Args:
-        cfg: a config with the A2C fields of ``GenerateConfig`` (hidden, num_envs, num_steps, lr,
-            adam_betas, adam_eps, max_grad_norm, ent_coef, vf_coef, gamma, gae_lambda) and the env
-            fields (size, episode_length, random_start, terminate_on_goal).
-        goals: goal cells, one agent each.
+        cfg: a config with the A2C options of :class:`tasks.grid.family.GridOptions` (hidden, num_envs, num_steps,
+            lr, adam_betas, adam_eps, max_grad_norm, ent_coef, vf_coef, gamma, gae_lambda) and the env options
+            (size, episode_length, random_start, ...).
+        goals: the tasks, one agent each: tuples of ints (a DarkRoom goal cell, a Key-to-Door key + door).
         seed: run seed; agent ``g``'s initial weights and action noise depend on (seed, goals[g]) only.
+        family: the grid family (:class:`tasks.grid.family.GridFamily`): its ``num_states(cfg)`` (the agent's
+            tabular states, which may be more than the observed cells: Key-to-Door's source sees (cell, key
+            carried)) and ``make_env(cfg, goals)`` (a :class:`~tasks.grid.room.GridVectorEnv` over ``goals`` x
+            ``cfg.num_envs``, goal-major, whose observations index those states).
     """
 
-    def __init__(self, cfg, goals: list[tuple[int, ...]], seed: int):
+    def __init__(self, cfg, goals: list[tuple[int, ...]], seed: int, family):
         self.cfg = cfg
         self.goals = [tuple(int(x) for x in g) for g in goals]
-        G, S, H, A = len(goals), self.num_states(cfg), cfg.hidden, NUM_ACTIONS
+        G, S, H, A = len(goals), family.num_states(cfg), cfg.hidden, NUM_ACTIONS
         self.G, self.S, self.A, self.N, self.T = G, S, A, cfg.num_envs, cfg.num_steps
         self.gens = [torch.Generator().manual_seed(goal_seed(seed, cfg.size, g)) for g in self.goals]
 
@@ -220,22 +220,12 @@ class BatchedA2C:
         self.optimizer = torch.optim.Adam(self._rows, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps,
                                           fused=True)
 
-        self.env = self.make_env(cfg)
+        self.env: GridVectorEnv = family.make_env(cfg, self.goals)
         self.obs, _ = self.env.reset(seed=env_seeds(seed, cfg.size, self.goals, self.N))  # (E,)
         self.goal_of_env = np.repeat(np.arange(G), self.N)  # (E,)
         self.row0 = self.goal_of_env * S  # (E,) offset of each env's goal in flat (G*S,) tables
         self.updates = 0
         self._uniforms: torch.Tensor | None = None  # (B, T, G, N) block of action noise
-
-    @staticmethod
-    def num_states(cfg) -> int:
-        """States of each agent's tables: the cells of the room."""
-        return cfg.size * cfg.size
-
-    def make_env(self, cfg) -> DarkRoomVectorEnv:
-        """The vector env over ``self.goals`` x ``cfg.num_envs`` (goal-major) whose observations index the tables."""
-        return DarkRoomVectorEnv(self.goals, cfg.num_envs, cfg.size, cfg.episode_length, cfg.random_start,
-                                 cfg.terminate_on_goal)
 
     @staticmethod
     def _init_one(gen: torch.Generator, S: int, H: int, A: int, bound: float) -> list[torch.Tensor]:

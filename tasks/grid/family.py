@@ -1,0 +1,204 @@
+"""What a grid family configures, and what every grid dataset shares (no torch, nothing heavy: ``ad --help`` reads
+the options).
+
+- the options every grid family's sources share, declared once (:class:`GridOptions`: a family's config takes each
+  with :func:`ad.config.override` and its own default, ``lr: float = override(GridOptions, "lr", 1e-3)``, so help
+  texts are written here only), and their checks;
+- :class:`GridFamily`: a family as the grid sources see it, one configuration of the engine;
+- a grid dataset's columns (:func:`history_spec`), its metadata's split and task table (:func:`grid_metadata`) and
+  its learning figure (:func:`ratio_summary`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ad.config import option
+from ad.distributed import check_backend_options
+from ad.errors import UserError
+from ad.memory import check_memory
+from tasks.grid.room import NUM_ACTIONS, split_goals
+
+#: Whether this machine has a second core for background shard encoding (the default of --background-writing).
+MULTICORE = (os.cpu_count() or 1) >= 2
+
+
+@dataclass
+class GridOptions:
+    """The room, the A2C and the running options of a grid family's source (declarations; defaults are
+    DarkRoom's)."""
+
+    out: str = option("data/darkroom", "output dataset folder or URL (file://, s3://, gs://, memory:// ...; "
+                                       "re-running the same command resumes)", runtime=True)
+    size: int = option(9, "grid side; states are cells row*size+col")
+    episode_length: int = option(20, "steps per episode (truncation)")
+    random_start: bool = option(False, "start each episode in a random cell instead of the centre")
+    # A2C
+    hidden: int = option(128, "width of the shared embedding layer")
+    num_envs: int = option(10, "parallel envs per goal (one history stream each)")
+    num_steps: int = option(10, "rollout length per update")
+    lr: float = option(1e-4, "Adam learning rate")
+    adam_betas: list[float] = option([0.9, 0.999], "Adam betas")
+    adam_eps: float = option(1e-6, "Adam epsilon")
+    max_grad_norm: float = option(0.5, "gradient-norm clip, applied to each goal's agent separately")
+    ent_coef: float = option(0.01, "entropy bonus coefficient")
+    vf_coef: float = option(0.99, "value-loss coefficient")
+    gamma: float = option(0.99, "discount")
+    gae_lambda: float = option(1.0, "GAE lambda; 1.0 = plain n-step returns (the recipe's choice)")
+    # running
+    backend: str = option("local", "where batches run: local (this process) or ray (one Ray task per batch; "
+                                   "pip install 'algorithm-distillation[ray]')", runtime=True)
+    address: str = option("", "Ray cluster to join with --backend ray ('auto', 'host:6379', 'ray://host:10001'); "
+                              "empty = start a local Ray instance. On several machines --out must be storage "
+                              "they all reach (s3://, gs://, a shared file system)", runtime=True)
+    workers: int = option(0, "most batches running at once with --backend ray (0 = one per CPU of the cluster; "
+                             "also the CPU count of a local Ray instance)", runtime=True)
+    run_dir: str = option("", "local folder for summary.json, learning curves, GIF and TensorBoard (default: "
+                              "<out>/_run for a local --out, runs/generate-<name> for a remote URL)", runtime=True)
+    logprob_bits: int = option(23, "mantissa bits kept in the stored logprobs: 23 = exact float32; 7 = bfloat16 "
+                                   "precision (relative error <= 2^-8), smaller datasets")
+    threads: int = option(1, "torch CPU threads for the elementwise work (0 = torch's default); the A2C's matrix "
+                             "products always run on one thread, so results do not depend on it", runtime=True)
+    background_writing: bool = option(MULTICORE, "encode the history shards on a background thread (at lower "
+                                                 "CPU priority) while training goes on, so a second core takes the "
+                                                 "Parquet encoding. On by default with 2+ cores; Ray workers always "
+                                                 "write on their training thread", runtime=True)
+    log_every: int = option(500, "updates between TensorBoard / progress-bar statistics", runtime=True)
+    progress: bool = option(True, "show a progress bar", runtime=True)
+
+
+def batch_memory_bytes(size: int, hidden: int, num_envs: int, goals: int) -> int:
+    """Rough peak memory of one batch of A2C agents: per goal, parameters + gradient + two Adam moments + the
+    pre-ReLU gradient of the (hidden, cells) embedding and heads, and the (actions, cells) policy table."""
+    cells, actions = size * size, 5
+    per_goal = 5 * (hidden * cells + (actions + 1) * (hidden + 1)) + 3 * actions * cells + 64 * num_envs
+    return 4 * goals * per_goal
+
+
+def check_batches(config: Any, tasks: int, tables: int, noun: str, fewer: str) -> None:
+    """UserError where one batch of ``tasks`` agents (``tables`` tables of the room's cells each) would not fit in
+    memory, or the backend options are off; ``noun`` names the tasks and ``fewer`` the option that has fewer."""
+    per_batch = min(config.goals_per_batch or tasks, tasks)
+    check_memory(tables * batch_memory_bytes(config.size, config.hidden, config.num_envs, per_batch),
+                 f"--size {config.size} with {per_batch} {noun} per batch",
+                 f"pass a smaller --goals-per-batch, fewer {fewer} or a smaller --size")
+    check_backend_options(config.backend, config.address, config.workers)
+
+
+def check_a2c_options(config: Any) -> None:
+    """UserError for A2C and running options out of range (shared by every family built on :mod:`tasks.grid.a2c`:
+    DarkRoom, Key-to-Door); non-finite values are refused too."""
+    for name in ("episode_length", "hidden", "num_envs", "num_steps", "log_every"):
+        if getattr(config, name) <= 0:
+            raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(config, name)}")
+    if not (0 < config.lr < math.inf and 0 < config.adam_eps < math.inf and 0 < config.max_grad_norm < math.inf):
+        raise UserError("--lr, --adam-eps and --max-grad-norm must be positive and finite")
+    if not (0 <= config.ent_coef < math.inf and 0 <= config.vf_coef < math.inf):
+        raise UserError(f"--ent-coef and --vf-coef must be finite and >= 0, got {config.ent_coef} and {config.vf_coef}")
+    if len(config.adam_betas) != 2 or not all(0.0 <= b < 1.0 for b in config.adam_betas):
+        raise UserError(f"--adam-betas needs two values in [0, 1), got {config.adam_betas}")
+    if not (0.0 <= config.gamma <= 1.0 and 0.0 <= config.gae_lambda <= 1.0):
+        raise UserError("--gamma and --gae-lambda must be in [0, 1]")
+
+
+#: Fraction of each stream, at its end, over which the learning figure is measured.
+FINAL_FRACTION = 0.05
+#: A goal counts as learned when its final mean return reaches this fraction of the optimum.
+LEARNED_RATIO = 0.9
+#: Why a summary's mean ratio is null (summary.json is strict JSON: no NaN).
+NO_RATIO = ("no task has a ratio: none finished an episode in the last {:.0%} of its stream, or its optimal return "
+            "is 0; raise --steps-per-task or --episode-length")
+
+Goal = tuple[int, ...]
+Columns = dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class GridFamily:
+    """A grid family as the grid sources see it: one configuration of the engine (DarkRoom's is
+    :data:`tasks.darkroom.generate.DARKROOM`, Key-to-Door's :data:`tasks.keydoor.generate.KEYDOOR`).
+
+    A family's tasks are tuples of ints ("goals": a DarkRoom goal cell, a Key-to-Door key + door). Its agents and
+    demonstrators see *full states* (DarkRoom: the cell; Key-to-Door: cell + size^2 * key carried); ``derive`` maps
+    full-state columns to the stored ones. Every callable is a module-level function (a Ray work unit pickles the
+    family by reference).
+    """
+
+    family: str  #: the dataset's family
+    title: str  #: the family in pictures ("DarkRoom")
+    tasks: Callable[[Any], list[Goal]]  #: the config's tasks, in order
+    task_name: Callable[[int, Goal], str]  #: ``(size, task)`` -> the task's (unit's) name
+    metadata: Callable[[Any, list[Goal]], dict[str, Any]]  #: the A2C dataset's metadata of the config's tasks
+    steps_option: str  #: the config's option with the env steps per task (over its streams)
+    make_env: Callable[[Any, list[Goal]], Any]  #: GridVectorEnv over (tasks x cfg.num_envs) observing full states
+    tables: int = 1  #: full states per cell (Key-to-Door's 2: key carried or not): each agent has tables*size^2 rows
+    extra_columns: dict[str, str] = dataclasses.field(default_factory=dict)  #: stored beside the core columns
+    derive: Callable[[Any, Columns], Columns] | None = None  #: full-state columns -> stored columns (None: as is)
+    pictures: Callable[..., None] | None = None  #: ``(cfg, run_dir, metadata, greedy)``: pictures beside the curves
+    noun: str = "goals"  #: what the family's tasks are called in printed lines ("key/door pairs")
+
+    def num_states(self, cfg: Any) -> int:
+        """Full states: the rows of each agent's tables."""
+        return self.tables * cfg.size * cfg.size
+
+    def steps(self, cfg: Any) -> int:
+        """Env steps per task (over its streams)."""
+        return getattr(cfg, self.steps_option)
+
+    def stored(self, cfg: Any, columns: Columns) -> Columns:
+        """The columns stored for one unit's full-state ``columns``."""
+        return columns if self.derive is None else self.derive(cfg, columns)
+
+
+def history_spec(cfg: Any, family: GridFamily, critic: bool):
+    """A grid dataset's columns (a ``HistorySpec``): the observed cell, the action, a scalar logprob, the critic's
+    value (``critic``: the A2C's, whose logprobs keep ``--logprob-bits``) and the family's extra columns."""
+    from ad.history import ColumnSpec, HistorySpec
+
+    extra = {"value": "float32"} if critic else {}
+    bits = {"logprob_bits": cfg.logprob_bits} if critic else {}
+    return HistorySpec(state=ColumnSpec.discrete(cfg.size * cfg.size), action=ColumnSpec.discrete(NUM_ACTIONS),
+                       logprob="scalar", extra={**extra, **family.extra_columns}, **bits)
+
+
+def grid_metadata(cfg: Any, goals: list[Goal], task_name: Callable[[int, Goal], str],
+                  describe: Callable[[Goal], dict[str, Any]], optimum: Callable[[Goal], float],
+                  task_spec: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
+    """A grid dataset's metadata: ``task_spec``, ``source``, seeds, the seeded split and per task its
+    ``describe(goal)`` entries, split and optimal return."""
+    train, heldout = split_goals(goals, cfg.heldout_fraction, cfg.seed)
+    held = set(heldout)
+    tasks = {task_name(cfg.size, g): {**describe(g), "split": "heldout" if g in held else "train",
+                                      "optimal_return": optimum(g)} for g in goals}
+    return {"task_spec": task_spec, "source": source, "seeds": {"seed": cfg.seed, "run": cfg.seed},
+            "split": {"train": [task_name(cfg.size, g) for g in train],
+                      "heldout": [task_name(cfg.size, g) for g in heldout]},
+            "tasks": tasks}
+
+
+def finite_or_none(value: float) -> float | None:
+    """``value`` as a float, or None where it is NaN / infinite (JSON has no NaN)."""
+    return float(value) if np.isfinite(value) else None
+
+
+def ratio_summary(ratios: dict[str, float | None]) -> dict[str, Any]:
+    """The learned counts and mean of per-task final ratios (None: no ratio), as strict JSON: a null mean and a
+    note saying why when no task has a ratio, and how many tasks have none."""
+    values = np.array([v for v in ratios.values() if v is not None], dtype=np.float64)
+    learned = int((values >= LEARNED_RATIO).sum())
+    out = {"goals": len(values), "learned_goals": learned, "learned_fraction": learned / max(len(values), 1),
+           "mean_final_ratio": float(values.mean()) if len(values) else None,
+           "tasks_without_ratio": len(ratios) - len(values)}
+    if not len(values):
+        out["mean_final_ratio_note"] = NO_RATIO.format(FINAL_FRACTION)
+    return out
+
+
+def ratio_text(value: float | None) -> str:
+    """A summary's mean ratio for a progress line: 3 decimals, or why there is none."""
+    return f"{value:.3f}" if value is not None else "none: no task finished an episode"
