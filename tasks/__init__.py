@@ -1,5 +1,6 @@
 """Environments and source RL algorithms that produce learning histories (one folder per task), and what the
-families' ``vector_entry_point`` functions share: :func:`vector_tasks`, how ``num_envs`` sub-envs are laid over tasks.
+families' ``vector_entry_point`` functions share: :func:`vector_tasks`, how ``num_envs`` sub-envs are laid over tasks,
+and :func:`sub_env_generators`, how they are seeded.
 
 ``gymnasium.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point", <tasks>=[...])`` builds one vector env
 over many tasks, task-major (sub-env ``i`` plays task ``i // (N // len(tasks))``); ``ad eval`` builds every
@@ -20,3 +21,15 @@ def vector_tasks(num_envs: int, task: Any, tasks: Sequence[Any] | None) -> tuple
             raise ValueError(f"num_envs={num_envs} with {len(tasks)} tasks: give 1 or a multiple of their number")
         return tasks, max(1, num_envs // len(tasks))
     return (None, num_envs) if task is None else ([task], num_envs)
+
+
+def sub_env_generators(seed: int | Sequence[int] | None, num_envs: int) -> list[Any]:
+    """One numpy generator per sub-env, seeded as ``SyncVectorEnv`` seeds its envs: ``seed + i`` for an int, one
+    seed each for a sequence, fresh entropy for None (what a vector env's ``reset(seed=...)`` does)."""
+    from gymnasium.utils import seeding
+
+    seeds = [None] * num_envs if seed is None else (
+        [seed + i for i in range(num_envs)] if isinstance(seed, int) else list(seed))
+    if len(seeds) != num_envs:
+        raise ValueError(f"{len(seeds)} seeds for {num_envs} sub-envs: give one seed per sub-env")
+    return [seeding.np_random(s)[0] for s in seeds]

@@ -22,12 +22,11 @@ from typing import Any, Sequence
 
 import numpy as np
 from gymnasium import spaces
-from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from ad.errors import UserError
-from tasks import vector_tasks
+from tasks import sub_env_generators, vector_tasks
 from tasks.bandit.env import observation_space
 from tasks.bandit.instances import KINDS, OBSERVATIONS, check_arms, parse_task_name, pull_observations, task_means
 
@@ -81,10 +80,7 @@ class BanditVectorEnv(VectorEnv):
     def reset(self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None):
         """Reset every sub-env (a new run: ``chosen_means`` empties)."""
         if seed is not None or self._rngs is None:
-            seeds = [None] * self.num_envs if seed is None else (
-                [seed + i for i in range(self.num_envs)] if isinstance(seed, int) else list(seed))
-            assert len(seeds) == self.num_envs, "one seed per sub-env"
-            self._rngs = [seeding.np_random(s)[0] for s in seeds]
+            self._rngs = sub_env_generators(seed, self.num_envs)
             self._noise, self._used = np.zeros((self.num_envs, 0)), 0
             if self.random_means:  # drawn first, as the single env draws them
                 self.means = np.stack([rng.uniform(0.0, 1.0, self.arms) for rng in self._rngs])

@@ -11,11 +11,11 @@ from typing import Any, Callable, Sequence
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from ad.errors import UserError
+from tasks import sub_env_generators
 
 #: (row, col) offset of each action: 0 noop, 1 up, 2 right, 3 down, 4 left.
 ACTION_DELTAS = np.array([[0, 0], [-1, 0], [0, 1], [1, 0], [0, -1]], dtype=np.int64)
@@ -187,10 +187,7 @@ class GridVectorEnv(VectorEnv):
     def reset(self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None):
         """Reset every sub-env; episode counters restart at 0."""
         if seed is not None or self._rngs is None:
-            seeds = [None] * self.num_envs if seed is None else (
-                [seed + i for i in range(self.num_envs)] if isinstance(seed, int) else list(seed))
-            assert len(seeds) == self.num_envs, "one seed per sub-env"
-            self._rngs = [seeding.np_random(s)[0] for s in seeds]
+            self._rngs = sub_env_generators(seed, self.num_envs)
         self.elapsed[:] = 0
         self.episode[:] = 0
         self._restart(np.arange(self.num_envs))
