@@ -9,7 +9,7 @@ from ad.config import make_config
 from ad.errors import UserError
 from ad.history import HistoryReader, HistorySpec, ColumnSpec, HistoryWriter
 from ad.history.hashing import content_hash
-from ad.history.writer import UnitWriter
+from ad.history.unit import UnitWriter
 from tasks.grid import generate as gen_module
 from tasks.darkroom.config import GenerateConfig
 from tasks.darkroom.generate import generate

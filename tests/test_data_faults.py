@@ -212,7 +212,7 @@ def test_a_run_where_no_episode_finishes_writes_strict_json_that_says_why(tmp_pa
 # ---------------------------------------------------------------------------- interrupted generations
 def interrupted_bandit(out: Path, capsys, monkeypatch, after: int) -> Path:
     """A 12-instance bandit dataset whose generation was interrupted after ``after`` instances (tasks)."""
-    from ad.history.writer import UnitWriter
+    from ad.history.unit import UnitWriter
 
     commit, calls = UnitWriter.commit, []
 

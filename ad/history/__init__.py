@@ -8,7 +8,8 @@ from ad.history.reader import HistoryReader, Stream, column_to_numpy
 from ad.history.spec import SCHEMA_VERSION, ColumnSpec, HistorySpec
 from ad.history.storage import Location
 from ad.history.summary import episode_returns, summarize
-from ad.history.writer import HistoryWriter, UnitWriter
+from ad.history.unit import UnitWriter
+from ad.history.writer import HistoryWriter
 
 __all__ = ["HistoryWriter", "UnitWriter", "HistoryReader", "Stream", "HistorySpec", "ColumnSpec", "Location",
            "SCHEMA_VERSION", "column_to_numpy", "episode_returns", "summarize", "content_hash"]

@@ -10,7 +10,7 @@ from typing import Callable
 
 import numpy as np
 
-from ad.history.writer import UnitWriter
+from ad.history.unit import UnitWriter
 from tasks.grid.a2c import Rollout
 
 #: Rollout fields that become history columns (with their storage dtypes).
