@@ -61,7 +61,7 @@ def test_the_default_sizes_fit(tmp_path):
     from ad.config import make_config
     from ad.memory import MEMORY_SHARE, physical_memory_bytes
     from models.rl.config import TrainRLConfig
-    from models.rl.memory import training_memory_bytes
+    from models.rl.config import training_memory_bytes
     from tasks.bandit.config import GenerateConfig, memory_bytes
 
     budget = MEMORY_SHARE * physical_memory_bytes()

@@ -1,4 +1,5 @@
-"""Data-parallel batches: every rank draws the same global batch and keeps its own slice of it.
+"""Data-parallel batches: every rank draws the same global batch and keeps its own slice of it (the samplers, and
+:class:`ShardedRLDataModule`, the RL-format data module built on them).
 
 With DDP each rank computes gradients on its part of the batch and the gradients are averaged, so
 if rank ``r`` of ``W`` takes windows ``[r * B/W, (r+1) * B/W)`` of the global batch of ``B`` windows
@@ -12,6 +13,7 @@ from typing import Iterable, Iterator
 
 import torch
 
+from ad.data import RLDataModule
 from ad.errors import UserError
 
 
@@ -79,3 +81,9 @@ class RankShardedMixin:
         if trainer is None:
             return loader
         return shard_loader(loader, trainer.global_rank, trainer.world_size)
+
+
+
+class ShardedRLDataModule(RankShardedMixin, RLDataModule):
+    """:class:`ad.data.RLDataModule` whose ``batch_size`` is the global batch: each of the trainer's processes
+    trains on its slice of the same random windows (one process: exactly ``RLDataModule``)."""

@@ -171,7 +171,7 @@ def train(config: TrainRLConfig) -> Path:
     import lightning as L
     import torch
 
-    from ad.distributed.data import ShardedRLDataModule
+    from ad.distributed.sampling import ShardedRLDataModule
     from ad.history import HistoryReader
     from models.trainer import check_resume, fit, lock_run, make_trainer, write_config
     from models.rl.module import ADLightningModule, optim_config_of
