@@ -10,7 +10,7 @@ That single registration gives the family ``ad generate <name>`` (its source alg
 histories), the evaluation env ``ad eval`` builds for its held-out tasks, and (optionally) ``ad demo --task <name>``.
 
 What the rest of the interface is, concretely (every family's ``ad generate`` writes it into ``dataset.json``,
-read by :mod:`ad.data.splits`, :mod:`ad.commands.evaluate` and the demos):
+read by :func:`ad.history.reader.task_split`, :mod:`ad.commands.evaluate` and the demos):
 
 - **task ids**: path-safe names (``darkroom9-g2-3``, ``keydoor9-k1-2-d7-7``, ``bandit-bern5-i00042``), the ``task``
   column of every history row;

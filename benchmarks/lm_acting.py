@@ -259,7 +259,7 @@ def main(args: argparse.Namespace) -> None:
     icl = (not args.quick) if args.icl is None else args.icl
     torch.set_num_threads(args.threads)
 
-    from ad.data.splits import task_split
+    from ad.history.reader import task_split
     from ad.pretrained import load_base
 
     reader = HistoryReader(args.data)

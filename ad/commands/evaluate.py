@@ -85,7 +85,7 @@ class EvalConfig:
 
 def pick_tasks(reader: Any, split: str, max_tasks: int | None) -> list[str]:
     """The dataset's tasks of one split (UserError if there are none)."""
-    from ad.data.splits import task_split
+    from ad.history.reader import task_split
 
     train, heldout = task_split(reader)
     tasks = {"heldout": heldout, "train": train, "all": sorted(train + heldout)}[split]

@@ -5,7 +5,7 @@ from ad.registry import lazy_exports
 __getattr__ = lazy_exports(__name__, {
     "RLDataModule": "ad.data.datamodule", "LanguageTrajectoryDataset": "ad.data.language_dataset",
     "pad_collate": "ad.data.language_dataset", "RLTrajectoryDataset": "ad.data.rl_dataset",
-    "collate_batch": "ad.data.rl_dataset", "task_split": "ad.data.splits"})
+    "collate_batch": "ad.data.rl_dataset", "task_split": "ad.history.reader"})
 
 
 def hf_dataset(path, tasks=None, columns=None):

@@ -6,7 +6,7 @@ from typing import Any
 import lightning as L
 
 from ad.data.rl_dataset import RLTrajectoryDataset
-from ad.data.splits import task_split
+from ad.history.reader import task_split
 from ad.errors import UserError
 from ad.history.reader import HistoryReader
 from ad.registry import optimal_actions

@@ -213,3 +213,24 @@ class HistoryReader:
         import datasets
 
         return datasets.Dataset(self.table(tasks, columns=columns))
+
+
+def task_split(reader: "HistoryReader", heldout_fraction: float = 0.2, seed: int = 0) -> tuple[list[str], list[str]]:
+    """(train tasks, held-out tasks) among the dataset's complete tasks: the split the generator recorded.
+
+    Uses ``metadata["split"]`` when the generator recorded one; otherwise holds out a
+    deterministic ``heldout_fraction`` of tasks chosen with ``seed``.
+    """
+    present = reader.tasks()
+    split = reader.metadata.get("split")
+    if split:
+        train = [t for t in split.get("train", []) if t in present]
+        heldout = [t for t in split.get("heldout", []) if t in present]
+    else:
+        order = np.random.default_rng(seed).permutation(len(present))
+        k = int(round(len(present) * heldout_fraction))
+        heldout = sorted(present[i] for i in order[:k])
+        train = sorted(t for t in present if t not in heldout)
+    if not train:
+        raise UserError(f"dataset {reader.location.base} has no complete training tasks; finish `ad generate` first")
+    return train, heldout
