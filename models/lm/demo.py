@@ -21,10 +21,17 @@ from typing import Any
 from ad.config import make_config
 from ad.demo_pipeline import stage
 from models.lm.demo_config import LMDemoConfig
-from tasks.darkroom.demo import DarkRoomDemoConfig
 
-#: room side of the RL-format demo this one runs (its default size): the pretrained LM's text is grid<size>
-RL_DEMO_SIZE = DarkRoomDemoConfig.size
+#: the task family whose RL-format demo this one runs first and whose histories the LM is trained on
+RL_DEMO_TASK = "darkroom"
+
+
+def rl_demo_size() -> int:
+    """Room side of the RL-format demo this one runs (its default size; the pretrained LM's text is grid<size>),
+    read from the demo the task family registered (models/ import no task)."""
+    from ad import registry
+
+    return int(registry.get_demo(RL_DEMO_TASK, "rl").config_cls.size)
 
 #: label of each LM run folder in the report (runs of other --lm values found in <out> are reported too)
 LABELS = {"lm-scratch": "LM AD (Llama from scratch)", "lm-scratch-ed": "LM ED (from scratch)",
@@ -41,7 +48,7 @@ def lm_options(config: LMDemoConfig, data: Path) -> dict[str, Any]:
     if config.lm == "scratch":
         model = {"preset": "scratch"}
     else:  # the scratch LM's text and loss, through the pretrained LM's own BPE tokenizer (~9 tokens per transition)
-        model = {"model": config.lm, "dtype": "bfloat16", **grid_text_options(RL_DEMO_SIZE, config.context,
+        model = {"model": config.lm, "dtype": "bfloat16", **grid_text_options(rl_demo_size(), config.context,
                                                                                 config.steps)}
     return {**common, **model, **config.train_overrides}
 
@@ -158,12 +165,12 @@ def demo(config: LMDemoConfig) -> Path:
     rl_threads = config.threads  # 0: the RL-format demo's own default
     config = replace(config, threads=config.threads or torch.get_num_threads())  # every LM stage's
     out = Path(config.out)
-    data = out / "darkroom"
+    data = out / RL_DEMO_TASK
     timings: dict[str, float] = {}
     rl_eval = out / "eval" / "eval.json"
     lm_configs = lm_run_configs(config, data, out)
     if not config.skip_rl and not rl_eval.is_file():
-        rl = registry.get_demo("darkroom", "rl")
+        rl = registry.get_demo(RL_DEMO_TASK, "rl")
         rl_options = {"out": str(out), "seed": config.seed, "source": config.source,
                       "context": config.rl_context, "subsample": config.subsample, "episodes": config.episodes,
                       "seeds": config.seeds}
