@@ -19,7 +19,7 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
     #: same recipe through the batched engine (:mod:`tasks.math.reinforce`) at the scale an hour on 2 cores allows.
     PRESETS = {
         "standard": {},
-        "cpu": {"engine": "fast", "problems_per_step": 4, "iterations": 60, "max_new_tokens": 96,
+        "cpu": {"engine": "fast", "problems_per_step": 4, "max_steps": 60, "max_new_tokens": 96,
                 "dtype": "bfloat16" if cpu_has_fast_bfloat16() else "float32"},  # bfloat16 where it is fast
     }
 
@@ -41,8 +41,8 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
     train_problems: int = option(2000, "generated training problems (drawn from the training templates)")
     heldout_fraction: float = option(0.25, "fraction held out: of the templates (generated problems: held-out "
                                            "stories never seen in training) or of the problems of --problems")
-    iterations: int = option(60, "training iterations (one RLOO optimiser step each, problems-per-step x "
-                                 "num-generations sampled solutions)")
+    max_steps: int = option(60, "training iterations (one RLOO optimiser step each, problems-per-step x "
+                                "num-generations sampled solutions)", aliases=("iterations",))
     chunk_steps: int = option(10, "training iterations per committed unit (resume granularity)")
     num_generations: int = option(8, "sampled solutions per problem (the group of the leave-one-out baseline); one "
                                       "history stream per position in the group")
@@ -73,7 +73,7 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
         super().__post_init__()
         if self.level not in LEVELS:
             raise UserError(f"unknown difficulty --level {self.level}; levels are {', '.join(map(str, LEVELS))}")
-        for name in ("iterations", "chunk_steps", "num_generations", "problems_per_step", "max_new_tokens",
+        for name in ("max_steps", "chunk_steps", "num_generations", "problems_per_step", "max_new_tokens",
                      "train_problems"):
             if getattr(self, name) <= 0:
                 raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
