@@ -45,8 +45,8 @@ def make_cfg(args: argparse.Namespace, seed: int, out: Path, **extra):
     if args.quick:
         opts.update(max_steps=4, chunk_steps=2, num_generations=2, problems_per_step=2, max_new_tokens=8,
                     ref_refresh=2)
-    if args.iterations:
-        opts["max_steps"] = args.iterations
+    if args.max_steps:
+        opts["max_steps"] = args.max_steps
     if args.ref_refresh:
         opts["ref_refresh"] = args.ref_refresh
     opts.update(parse_options(args.option))
@@ -205,7 +205,7 @@ def main() -> None:
                         help="seeds of the accuracy figures (none: only the overhead figure)")
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--level", type=int, default=1)
-    parser.add_argument("--max-steps", "--iterations", dest="iterations", type=int,
+    parser.add_argument("--max-steps", "--iterations", dest="max_steps", type=int,
                         default=0, help="override the default run's iterations")
     parser.add_argument("--ref-refresh", type=int, default=0, help="override the default run's refresh period k")
     parser.add_argument("--eval-problems", type=int, default=200)
