@@ -177,7 +177,7 @@ def run(args: argparse.Namespace) -> list[dict]:
                            lift=after["accuracy"] - before["accuracy"],
                            settings={k2: v for k2, v in vars(make_cfg(args, seed, work)).items()
                                      if k2 in ("level", "max_steps", "num_generations", "problems_per_step",
-                                               "max_new_tokens", "lr", "beta", "ref_refresh", "model",
+                                               "max_new_tokens", "learning_rate", "beta", "ref_refresh", "model",
                                                "temperature", "format_reward", "few_shot", "lora_r")},
                            checkpoint=checkpoint.name,
                            samples_after=after["samples"][:2])

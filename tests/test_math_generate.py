@@ -89,7 +89,7 @@ def _kl_by_update(tmp_path, tiny_model, **kw):
     from ad.pretrained import load_base
 
     cfg = _cfg(tmp_path / "unused", tiny_model, max_steps=5, chunk_steps=5, max_new_tokens=8,
-               lr=0.05 if kw.get("lora", True) else 0.005,
+               learning_rate=0.05 if kw.get("lora", True) else 0.005,
                num_generations=4, **kw)
     model, tokenizer = load_base(cfg.model)
     batches, ref = [], {}
@@ -208,7 +208,7 @@ def test_fast_engine_logs_every_solution_with_recomputable_logprobs_and_kl(tmp_p
     out = tmp_path / "d"
     opts = dict(out=str(out), model=tiny_model, preset="cpu", max_steps=4, chunk_steps=2, num_generations=3,
                 problems_per_step=2, max_new_tokens=6, eval_problems=3, threads=1, plots=False, progress=False,
-                ref_refresh=2, train_problems=20, temperature=1.0, format_reward=0.0, lr=0.05)
+                ref_refresh=2, train_problems=20, temperature=1.0, format_reward=0.0, learning_rate=0.05)
     cfg = make_config(GenerateConfig, opts)
     assert cfg.engine == "fast" and cfg.problems_per_step == 2  # the preset, explicit options over it
     summary = generate(cfg)
@@ -240,7 +240,7 @@ def test_fast_engine_resume_is_the_uninterrupted_run(tmp_path, tiny_model, monke
         return make_config(GenerateConfig, dict(out=str(out), model=tiny_model, preset="cpu", max_steps=4,
                                                 chunk_steps=2, num_generations=2, problems_per_step=2,
                                                 max_new_tokens=6, eval_problems=0, threads=1, plots=False,
-                                                progress=False, ref_refresh=2, train_problems=20, lr=0.05,
+                                                progress=False, ref_refresh=2, train_problems=20, learning_rate=0.05,
                                                 refresh=False))
 
     generate(cfg(tmp_path / "whole"))

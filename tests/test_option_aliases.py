@@ -133,3 +133,16 @@ def test_training_run_saved_with_an_old_name_resumes(tmp_path):
     assert check_resume(cfg, tmp_path, ["resume"], lambda path: None) == tmp_path / CHECKPOINT_DIR / LAST_CHECKPOINT
     with pytest.raises(UserError, match="changed: .*beta"):
         check_resume(make_config(Toy, {"resume": True, "beta": 0.5}), tmp_path, ["resume"], lambda path: None)
+
+
+def test_learning_rate_and_max_steps_read_their_old_names():
+    from tasks.lunarlander.config import GenerateConfig as LunarConfig
+    from tasks.math.config import GenerateConfig as MathConfig
+    from tasks.rlhf.config import GenerateConfig as RLHFConfig
+
+    rlhf = parse_config(RLHFConfig, ["--steps", "5", "--lr", "0.001"], "ad generate rlhf")
+    assert (rlhf.max_steps, rlhf.learning_rate) == (5, 0.001)
+    assert parse_config(MathConfig, ["--lr", "0.002"], "ad generate math").learning_rate == 0.002
+    assert make_config(LunarConfig, {"lr": 0.003}).learning_rate == 0.003
+    with pytest.raises(UserError, match="--lr and --learning-rate"):
+        parse_config(RLHFConfig, ["--lr", "0.1", "--learning-rate", "0.1"], "ad generate rlhf")

@@ -49,7 +49,8 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
     problems_per_step: int = option(16, "problems per training iteration")
     max_new_tokens: int = option(96, "solution length limit in tokens")
     temperature: float = option(0.7, "sampling temperature of the behaviour policy")
-    lr: float = option(3e-4, "AdamW learning rate (LoRA parameters, or all parameters without LoRA)")
+    learning_rate: float = option(3e-4, "AdamW learning rate (LoRA parameters, or all parameters without LoRA)",
+                                  aliases=("lr",))
     beta: float = option(0.05, "coefficient of the KL penalty to the reference policy (subtracted from the reward, "
                                "as in the seed; 0 = none)")
     ref_refresh: int = option(10, "refresh the reference policy (copy the current policy into it) every this many "
@@ -83,8 +84,9 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
         if self.num_generations < 2:
             raise UserError("--num-generations must be at least 2: the leave-one-out baseline compares the "
                             "solutions of a group")
-        if self.temperature <= 0 or self.lr <= 0:
-            raise UserError(f"--temperature and --lr must be positive, got {self.temperature}, {self.lr}")
+        if self.temperature <= 0 or self.learning_rate <= 0:
+            raise UserError(f"--temperature and --learning-rate must be positive, got {self.temperature}, "
+                            f"{self.learning_rate}")
         if self.beta < 0 or self.format_reward < 0:
             raise UserError(f"--beta and --format-reward must be >= 0, got {self.beta}, {self.format_reward}")
         if self.refresh and self.beta == 0:

@@ -100,7 +100,8 @@ def build_trainer(cfg: GenerateConfig, model: Any, tokenizer: Any, train: list[d
     disable_tqdm, progress_callbacks = trainer_progress(cfg.progress, "RLOO")
     k = cfg.refresh_every
     args = RLOOConfig(
-        output_dir=str(ckpt_dir), max_steps=cfg.max_steps, learning_rate=cfg.lr, beta=cfg.beta, seed=cfg.seed,
+        output_dir=str(ckpt_dir), max_steps=cfg.max_steps, learning_rate=cfg.learning_rate, beta=cfg.beta,
+        seed=cfg.seed,
         per_device_train_batch_size=cfg.completions_per_step, gradient_accumulation_steps=1,
         num_generations=cfg.num_generations, max_completion_length=cfg.max_new_tokens, temperature=cfg.temperature,
         top_k=0, top_p=1.0, logging_steps=1, save_strategy="no", report_to="none",

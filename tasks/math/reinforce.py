@@ -125,7 +125,7 @@ class Reinforce:
         torch.manual_seed(cfg.seed)  # the adapter's random initialisation: one per seed
         self.policy = get_peft_model(model, peft_lora_config(cfg.lora_dict()))  # adapters float32 (peft's default)
         self.params = [p for p in self.policy.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(self.params, lr=cfg.lr, weight_decay=0.0)
+        self.optimizer = torch.optim.AdamW(self.params, lr=cfg.learning_rate, weight_decay=0.0)
         total = cfg.max_steps
         self.schedule = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: max(0.0, (total - s) / total))
         self.prompts = [tokenizer(render_prompt(tokenizer, p.question, shots))["input_ids"] for p in problems]
