@@ -11,6 +11,10 @@ NaN and +-inf, a ``Literal[...]`` option refuses values outside its choices; the
 ``__post_init__`` of the dataclass then checks ranges and raises :class:`ad.errors.UserError`.
 Booleans take ``--flag``, ``--flag false`` and ``--no-flag``; ``--print-config`` prints the resolved
 options as YAML (a file ``--config`` reads back) and exits without running anything.
+
+An option that was renamed keeps its old names as ``aliases``: ``--kl-coef`` on the command line, ``kl_coef:`` in a
+config file and in the settings a dataset or a run folder recorded still work, with one ``note:`` line on stderr
+per old name; ``--help`` shows only the new name, and giving both names is an error.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ import dataclasses
 import json
 import math
 import os
+import sys
 import types
 import typing
 from typing import Any, Sequence
@@ -27,16 +32,17 @@ from ad.errors import UserError
 
 
 def option(default: Any = dataclasses.MISSING, help: str = "", positional: bool = False, group: str = "",
-           runtime: bool = False, **kwargs: Any) -> Any:
+           runtime: bool = False, aliases: Sequence[str] = (), **kwargs: Any) -> Any:
     """A dataclass field with help text (use as ``x: int = option(3, "what x is")``).
 
     ``positional=True`` makes it an optional positional argument (``ad inspect PATH``) that
     can also be given as ``--name``. Fields with a ``group`` title are listed under that title, after
     the ungrouped options, in ``--help``. ``runtime=True`` declares that the option changes how a command runs,
     not what it writes: it is left out of a dataset's recorded settings (:func:`data_options`), and a resumed run
-    may change it (:func:`runtime_fields`).
+    may change it (:func:`runtime_fields`). ``aliases`` are the option's deprecated old names (``("kl_coef",)``),
+    still read from the command line, config files and recorded settings (:func:`current_names`).
     """
-    meta = {"help": help, "positional": positional, "group": group, "runtime": runtime}
+    meta = {"help": help, "positional": positional, "group": group, "runtime": runtime, "aliases": tuple(aliases)}
     if isinstance(default, (list, dict, set)):
         value = default
         return dataclasses.field(default_factory=lambda: type(value)(value), metadata=meta, **kwargs)
@@ -52,7 +58,58 @@ def override(base: type, name: str, default: Any) -> Any:
         raise TypeError(f"{base.__name__} has no option {name!r}")
     meta = field.metadata
     return option(default, meta.get("help", ""), positional=meta.get("positional", False), group=meta.get("group", ""),
-                  runtime=meta.get("runtime", False))
+                  runtime=meta.get("runtime", False), aliases=meta.get("aliases", ()))
+
+
+#: Every deprecated option name met so far -> its current name (filled by :func:`aliases_of`), for comparing
+#: settings recorded under an old name (:func:`current_names`).
+RENAMED: dict[str, str] = {}
+_NOTED: set[str] = set()
+
+
+def aliases_of(config_cls: Any) -> dict[str, str]:
+    """Deprecated name -> current name for the options of a config (class or instance)."""
+    found = {old: f.name for f in dataclasses.fields(config_cls) for old in f.metadata.get("aliases", ())}
+    RENAMED.update(found)
+    return found
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def note_deprecated(old: str, new: str) -> None:
+    """Print ``note: OLD is deprecated; use NEW`` on stderr, once per old name and process."""
+    if old not in _NOTED:
+        _NOTED.add(old)
+        print(f"note: {old} is deprecated; use {new}", file=sys.stderr)
+
+
+def current_names(config_cls: Any, values: dict[str, Any], source: str = "options", flags: bool = False,
+                  quiet: bool = False) -> dict[str, Any]:
+    """``values`` with every deprecated option name of ``config_cls`` replaced by the current one (a note on stderr
+    per old name unless ``quiet``; ``flags``: name them as command-line flags). Both names given is a UserError."""
+    aliases = aliases_of(config_cls)
+    out = dict(values)
+    for old, new in aliases.items():
+        if old not in out:
+            continue
+        shown_old, shown_new = (_flag(old), _flag(new)) if flags else (old, new)
+        if new in out:
+            raise UserError(f"{source}: {shown_old} and {shown_new} name the same option ({shown_old} is its "
+                            f"deprecated name); give only {shown_new}")
+        out[new] = out.pop(old)
+        if not quiet:
+            note_deprecated(shown_old, shown_new)
+    return out
+
+
+def upgrade_recorded(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """Recorded settings ``old`` with a deprecated option name renamed where ``new`` (this command's settings) uses
+    the current name and ``old`` does not: a dataset or run written before a rename still compares equal."""
+    renames = {k: RENAMED[k] for k in old if k in RENAMED and k not in new and RENAMED[k] in new
+               and RENAMED[k] not in old}
+    return {renames.get(k, k): v for k, v in old.items()}
 
 
 def _base_type(tp: Any) -> tuple[Any, bool]:
@@ -238,6 +295,13 @@ def build_parser(config_cls: type, prog: str, description: str = "",
         if choices:
             kwargs["choices"] = choices
         flag = "--" + field.name.replace("_", "-")
+        for old in field.metadata.get("aliases", ()):  # deprecated names: read, not shown in --help
+            hidden = {**kwargs, "dest": f"_alias_{old}", "help": argparse.SUPPRESS}
+            if _base_type(tp)[0] is bool:
+                hidden.update(nargs="?", const=True, metavar="BOOL")
+                parser.add_argument("--no-" + old.replace("_", "-"), dest=f"_alias_{old}", action="store_const",
+                                    const=False, default=None, help=argparse.SUPPRESS)
+            parser.add_argument(_flag(old), **hidden)
         if _base_type(tp)[0] is bool:
             kwargs["nargs"] = "?"
             kwargs["const"] = True
@@ -281,7 +345,9 @@ def _expand_home(value: Any) -> Any:
 
 
 def make_config(config_cls: type, values: dict[str, Any], source: str = "options") -> Any:
-    """Instantiate ``config_cls`` from a dict, applying its preset first; unknown keys are an error."""
+    """Instantiate ``config_cls`` from a dict, applying its preset first; unknown keys are an error (deprecated
+    names are read as their current ones, :func:`current_names`)."""
+    values = current_names(config_cls, values, source)
     names = {f.name for f in dataclasses.fields(config_cls) if f.init}
     unknown = sorted(set(values) - names)
     if unknown:
@@ -315,8 +381,12 @@ def parse_config(config_cls: type, argv: Sequence[str], prog: str, description: 
         name = key[1:-len("_positional")]
         if value is not None and args.get(name) is None:
             args[name] = value
-    values: dict[str, Any] = load_config_file(file) if file else {}
-    values.update({k: v for k, v in args.items() if v is not None})
+    given = {k[len("_alias_"):]: v for k, v in args.items() if k.startswith("_alias_") and v is not None}
+    args = {k: v for k, v in args.items() if not k.startswith("_alias_")}
+    cli = current_names(config_cls, {**given, **{k: v for k, v in args.items() if v is not None}},
+                        f"{prog} options", flags=True)
+    values: dict[str, Any] = current_names(config_cls, load_config_file(file), f"config file {file}") if file else {}
+    values.update(cli)
     config = make_config(config_cls, values, source=f"{prog} options" + (f" or config file {file}" if file else ""))
     if show:
         import yaml

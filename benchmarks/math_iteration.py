@@ -6,7 +6,7 @@ and lengths.
     python benchmarks/math_iteration.py --config configs/math/iteration.yaml   # SmolLM2-135M, 2 problems x 8 x 96
     python benchmarks/math_iteration.py --quick                                # a tiny random LM (under a minute)
 
-The engines run alternately (trl, fast, trl, fast ...), ``--iterations`` iterations each time, the first iteration
+The engines run alternately (trl, fast, trl, fast ...), ``--max-steps`` iterations each time, the first iteration
 of each run not counted; the figure is the median seconds per iteration of each side. On a machine shared with other
 jobs, read the ratio (both sides measured under the same load) rather than the seconds.
 
@@ -46,8 +46,8 @@ def make_cfg(args: argparse.Namespace, engine: str, out: Path):
 
     dtype = str(resolve_dtype(args.dtype)).removeprefix("torch.")
     return make_config(GenerateConfig, dict(
-        out=str(out), model=args.model, engine=engine, dtype=dtype, iterations=args.iterations,
-        chunk_steps=args.iterations, problems_per_step=args.problems_per_step, num_generations=args.num_generations,
+        out=str(out), model=args.model, engine=engine, dtype=dtype, max_steps=args.max_steps,
+        chunk_steps=args.max_steps, problems_per_step=args.problems_per_step, num_generations=args.num_generations,
         max_new_tokens=args.max_new_tokens, eval_problems=0, plots=False, progress=False, threads=args.threads,
         seed=0, ref_refresh=max(args.ref_refresh, 1), refresh=args.ref_refresh > 0), source="benchmark options")
 
@@ -158,7 +158,8 @@ def main() -> None:
     parser.add_argument("--ref-refresh", type=int, default=0, help="refresh period k (0 = no refresh: the reference "
                                                                    "pass runs every iteration)")
     parser.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
-    parser.add_argument("--iterations", type=int, default=2, help="iterations per run (the first not counted)")
+    parser.add_argument("--max-steps", "--iterations", dest="max_steps", type=int,
+                        default=2, help="iterations per run (the first not counted)")
     parser.add_argument("--repeats", type=int, default=2, help="alternating runs of each engine")
     parser.add_argument("--engines", nargs="+", default=["trl", "fast"], choices=["trl", "fast"])
     parser.add_argument("--threads", type=int, default=2)

@@ -43,10 +43,10 @@ def make_cfg(args: argparse.Namespace, seed: int, out: Path, **extra):
     opts = dict(out=str(out), model=args.model, seed=seed, threads=args.threads, eval_problems=0, plots=False,
                 progress=not args.quiet, level=args.level)
     if args.quick:
-        opts.update(iterations=4, chunk_steps=2, num_generations=2, problems_per_step=2, max_new_tokens=8,
+        opts.update(max_steps=4, chunk_steps=2, num_generations=2, problems_per_step=2, max_new_tokens=8,
                     ref_refresh=2)
-    if args.iterations:
-        opts["iterations"] = args.iterations
+    if args.max_steps:
+        opts["max_steps"] = args.max_steps
     if args.ref_refresh:
         opts["ref_refresh"] = args.ref_refresh
     opts.update(parse_options(args.option))
@@ -98,7 +98,7 @@ def train(args: argparse.Namespace, seed: int, variant: str, work: Path) -> tupl
     start = time.perf_counter()
     generate(cfg)
     seconds = time.perf_counter() - start
-    return out / "_run" / "checkpoints" / f"checkpoint-{cfg.iterations}", seconds
+    return out / "_run" / "checkpoints" / f"checkpoint-{cfg.max_steps}", seconds
 
 
 def step_time(args: argparse.Namespace, logging: bool, work: Path, steps: int) -> float:
@@ -110,7 +110,7 @@ def step_time(args: argparse.Namespace, logging: bool, work: Path, steps: int) -
     from tasks.math.generate import build_trainer, load_split, reward_function, training_rows
     from tasks.math.rollouts import SPEC, MathRolloutLog
 
-    cfg = make_cfg(args, 0, work / "unused", iterations=steps)
+    cfg = make_cfg(args, 0, work / "unused", max_steps=steps)
     model, tokenizer = load_base(cfg.model)
     split = load_split(cfg)
     times: list[float] = []
@@ -176,8 +176,8 @@ def run(args: argparse.Namespace) -> list[dict]:
                            marked={"before": before["marked"], "after": after["marked"]},
                            lift=after["accuracy"] - before["accuracy"],
                            settings={k2: v for k2, v in vars(make_cfg(args, seed, work)).items()
-                                     if k2 in ("level", "iterations", "num_generations", "problems_per_step",
-                                               "max_new_tokens", "lr", "beta", "ref_refresh", "model",
+                                     if k2 in ("level", "max_steps", "num_generations", "problems_per_step",
+                                               "max_new_tokens", "learning_rate", "beta", "ref_refresh", "model",
                                                "temperature", "format_reward", "few_shot", "lora_r")},
                            checkpoint=checkpoint.name,
                            samples_after=after["samples"][:2])
@@ -205,7 +205,8 @@ def main() -> None:
                         help="seeds of the accuracy figures (none: only the overhead figure)")
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--level", type=int, default=1)
-    parser.add_argument("--iterations", type=int, default=0, help="override the default run's iterations")
+    parser.add_argument("--max-steps", "--iterations", dest="max_steps", type=int,
+                        default=0, help="override the default run's iterations")
     parser.add_argument("--ref-refresh", type=int, default=0, help="override the default run's refresh period k")
     parser.add_argument("--eval-problems", type=int, default=200)
     parser.add_argument("--overhead-steps", type=int, default=4, help="iterations per side of the overhead figure "

@@ -76,7 +76,7 @@ def main(args: argparse.Namespace) -> None:
             tiny = str(build_tiny(Path(tmp) / "tiny"))
             args.data, args.ckpt, args.prompts = f"{tmp}/d", f"{tmp}/lm", 8
             py = [sys.executable, "-m", "ad"]
-            subprocess.run(py + ["generate", "rlhf", "--out", args.data, "--model", tiny, "--steps", "6",
+            subprocess.run(py + ["generate", "rlhf", "--out", args.data, "--model", tiny, "--max-steps", "6",
                                  "--chunk-steps", "3", "--num-generations", "4", "--max-new-tokens", "8",
                                  "--eval-prompts", "0", "--progress", "false"], check=True, capture_output=True)
             subprocess.run(py + ["train", "lm", "--data", args.data, "--out", args.ckpt, "--model", tiny,

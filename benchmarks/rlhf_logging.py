@@ -55,7 +55,7 @@ def run_side(cfg, logging: bool, workdir: Path) -> float:
     ref["t"] = trainer
     trainer.train()
     if logging:
-        assert log.rows_logged == cfg.steps * cfg.completions_per_step
+        assert log.rows_logged == cfg.max_steps * cfg.completions_per_step
     steady = times[1:] or times
     return sum(steady) / len(steady)
 
@@ -82,7 +82,7 @@ def main() -> None:
         else:
             model = "smollm2-135m"
         steps = args.steps or (8 if args.quick else 3)
-        cfg = make_config(GenerateConfig, dict(out=str(workdir / "unused"), model=model, steps=steps,
+        cfg = make_config(GenerateConfig, dict(out=str(workdir / "unused"), model=model, max_steps=steps,
                                                chunk_steps=max(1, steps // 3), progress=False, tensorboard=False,
                                                plots=False, eval_prompts=0))
         sides = {"with": [], "without": []}

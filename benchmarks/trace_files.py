@@ -92,7 +92,7 @@ def verbs(work: Path) -> dict[str, dict[str, Any]]:
             "--ppo-games", "1", "--ppo-epochs", "1", "--ppo-batch-size", "4", "--step-limit", "3", "--history", "1",
             "--max-prompt-tokens", "96", "--lora-r", "2", "--threads", "1"]},
         "generate math": {"prepare": ["tiny-lm"], "argv": [
-            "generate", "math", "--model", str(lm), "--out", str(work / "math"), "--iterations", "3",
+            "generate", "math", "--model", str(lm), "--out", str(work / "math"), "--max-steps", "3",
             "--chunk-steps", "2", "--num-generations", "2", "--problems-per-step", "2", "--max-new-tokens", "6",
             "--eval-problems", "4", "--threads", "1", "--train-problems", "20", "--ref-refresh", "2"]},
     }

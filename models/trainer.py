@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from ad.config import config_to_dict
+from ad.config import config_to_dict, current_names
 from ad.distributed.options import first_local_process
 from ad.errors import UserError
 
@@ -51,8 +51,8 @@ def check_resume(config: Any, out: Path, resumable: Iterable[str],
     if not last.is_file():
         raise UserError(f"nothing to resume: {last} does not exist (drop --resume to start a new run)")
     check_checkpoint(last)
-    saved = _saved_options(out / CONFIG_FILE, yaml)
     current = config_to_dict(config)
+    saved = current_names(config, _saved_options(out / CONFIG_FILE, yaml), str(out / CONFIG_FILE), quiet=True)
     # the run folder may have been moved or renamed since: where it is now is not an option of the run
     changed = sorted(k for k in current if k not in resumable and k != "out" and k in saved and saved[k] != current[k])
     if changed:

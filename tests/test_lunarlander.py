@@ -142,7 +142,7 @@ def test_interrupted_generation_resumes_without_duplicates(tmp_path, monkeypatch
 
 @pytest.mark.parametrize("argv", [["--gravity-low", "-12"], ["--gravity-high", "0"], ["--gravity-low", "nan"],
                                   ["--wind-power-max", "25"], ["--turbulence-power-max", "3"],
-                                  ["--turbulence-power-max", "inf"], ["--lr", "nan"], ["--tasks", "0"]])
+                                  ["--turbulence-power-max", "inf"], ["--learning-rate", "nan"], ["--tasks", "0"]])
 def test_bad_options_are_one_error_line(capsys, tmp_path, argv):
     code, err, _ = run_cli(capsys, "generate", "lunarlander", "--out", str(tmp_path / "x"), *argv)
     assert code == 2 and "error:" in err

@@ -19,7 +19,7 @@ def tiny_model(tmp_path_factory):
 def _cfg(out, model, **kw):
     from tasks.math.config import GenerateConfig
 
-    opts = dict(out=str(out), model=model, iterations=3, chunk_steps=2, num_generations=2, problems_per_step=2,
+    opts = dict(out=str(out), model=model, max_steps=3, chunk_steps=2, num_generations=2, problems_per_step=2,
                 max_new_tokens=6, eval_problems=4, threads=1, plots=False, progress=False, ref_refresh=2,
                 train_problems=20, temperature=1.0, format_reward=0.0)
     opts.update(kw)
@@ -32,7 +32,7 @@ def small_dataset(tmp_path_factory, tiny_model):
     from tasks.math.generate import generate
 
     out = tmp_path_factory.mktemp("small") / "d"
-    generate(_cfg(out, tiny_model, iterations=2, eval_problems=0))
+    generate(_cfg(out, tiny_model, max_steps=2, eval_problems=0))
     return out
 
 
@@ -88,8 +88,8 @@ def _kl_by_update(tmp_path, tiny_model, **kw):
     from tasks.math.generate import build_trainer, load_split, training_rows
     from ad.pretrained import load_base
 
-    cfg = _cfg(tmp_path / "unused", tiny_model, iterations=5, chunk_steps=5, max_new_tokens=8,
-               lr=0.05 if kw.get("lora", True) else 0.005,
+    cfg = _cfg(tmp_path / "unused", tiny_model, max_steps=5, chunk_steps=5, max_new_tokens=8,
+               learning_rate=0.05 if kw.get("lora", True) else 0.005,
                num_generations=4, **kw)
     model, tokenizer = load_base(cfg.model)
     batches, ref = [], {}
@@ -134,10 +134,10 @@ def test_resume_after_interruption_loses_and_duplicates_nothing(tmp_path, tiny_m
 
     monkeypatch.setattr(MathRolloutLog, "commit", crash_on_second)
     with pytest.raises(KeyboardInterrupt):
-        gen.generate(_cfg(out, tiny_model, iterations=4))
+        gen.generate(_cfg(out, tiny_model, max_steps=4))
     assert len(_rows(out)) == 2 * 4
     monkeypatch.setattr(MathRolloutLog, "commit", real)
-    gen.generate(_cfg(out, tiny_model, iterations=4))
+    gen.generate(_cfg(out, tiny_model, max_steps=4))
     rows = _rows(out)
     assert sorted(r["update"] for r in rows) == sorted([u for u in range(4) for _ in range(4)])
 
@@ -149,7 +149,7 @@ def test_gsm8k_file_problems(tmp_path, tiny_model):
     path.write_text("".join(json.dumps({"question": f"What is {i} plus 1?", "answer": f"#### {i + 1}"}) + "\n"
                             for i in range(10)))
     out = tmp_path / "g"
-    generate(_cfg(out, tiny_model, problems=str(path), iterations=2, eval_problems=3))
+    generate(_cfg(out, tiny_model, problems=str(path), max_steps=2, eval_problems=3))
     assert {r["problem_id"] for r in _rows(out)} <= {f"p{i:06d}" for i in range(10)}
 
 
@@ -177,7 +177,7 @@ def test_bad_input_is_one_line_exit_2_and_keeps_the_dataset(tmp_path, tiny_model
     argv = [{"BAD": str(bad), "NOANSWER": str(noanswer)}.get(a, a) for a in argv]
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit_info:
-        cli.main(["generate", "math", "--out", str(out), "--model", tiny_model, "--iterations", "2",
+        cli.main(["generate", "math", "--out", str(out), "--model", tiny_model, "--max-steps", "2",
                   "--progress", "false", *argv])
     err = capsys.readouterr().err.strip()
     assert exit_info.value.code == 2 and err.startswith("error:") and "\n" not in err and message.replace(
@@ -206,9 +206,9 @@ def test_fast_engine_logs_every_solution_with_recomputable_logprobs_and_kl(tmp_p
     # a reward that varies within every group (a random tiny LM never answers right), so the policy moves
     monkeypatch.setattr(reinforce, "score", lambda text, answer, fmt: float(ord(text[0]) % 7) if text else 0.0)
     out = tmp_path / "d"
-    opts = dict(out=str(out), model=tiny_model, preset="cpu", iterations=4, chunk_steps=2, num_generations=3,
+    opts = dict(out=str(out), model=tiny_model, preset="cpu", max_steps=4, chunk_steps=2, num_generations=3,
                 problems_per_step=2, max_new_tokens=6, eval_problems=3, threads=1, plots=False, progress=False,
-                ref_refresh=2, train_problems=20, temperature=1.0, format_reward=0.0, lr=0.05)
+                ref_refresh=2, train_problems=20, temperature=1.0, format_reward=0.0, learning_rate=0.05)
     cfg = make_config(GenerateConfig, opts)
     assert cfg.engine == "fast" and cfg.problems_per_step == 2  # the preset, explicit options over it
     summary = generate(cfg)
@@ -237,10 +237,10 @@ def test_fast_engine_resume_is_the_uninterrupted_run(tmp_path, tiny_model, monke
     from tasks.math.rollouts import MathRolloutLog
 
     def cfg(out):
-        return make_config(GenerateConfig, dict(out=str(out), model=tiny_model, preset="cpu", iterations=4,
+        return make_config(GenerateConfig, dict(out=str(out), model=tiny_model, preset="cpu", max_steps=4,
                                                 chunk_steps=2, num_generations=2, problems_per_step=2,
                                                 max_new_tokens=6, eval_problems=0, threads=1, plots=False,
-                                                progress=False, ref_refresh=2, train_problems=20, lr=0.05,
+                                                progress=False, ref_refresh=2, train_problems=20, learning_rate=0.05,
                                                 refresh=False))
 
     generate(cfg(tmp_path / "whole"))

@@ -52,7 +52,7 @@ def reward_module(tmp_path, monkeypatch):
 def _cfg(out, model, **kw):
     from tasks.rlhf.config import GenerateConfig
 
-    values = dict(out=str(out), model=model, steps=3, chunk_steps=2, num_generations=2, prompts_per_step=2,
+    values = dict(out=str(out), model=model, max_steps=3, chunk_steps=2, num_generations=2, prompts_per_step=2,
                   max_new_tokens=6, eval_prompts=2, threads=1, tensorboard=False, plots=False, progress=False)
     values.update(kw)
     return make_config(GenerateConfig, values)
@@ -109,7 +109,7 @@ def test_resume_after_interruption_loses_and_duplicates_nothing(tmp_path, tiny_m
     from tasks.rlhf.generate import generate
 
     out = tmp_path / "d"
-    cfg = _cfg(out, tiny_model, steps=5, reward=reward_module)
+    cfg = _cfg(out, tiny_model, max_steps=5, reward=reward_module)
     monkeypatch.setenv("RLHF_TEST_BAD", "raise")
     monkeypatch.setenv("RLHF_TEST_AT", "4")  # call 1 = evaluation before training; dies in iteration 2 (unit c0001)
     with pytest.raises(UserError, match="training iteration 2"):
@@ -152,7 +152,7 @@ def test_generate_to_a_memory_url_reads_back_and_resumes(tmp_path, tiny_model, m
     other = f"memory://rlhf-{uuid.uuid4().hex[:8]}/sentiment"  # same name, other dataset: the run folder is taken
     with pytest.raises(UserError, match="--run-dir"):
         generate(_cfg(other, tiny_model))
-    generate(_cfg(other, tiny_model, steps=1, run_dir=str(tmp_path / "other-run"), eval_prompts=0))
+    generate(_cfg(other, tiny_model, max_steps=1, run_dir=str(tmp_path / "other-run"), eval_prompts=0))
     assert len(HistoryReader(other).table()) == 4 and (tmp_path / "other-run" / "checkpoints" / "checkpoint-1").is_dir()
 
 
@@ -163,12 +163,12 @@ def test_checkpoint_newer_than_last_unit_is_discarded(tmp_path, tiny_model):
     from tasks.rlhf.rollouts import SPEC
     from tasks.trl_runs.checkpoints import resume_point
 
-    cfg = _cfg(tmp_path / "d", tiny_model, steps=6)
+    cfg = _cfg(tmp_path / "d", tiny_model, max_steps=6)
     train, heldout = split_prompts(load_prompts(cfg.prompts), cfg.heldout_fraction, cfg.seed)
     writer = HistoryWriter(cfg.out, SPEC, "rlhf", dataset_metadata(cfg, train, heldout))
     ckpt = tmp_path / "d" / "_run" / "checkpoints"
     (ckpt / "checkpoint-2").mkdir(parents=True)
-    assert resume_point(writer, out=cfg.out, seed=cfg.seed, chunk_steps=cfg.chunk_steps, steps=cfg.steps,
+    assert resume_point(writer, out=cfg.out, seed=cfg.seed, chunk_steps=cfg.chunk_steps, steps=cfg.max_steps,
                         ckpt_dir=ckpt) is None  # saved before a crash, its unit never committed
     assert not (ckpt / "checkpoint-2").exists()
 

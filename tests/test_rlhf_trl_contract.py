@@ -92,7 +92,7 @@ def test_noisy_rewards_of_identical_completions_keep_trl_advantages(tmp_path, ti
     (tmp_path / "rlhf_noisy_reward.py").write_text(RANDOM_REWARD)
     monkeypatch.syspath_prepend(str(tmp_path))
     out = tmp_path / "d"
-    cfg = make_config(GenerateConfig, dict(out=str(out), model=tiny_model, steps=2, chunk_steps=2, num_generations=4,
+    cfg = make_config(GenerateConfig, dict(out=str(out), model=tiny_model, max_steps=2, chunk_steps=2, num_generations=4,
                                            prompts_per_step=2, max_new_tokens=4, temperature=1e-4, eval_prompts=0,
                                            threads=1, tensorboard=False, plots=False, progress=False,
                                            reward="rlhf_noisy_reward:score"))

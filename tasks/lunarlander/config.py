@@ -29,7 +29,7 @@ class GenerateConfig:
     rollout: int = option(256, "env steps per stream between PPO updates")
     epochs: int = option(4, "PPO epochs over each rollout")
     minibatches: int = option(4, "minibatches per epoch (each one optimiser step of every task's learner)")
-    lr: float = option(5e-4, "Adam learning rate")
+    learning_rate: float = option(5e-4, "Adam learning rate", aliases=("lr",))
     gamma: float = option(0.99, "discount")
     gae_lambda: float = option(0.95, "GAE lambda")
     clip: float = option(0.2, "PPO ratio clip")
@@ -55,8 +55,8 @@ class GenerateConfig:
         check_number(self.wind_power_max, *WIND_POWER, "--wind-power-max")
         check_number(self.turbulence_power_max, *TURBULENCE_POWER, "--turbulence-power-max")
         check_number(self.heldout_fraction, 0.0, 1.0, "--heldout-fraction", open_high=True)
-        for name in ("lr", "clip"):
-            check_number(getattr(self, name), 0.0, 10.0, f"--{name}", open_low=True)
+        for name in ("learning_rate", "clip"):
+            check_number(getattr(self, name), 0.0, 10.0, f"--{name.replace('_', '-')}", open_low=True)
         for name in ("gamma", "gae_lambda"):
             check_number(getattr(self, name), 0.0, 1.0, f"--{name.replace('_', '-')}")
         for name in ("ent_coef", "vf_coef", "max_grad_norm"):

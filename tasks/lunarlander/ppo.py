@@ -47,7 +47,7 @@ class BatchedPPO:
         for j in range(len(sizes)):
             for k in range(2):  # weight, bias stacked over tasks: (T, in, out), (T, 1, out)
                 self.params.append(torch.stack([p[j][k] for p in per_task]).requires_grad_(True))
-        self.opt = torch.optim.Adam(self.params, lr=cfg.lr, eps=1e-5)
+        self.opt = torch.optim.Adam(self.params, lr=cfg.learning_rate, eps=1e-5)
         self.rngs = [np.random.default_rng([int(s), 1]) for s in seeds]
         self.updates = 0  #: optimiser steps taken (the ``update`` column of the actions chosen next)
 
@@ -123,7 +123,8 @@ class BatchedPPO:
                 entropy = -(logp_all.exp() * logp_all).sum(-1).mean(1)
                 loss = (policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy).sum()
                 if not torch.isfinite(loss):
-                    raise UserError(f"the PPO loss turned non-finite after {self.updates} updates; lower --lr")
+                    raise UserError(f"the PPO loss turned non-finite after {self.updates} updates; lower "
+                                    "--learning-rate")
                 self.opt.zero_grad(set_to_none=False)
                 loss.backward()
                 self._clip_per_task()
@@ -132,7 +133,8 @@ class BatchedPPO:
                 stats["loss"] += float(loss.detach()) / self.T
                 stats["entropy"] += float(entropy.detach().mean())
         if not all(torch.isfinite(p).all() for p in self.params):
-            raise UserError(f"a learner's parameters turned non-finite after {self.updates} updates; lower --lr")
+            raise UserError(f"a learner's parameters turned non-finite after {self.updates} updates; lower "
+                            "--learning-rate")
         steps = cfg.epochs * cfg.minibatches
         return {k: v / steps for k, v in stats.items()}
 

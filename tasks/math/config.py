@@ -19,7 +19,7 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
     #: same recipe through the batched engine (:mod:`tasks.math.reinforce`) at the scale an hour on 2 cores allows.
     PRESETS = {
         "standard": {},
-        "cpu": {"engine": "fast", "problems_per_step": 4, "iterations": 60, "max_new_tokens": 96,
+        "cpu": {"engine": "fast", "problems_per_step": 4, "max_steps": 60, "max_new_tokens": 96,
                 "dtype": "bfloat16" if cpu_has_fast_bfloat16() else "float32"},  # bfloat16 where it is fast
     }
 
@@ -41,15 +41,16 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
     train_problems: int = option(2000, "generated training problems (drawn from the training templates)")
     heldout_fraction: float = option(0.25, "fraction held out: of the templates (generated problems: held-out "
                                            "stories never seen in training) or of the problems of --problems")
-    iterations: int = option(60, "training iterations (one RLOO optimiser step each, problems-per-step x "
-                                 "num-generations sampled solutions)")
+    max_steps: int = option(60, "training iterations (one RLOO optimiser step each, problems-per-step x "
+                                "num-generations sampled solutions)", aliases=("iterations",))
     chunk_steps: int = option(10, "training iterations per committed unit (resume granularity)")
     num_generations: int = option(8, "sampled solutions per problem (the group of the leave-one-out baseline); one "
                                       "history stream per position in the group")
     problems_per_step: int = option(16, "problems per training iteration")
     max_new_tokens: int = option(96, "solution length limit in tokens")
     temperature: float = option(0.7, "sampling temperature of the behaviour policy")
-    lr: float = option(3e-4, "AdamW learning rate (LoRA parameters, or all parameters without LoRA)")
+    learning_rate: float = option(3e-4, "AdamW learning rate (LoRA parameters, or all parameters without LoRA)",
+                                  aliases=("lr",))
     beta: float = option(0.05, "coefficient of the KL penalty to the reference policy (subtracted from the reward, "
                                "as in the seed; 0 = none)")
     ref_refresh: int = option(10, "refresh the reference policy (copy the current policy into it) every this many "
@@ -73,7 +74,7 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
         super().__post_init__()
         if self.level not in LEVELS:
             raise UserError(f"unknown difficulty --level {self.level}; levels are {', '.join(map(str, LEVELS))}")
-        for name in ("iterations", "chunk_steps", "num_generations", "problems_per_step", "max_new_tokens",
+        for name in ("max_steps", "chunk_steps", "num_generations", "problems_per_step", "max_new_tokens",
                      "train_problems"):
             if getattr(self, name) <= 0:
                 raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
@@ -83,8 +84,9 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
         if self.num_generations < 2:
             raise UserError("--num-generations must be at least 2: the leave-one-out baseline compares the "
                             "solutions of a group")
-        if self.temperature <= 0 or self.lr <= 0:
-            raise UserError(f"--temperature and --lr must be positive, got {self.temperature}, {self.lr}")
+        if self.temperature <= 0 or self.learning_rate <= 0:
+            raise UserError(f"--temperature and --learning-rate must be positive, got {self.temperature}, "
+                            f"{self.learning_rate}")
         if self.beta < 0 or self.format_reward < 0:
             raise UserError(f"--beta and --format-reward must be >= 0, got {self.beta}, {self.format_reward}")
         if self.refresh and self.beta == 0:

@@ -50,9 +50,9 @@ def dataset_metadata(cfg: GenerateConfig, split: dict[str, Any], shots: list[Pro
     """Dataset-level metadata: task spec, source algorithm + config, seeds, the split."""
     import trl
 
-    chunks = math.ceil(cfg.iterations / cfg.chunk_steps)
+    chunks = math.ceil(cfg.max_steps / cfg.chunk_steps)
     tasks = {chunk_task(k): {"chunk": k, "updates": [k * cfg.chunk_steps,
-                                                     min((k + 1) * cfg.chunk_steps, cfg.iterations)]}
+                                                     min((k + 1) * cfg.chunk_steps, cfg.max_steps)]}
              for k in range(chunks)}
     source = data_options(cfg)
     return {
@@ -100,7 +100,8 @@ def build_trainer(cfg: GenerateConfig, model: Any, tokenizer: Any, train: list[d
     disable_tqdm, progress_callbacks = trainer_progress(cfg.progress, "RLOO")
     k = cfg.refresh_every
     args = RLOOConfig(
-        output_dir=str(ckpt_dir), max_steps=cfg.iterations, learning_rate=cfg.lr, beta=cfg.beta, seed=cfg.seed,
+        output_dir=str(ckpt_dir), max_steps=cfg.max_steps, learning_rate=cfg.learning_rate, beta=cfg.beta,
+        seed=cfg.seed,
         per_device_train_batch_size=cfg.completions_per_step, gradient_accumulation_steps=1,
         num_generations=cfg.num_generations, max_completion_length=cfg.max_new_tokens, temperature=cfg.temperature,
         top_k=0, top_p=1.0, logging_steps=1, save_strategy="no", report_to="none",
@@ -153,7 +154,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     out: Path | str = Path(local) if local is not None else cfg.out
     run_dir = run_folder(cfg.out, location, cfg.run_dir)
     ckpt_dir = run_dir / "checkpoints"
-    resume = resume_point(writer, out=cfg.out, seed=cfg.seed, chunk_steps=cfg.chunk_steps, steps=cfg.iterations,
+    resume = resume_point(writer, out=cfg.out, seed=cfg.seed, chunk_steps=cfg.chunk_steps, steps=cfg.max_steps,
                           ckpt_dir=ckpt_dir)
     summary_path = run_dir / "summary.json"
     summary: dict[str, Any] = json.loads(summary_path.read_text()) if summary_path.is_file() and resume else {}
@@ -179,7 +180,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
             print(f"\ncommitted unit {chunk_task(chunk)}: {rows} rows", flush=True)
 
     elapsed = 0.0
-    if resume is not None and int(Path(resume).name.split("-")[1]) >= cfg.iterations:
+    if resume is not None and int(Path(resume).name.split("-")[1]) >= cfg.max_steps:
         policy = load_policy(model, resume, cfg.lora)  # everything is committed: the final policy, for evaluation
     elif cfg.engine == "fast":
         from tasks.math import reinforce
@@ -205,7 +206,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     if heldout:
         summary["after"] = evaluate_policy(policy, tokenizer, heldout, heldout_prompts, cfg.max_new_tokens,
                                            "held-out after", cfg.progress)
-    summary.update(train_seconds_this_run=elapsed, rows_this_run=log.rows_logged, iterations=cfg.iterations,
+    summary.update(train_seconds_this_run=elapsed, rows_this_run=log.rows_logged, iterations=cfg.max_steps,
                    refresh_every=cfg.refresh_every, level=cfg.level if not cfg.problems else None)
     run_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(summary_path, summary)

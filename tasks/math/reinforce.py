@@ -125,8 +125,8 @@ class Reinforce:
         torch.manual_seed(cfg.seed)  # the adapter's random initialisation: one per seed
         self.policy = get_peft_model(model, peft_lora_config(cfg.lora_dict()))  # adapters float32 (peft's default)
         self.params = [p for p in self.policy.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(self.params, lr=cfg.lr, weight_decay=0.0)
-        total = cfg.iterations
+        self.optimizer = torch.optim.AdamW(self.params, lr=cfg.learning_rate, weight_decay=0.0)
+        total = cfg.max_steps
         self.schedule = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: max(0.0, (total - s) / total))
         self.prompts = [tokenizer(render_prompt(tokenizer, p.question, shots))["input_ids"] for p in problems]
         self.texts = [render_prompt(tokenizer, p.question, shots) for p in problems]
@@ -263,13 +263,13 @@ def train(cfg: GenerateConfig, model: Any, tokenizer: Any, problems: list[Proble
     engine = Reinforce(cfg, model, tokenizer, problems, shots, log.add)
     if resume is not None:
         engine.load(Path(resume))
-    bar = progress_bar(total=cfg.iterations, desc="REINFORCE", unit="it", initial=engine.step) if cfg.progress \
+    bar = progress_bar(total=cfg.max_steps, desc="REINFORCE", unit="it", initial=engine.step) if cfg.progress \
         else None
     try:
-        while engine.step < cfg.iterations:
+        while engine.step < cfg.max_steps:
             stats = engine.iteration()
             clock = time.perf_counter()
-            if engine.step % cfg.chunk_steps == 0 or engine.step == cfg.iterations:
+            if engine.step % cfg.chunk_steps == 0 or engine.step == cfg.max_steps:
                 chunk = (engine.step - 1) // cfg.chunk_steps
                 engine.save(ckpt_dir / f"checkpoint-{engine.step}")
                 rows = log.commit(chunk, {"updates": [chunk * cfg.chunk_steps, engine.step],

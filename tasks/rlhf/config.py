@@ -24,13 +24,14 @@ class GenerateConfig(LoRAOptions):
                          "called like a trl reward function: f(prompts=[...], completions=[...], **kw) -> list[float]")
     prompts: str = option(BUNDLED_PROMPTS, "text file with one prompt per line ('#' lines are comments)")
     heldout_fraction: float = option(0.2, "fraction of the prompts held out from training (recorded in metadata)")
-    steps: int = option(80, "GRPO optimiser steps (training iterations)")
+    max_steps: int = option(80, "GRPO optimiser steps (training iterations)", aliases=("steps",))
     chunk_steps: int = option(10, "training iterations per committed unit (resume granularity)")
     num_generations: int = option(8, "completions per prompt (GRPO group size); one history stream per position")
     prompts_per_step: int = option(2, "prompts per training iteration")
     max_new_tokens: int = option(32, "completion length limit in tokens")
     temperature: float = option(1.0, "sampling temperature of the behaviour policy")
-    lr: float = option(2e-4, "AdamW learning rate (LoRA parameters, or all parameters without LoRA)")
+    learning_rate: float = option(2e-4, "AdamW learning rate (LoRA parameters, or all parameters without LoRA)",
+                                  aliases=("lr",))
     beta: float = option(0.01, "KL coefficient toward the base model (keeps completions fluent; 0 = none, trl's "
                                "default; with LoRA the base is the model with the adapter disabled, no extra copy)")
     lora: bool = option(True, "train a LoRA adapter (the LoRA options below) instead of all weights")
@@ -47,15 +48,15 @@ class GenerateConfig(LoRAOptions):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("steps", "chunk_steps", "num_generations", "prompts_per_step", "max_new_tokens"):
+        for name in ("max_steps", "chunk_steps", "num_generations", "prompts_per_step", "max_new_tokens"):
             if getattr(self, name) <= 0:
                 raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
         if self.num_generations < 2:
             raise UserError("--num-generations must be at least 2: GRPO's advantage compares completions of a group")
         if self.temperature <= 0:
             raise UserError(f"--temperature must be positive, got {self.temperature}")
-        if self.lr <= 0 or self.beta < 0:
-            raise UserError("--lr must be positive and --beta non-negative")
+        if self.learning_rate <= 0 or self.beta < 0:
+            raise UserError("--learning-rate must be positive and --beta non-negative")
         if not 0.0 < self.heldout_fraction < 1.0:
             raise UserError(f"--heldout-fraction must be in (0, 1), got {self.heldout_fraction}")
         if self.eval_prompts < 0 or self.threads < 0:

@@ -39,8 +39,9 @@ def dataset_metadata(cfg: GenerateConfig, train: list[str], heldout: list[str]) 
     """Dataset-level metadata: task spec, source algorithm + config, seeds, split and the prompt split."""
     import trl
 
-    chunks = math.ceil(cfg.steps / cfg.chunk_steps)
-    tasks = {chunk_task(k): {"chunk": k, "updates": [k * cfg.chunk_steps, min((k + 1) * cfg.chunk_steps, cfg.steps)]}
+    chunks = math.ceil(cfg.max_steps / cfg.chunk_steps)
+    tasks = {chunk_task(k): {"chunk": k,
+                             "updates": [k * cfg.chunk_steps, min((k + 1) * cfg.chunk_steps, cfg.max_steps)]}
              for k in range(chunks)}
     source = data_options(cfg)
     return {
@@ -66,7 +67,8 @@ def build_trainer(cfg: GenerateConfig, model: Any, tokenizer: Any, train_prompts
 
     disable_tqdm, progress_callbacks = trainer_progress(cfg.progress, "GRPO")  # plain lines in a log
     args = GRPOConfig(
-        output_dir=str(ckpt_dir), max_steps=cfg.steps, learning_rate=cfg.lr, beta=cfg.beta, seed=cfg.seed,
+        output_dir=str(ckpt_dir), max_steps=cfg.max_steps, learning_rate=cfg.learning_rate, beta=cfg.beta,
+        seed=cfg.seed,
         per_device_train_batch_size=cfg.completions_per_step, gradient_accumulation_steps=1,
         num_generations=cfg.num_generations, max_completion_length=cfg.max_new_tokens, temperature=cfg.temperature,
         top_k=0, top_p=1.0, logging_steps=1, save_strategy="no", report_to="none", use_cpu=True, bf16=False,
@@ -105,7 +107,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     out: Path | str = Path(local) if local is not None else cfg.out
     run_dir = run_folder(cfg.out, location, cfg.run_dir)
     ckpt_dir = run_dir / "checkpoints"
-    resume = resume_point(writer, out=cfg.out, seed=cfg.seed, chunk_steps=cfg.chunk_steps, steps=cfg.steps,
+    resume = resume_point(writer, out=cfg.out, seed=cfg.seed, chunk_steps=cfg.chunk_steps, steps=cfg.max_steps,
                           ckpt_dir=ckpt_dir)
     summary_path = run_dir / "summary.json"
     # a fresh start (no committed unit) does not trust a summary left in the run folder (a remote dataset's run
@@ -133,7 +135,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
             print(f"\ncommitted unit {chunk_task(chunk)}: {rows} rows", flush=True)
 
     elapsed = 0.0
-    if resume is not None and int(Path(resume).name.split("-")[1]) >= cfg.steps:
+    if resume is not None and int(Path(resume).name.split("-")[1]) >= cfg.max_steps:
         policy = load_policy(model, resume, cfg.lora)  # everything is committed: the final policy, for evaluation
     else:
         callbacks: list[Any] = [ChunkCallback(log, cfg.chunk_steps, on_commit)]
@@ -152,7 +154,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
                                            cfg.temperature, cfg.seed)
     summary["train_seconds_this_run"] = elapsed
     summary["rows_this_run"] = log.rows_logged
-    summary["steps"] = cfg.steps
+    summary["steps"] = cfg.max_steps
     run_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(summary_path, summary)
     if cfg.plots:

@@ -70,9 +70,9 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
     clip: float = option(0.2, "PPO clip range of the policy ratio")
     value_clip: float = option(0.2, "clip range of the value update (0 = no clipping)")
     vf_coef: float = option(0.5, "weight of the value loss")
-    kl_coef: float = option(0.05, "weight of the KL penalty to the SFT policy (the reference)")
+    beta: float = option(0.05, "weight of the KL penalty to the SFT policy (the reference)", aliases=("kl_coef",))
     gamma: float = option(0.99, "discount over moves")
-    lam: float = option(0.95, "GAE lambda")
+    gae_lambda: float = option(0.95, "GAE lambda", aliases=("lam",))
     temperature: float = option(1.0, "sampling temperature over the valid commands while collecting PPO rollouts")
     act_batch: int = option(64, "games advanced together in one batched scoring pass", runtime=True)
     target_modules: list[str] = override(LoRAOptions, "target_modules", ["all-linear"])
@@ -112,14 +112,14 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise UserError(f"--{name.replace('_', '-')} must be a positive number, got {value}")
-        for name in ("clip", "value_clip", "vf_coef", "kl_coef", "ppo_target_kl"):
+        for name in ("clip", "value_clip", "vf_coef", "beta", "ppo_target_kl"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise UserError(f"--{name.replace('_', '-')} must be a finite number >= 0, got {value}")
-        for name in ("gamma", "lam"):
+        for name in ("gamma", "gae_lambda"):
             value = getattr(self, name)
             if not (math.isfinite(value) and 0 <= value <= 1):
-                raise UserError(f"--{name} must be in [0, 1], got {value}")
+                raise UserError(f"--{name.replace('_', '-')} must be in [0, 1], got {value}")
         if max(self.eval_games, self.train_eval_games, self.sft_games, self.ppo_games) > 1000:
             raise UserError("a TextWorldExpress fold has 1000 games: keep --eval-games, --train-eval-games, "
                             "--sft-games and --ppo-games at most 1000")

@@ -72,7 +72,7 @@ def ppo_learner(cfg: GenerateConfig, model: Any, tokenizer: Any) -> PPOLearner:
     torch.nn.init.zeros_(head.weight)
     torch.nn.init.zeros_(head.bias)
     return PPOLearner(model, head, lr=cfg.ppo_lr, clip=cfg.clip, value_clip=cfg.value_clip, vf_coef=cfg.vf_coef,
-                      kl_coef=cfg.kl_coef, epochs=cfg.ppo_epochs, batch_size=cfg.ppo_batch_size,
+                      kl_coef=cfg.beta, epochs=cfg.ppo_epochs, batch_size=cfg.ppo_batch_size,
                       pad_id=_pad(tokenizer), seed=cfg.seed, target_kl=cfg.ppo_target_kl,
                       temperature=cfg.temperature, micro_batch_size=cfg.ppo_micro_batch_size)
 
@@ -83,7 +83,7 @@ def _pad(tokenizer: Any) -> int:
 
 def collect(cfg: GenerateConfig, episodes: Sequence[Episode], model: Any, tokenizer: Any) -> Moves:
     """An iteration's moves with GAE and reference log-probabilities."""
-    return collect_moves(episodes, model, cfg.gamma, cfg.lam, _pad(tokenizer), batch=cfg.ppo_batch_size,
+    return collect_moves(episodes, model, cfg.gamma, cfg.gae_lambda, _pad(tokenizer), batch=cfg.ppo_batch_size,
                          transcript=cfg.transcript, ratio=cfg.ppo_ratio)
 
 
