@@ -42,10 +42,11 @@ from tasks.darkroom.goals import (ACTION_NAMES, NUM_ACTIONS, optimal_return, res
 from ad.progress import Progress
 from tasks.darkroom.tracker import ReturnTracker
 from tasks.noise import NOISE_OPTIONS
+from tasks.random_source import RANDOM_OPTIONS
 
 FAMILY = "darkroom"
 #: Options of the explorer and noise sources only (left out of an A2C dataset's metadata, which stays what it was before them).
-_EXPLORER_ONLY = ("source", "epsilon", "epsilon_after_goal", *NOISE_OPTIONS)
+_EXPLORER_ONLY = ("source", "epsilon", "epsilon_after_goal", *NOISE_OPTIONS, *RANDOM_OPTIONS)
 #: Goals per work unit with --backend ray when --goals-per-batch is 0.
 RAY_GOALS_PER_UNIT = 8
 #: Rows per shard (one Parquet file per goal for the default 400k steps).
@@ -149,7 +150,7 @@ def generate(cfg: GenerateConfig, source: GridSource | None = None) -> Path | st
         from tasks.darkroom.explorer_generate import generate_explorer
 
         return generate_explorer(cfg)
-    if source is None and cfg.source == "noise":
+    if source is None and cfg.source in ("noise", "random"):
         from tasks.darkroom.noise_generate import generate_darkroom_noise
 
         return generate_darkroom_noise(cfg)

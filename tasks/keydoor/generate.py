@@ -26,6 +26,7 @@ from tasks.keydoor.a2c import KeyDoorA2C
 from tasks.keydoor.config import GenerateConfig
 from tasks.keydoor.pairs import Pair, optimal_return, split_pairs, task_name
 from tasks.noise import without_noise_options
+from tasks.random_source import without_random_options
 
 FAMILY = "keydoor"
 
@@ -44,7 +45,8 @@ def dataset_metadata(cfg: GenerateConfig, pairs: list[Pair]) -> dict[str, Any]:
                                       "split": "heldout" if p in held else "train",
                                       "optimal_return": optimal_return(cfg.size, p, cfg.episode_length,
                                                                        cfg.random_start)} for p in pairs}
-    source = {k: v for k, v in without_noise_options(data_options(cfg)).items() if k != "source"}  # the A2C's
+    source = {k: v for k, v in without_random_options(without_noise_options(data_options(cfg))).items()
+              if k != "source"}  # the A2C's
     return {
         "task_spec": {"env": "keydoor", "env_class": "tasks.keydoor.env:KeyDoorEnv",
                       "vector_env_class": "tasks.keydoor.vector_env:KeyDoorVectorEnv", "size": cfg.size,
@@ -100,7 +102,7 @@ KEYDOOR = GridSource(family=FAMILY, goals=_goals, task_name=_task_name, metadata
 def generate(cfg: GenerateConfig) -> Path | str:
     """Run A2C (or, with ``cfg.source == "noise"``, the noise source) on every task of ``cfg``, write the learning
     histories to ``cfg.out``; returns the dataset path."""
-    if cfg.source == "noise":
+    if cfg.source in ("noise", "random"):
         from tasks.keydoor.noise_generate import generate_keydoor_noise
 
         return generate_keydoor_noise(cfg)
