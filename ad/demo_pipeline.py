@@ -54,6 +54,11 @@ class MethodsOptions:
                   "distribution (the DPT paper's pretraining data)")
 
 
+#: ``ad generate <family> --source random`` options of a grid demo's DPT contexts beside the demo's own: episodes start
+#: in a random cell, so a context covers the room as the DPT paper's (uniformly drawn states) do
+RANDOM_CONTEXTS = {"random_start": True}
+
+
 def dpt_runs_on_random(config: Any) -> bool:
     """Whether ``config`` (a demo's options) trains DPT on random contexts instead of the demo's histories."""
     return "dpt" in config.methods and config.dpt_data == "random"
@@ -174,7 +179,7 @@ def run_ad_demo(config: ADDemoConfig) -> Path:
     planned = config.runs()
     if dpt_runs_on_random(config):  # the same tasks and split, random contexts for DPT (all of them, no subsampling)
         random_cfg = make_config(generate.config_cls, {**config.generate_options(), "source": "random",
-                                                       "out": str(out / f"{family}-random")},
+                                                       **RANDOM_CONTEXTS, "out": str(out / f"{family}-random")},
                                  source="demo generate options (random contexts)")
         stage("generate random contexts for DPT", timings, generate.run, random_cfg)
         planned = [(label, {**extra, "data": random_cfg.out, "subsample": 1} if label == METHODS["dpt"] else extra)

@@ -63,12 +63,29 @@ def test_bandit_random_histories_are_independent_of_the_best_arm(tmp_path, capsy
     for unit in meta["units"].values():
         info, pick = unit["info"], rows["task"] == unit["task"]
         probs, means, actions = np.array(info["behaviour_probs"]), np.array(info["means"]), rows["action"][pick]
-        assert len(actions) == 60 and np.allclose(rows["logprob"][pick], np.log(probs[actions]), atol=1e-6)
+        assert len(actions) == 60 and np.allclose(rows["logprob"][pick], np.log(probs[0, actions]), atol=1e-6)
         counts = np.bincount(actions, minlength=5)
         best_share.append(counts[means.argmax()] / 60)
         most_is_best.append(counts.argmax() == means.argmax())
     assert np.mean(best_share) == pytest.approx(0.2, abs=0.05)  # UCB1's histories: ~0.8 (the best arm dominates)
     assert np.mean(most_is_best) == pytest.approx(0.2, abs=0.07)
+
+
+def test_bandit_random_histories_per_instance_are_streams(tmp_path, capsys):
+    out = tmp_path / "bandit"
+    code, err, _ = run_cli(capsys, "generate", "bandit", "--source", "random", "--histories", "3", "--instances", "6",
+                           "--pulls", "40", "--progress", "false", "--out", str(out))
+    assert code == 0, err
+    meta, rows = _meta(out), _read(out)
+    for unit in meta["units"].values():
+        probs, pick = np.array(unit["info"]["behaviour_probs"]), rows["task"] == unit["task"]
+        streams, actions = rows["stream"][pick], rows["action"][pick]
+        assert probs.shape == (3, 5) and np.bincount(streams).tolist() == [40, 40, 40]
+        assert np.allclose(rows["logprob"][pick], np.log(probs[streams, actions]), atol=1e-6)
+        assert np.array_equal(rows["update"][pick], np.tile(np.arange(40), 3))
+    code, err, _ = run_cli(capsys, "generate", "bandit", "--source", "ucb", "--histories", "2",
+                           "--out", str(tmp_path / "bad"))
+    assert code == 2 and "--histories" in err
 
 
 def test_bandit_random_resumes_byte_identical(tmp_path, capsys, monkeypatch):

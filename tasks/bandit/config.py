@@ -60,6 +60,8 @@ class GenerateConfig:
     noise_decay_fraction: float = override(NoiseOptions, "noise_decay_fraction", 1.0)
     noise_power: float = override(NoiseOptions, "noise_power", 1.0)
     max_return_fraction: float = override(NoiseOptions, "max_return_fraction", 1.0)
+    histories: int = option(1, "random source: independent histories (streams) per instance, each with its own drawn "
+                               "arm distribution: more contexts of the same instances and split")
     random_policy: Literal["dirichlet", "uniform"] = override(RandomOptions, "random_policy", "dirichlet")
     random_alpha: float = override(RandomOptions, "random_alpha", 1.0)
     random_mix: float = override(RandomOptions, "random_mix", 1.0)
@@ -71,7 +73,7 @@ class GenerateConfig:
             raise UserError(f"--instances must be in 1..{MAX_INSTANCES}, got {self.instances}")
         if self.pulls <= 0:
             raise UserError(f"--pulls must be positive, got {self.pulls}")
-        check_memory(memory_bytes(self.instances, self.arms, self.pulls), f"--pulls {self.pulls} on "
+        check_memory(self.histories * memory_bytes(self.instances, self.arms, self.pulls), f"--pulls {self.pulls} on "
                      f"{min(BLOCK, self.instances)} instances at a time", "pass fewer --pulls")
         if not 0.0 <= self.heldout_fraction < 1.0:
             raise UserError(f"--heldout-fraction must be in [0, 1), got {self.heldout_fraction}")
@@ -81,3 +83,6 @@ class GenerateConfig:
             raise UserError(f"--ucb-c must be >= 0 (0 = greedy after one pull of each arm), got {self.ucb_c}")
         check_noise_options(self)
         check_random_options(self)
+        if self.histories < 1 or (self.histories > 1 and self.source != "random"):
+            raise UserError(f"--histories must be 1, or above 1 with --source random only, got {self.histories} "
+                            f"with --source {self.source}")

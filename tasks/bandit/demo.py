@@ -64,7 +64,7 @@ def demo(config: BanditDemoConfig) -> dict[str, Any]:
     stage(f"generate {config.source} histories", timings, generate.run, gen_cfg)
     dpt_data: dict[str, str] = {}
     if dpt_runs_on_random(config):  # the same instances and split, random contexts for DPT
-        random_cfg = make_config(generate.config_cls, {**asdict(gen_cfg), "source": "random",
+        random_cfg = make_config(generate.config_cls, {**asdict(gen_cfg), "source": "random", "histories": config.random_histories,
                                                        "out": str(out / "data-random")},
                                  source="bandit demo generate options (random contexts)")
         stage("generate random contexts for DPT", timings, generate.run, random_cfg)

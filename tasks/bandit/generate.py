@@ -103,8 +103,9 @@ def block_histories(cfg: GenerateConfig, block: int) -> dict[str, np.ndarray]:
     if cfg.source == "noise":
         floor, eps = noise_schedule(cfg, means, [task_name(cfg.kind, cfg.arms, i) for i in ids])
         out = {**run_noise(cfg, means, eps, rng), "floor": floor, "eps": eps}
-    elif cfg.source == "random":
-        out = run_random(cfg, means, rng)
+    elif cfg.source == "random":  # (N, histories, ...) : each instance's histories side by side
+        out = {k: v.reshape(len(ids), cfg.histories, *v.shape[1:])
+               for k, v in run_random(cfg, np.repeat(means, cfg.histories, axis=0), rng).items()}
     else:
         out = run_source(cfg.source, cfg.kind, means, cfg.pulls, rng, cfg.noise_std, cfg.ucb_c)
     out["ids"], out["means"] = ids, means
@@ -128,6 +129,18 @@ def unit_columns(action: np.ndarray, reward: np.ndarray, logprob: np.ndarray, ar
             "logprob": logprob.astype(np.float32)}
 
 
+def instance_columns(cfg: GenerateConfig, hist: dict[str, np.ndarray], j: int) -> dict[str, np.ndarray]:
+    """History columns of instance ``j`` of a block: one stream, or (random source) ``cfg.histories`` streams."""
+    if hist["action"].ndim == 2:
+        return unit_columns(hist["action"][j], hist["reward"][j], hist["logprob"][j], cfg.arms, cfg.kind,
+                            cfg.observation)
+    streams = [unit_columns(hist["action"][j, h], hist["reward"][j, h], hist["logprob"][j, h], cfg.arms, cfg.kind,
+                            cfg.observation) for h in range(hist["action"].shape[1])]
+    for h, columns in enumerate(streams):
+        columns["stream"][:] = h
+    return {name: np.concatenate([c[name] for c in streams]) for name in streams[0]}
+
+
 def noise_record(hist: dict[str, np.ndarray], j: int) -> dict[str, Any]:
     """The noise source's record of instance ``j`` of a block: its floor, the exact expected reward of its best
     (lowest) noise level and the measured returns (:func:`tasks.noise.return_record`; an episode is one pull)."""
@@ -143,9 +156,7 @@ def source_histories(cfg: GenerateConfig) -> Iterator[tuple[str, dict[str, np.nd
     for block in range(-(-cfg.instances // BLOCK)):
         hist = block_histories(cfg, block)
         for j, i in enumerate(hist["ids"]):
-            yield task_name(cfg.kind, cfg.arms, i), unit_columns(hist["action"][j], hist["reward"][j],
-                                                                 hist["logprob"][j], cfg.arms, cfg.kind,
-                                                                 cfg.observation)
+            yield task_name(cfg.kind, cfg.arms, i), instance_columns(cfg, hist, j)
 
 
 def generate(cfg: GenerateConfig) -> Path | str:
@@ -173,20 +184,20 @@ def generate(cfg: GenerateConfig) -> Path | str:
     try:
         for b in todo:
             hist = block_histories(cfg, b)
-            regret = expected_regret(hist["means"], hist["action"]).sum(axis=1)  # (N,)
+            actions = hist["action"].reshape(len(hist["ids"]), -1)  # (N, histories * pulls)
+            regret = expected_regret(hist["means"], actions).sum(axis=1) / (actions.shape[1] / cfg.pulls)  # (N,)
             for j, i in enumerate(hist["ids"]):
                 if writer.is_complete(names[i], cfg.seed):
                     continue
                 unit = writer.open_unit(names[i], cfg.seed)
                 try:
-                    unit.append(unit_columns(hist["action"][j], hist["reward"][j], hist["logprob"][j], cfg.arms,
-                                             cfg.kind, cfg.observation))
+                    unit.append(instance_columns(cfg, hist, j))
                     info = {"means": hist["means"][j].tolist(), "regret": float(regret[j]),
                             "optimal_return": float(optimal_return(hist["means"][j])), "pulls": cfg.pulls}
                     if cfg.source == "noise":
                         info.update(noise_record(hist, j))
                     if cfg.source == "random":
-                        info["behaviour_probs"] = hist["probs"][j].tolist()
+                        info["behaviour_probs"] = hist["probs"][j].tolist()  # (histories, arms)
                     unit.commit(info=info)
                 except BaseException:
                     unit.abort()
