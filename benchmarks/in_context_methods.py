@@ -83,7 +83,7 @@ def run_demo(family: str, out: Path, seed: int, methods: str, demo: dict) -> dic
     config = make_config(command.config_cls, {**demo, "methods": methods, "seed": seed, "out": str(out)},
                          source="in_context_methods demo options")
     summary = out / ("regret.json" if family == "bandit" else "eval/eval.json")
-    if summary.is_file() and (out / FINISHED).is_file() and json.loads((out / FINISHED).read_text()) == asdict(config):
+    if summary.is_file() and (out / FINISHED).is_file() and finished_options(out, config) == asdict(config):
         print(f"{out}: finished with the same options, reading {summary}")
         return json.loads(summary.read_text())
     if family == "bandit":
@@ -96,6 +96,15 @@ def run_demo(family: str, out: Path, seed: int, methods: str, demo: dict) -> dic
         run_ad_demo(config)
     (out / FINISHED).write_text(json.dumps(asdict(config)))
     return json.loads(summary.read_text())
+
+
+def finished_options(out: Path, config: object) -> dict:
+    """The options a finished demo in ``out`` ran with; an option added since then reads as its default."""
+    from dataclasses import MISSING, fields
+
+    defaults = {f.name: f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
+                for f in fields(config) if f.default is not MISSING or f.default_factory is not MISSING}
+    return {**defaults, **json.loads((out / FINISHED).read_text())}
 
 
 def window(row: dict, first: int, last: int) -> float:
