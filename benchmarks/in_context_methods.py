@@ -160,7 +160,9 @@ def bandit_figures(seeds: list[int], runs: list[dict], labels: list[str], tag: s
         if label == "DPT" and headline:  # the capability's headline: DPT against the algorithm the DPT paper says it matches
             figures[-1].update(headline=True, vs="Thompson sampling",
                                short=f"DPT regret over {first['pulls']} pulls, {first['settings']['arms']}-armed "
-                                     f"{first['settings']['kind']}, seeds {', '.join(map(str, seeds))}")
+                                     f"{first['settings']['kind']}"
+                                     f"{', random contexts' if options.get('dpt_data') == 'random' else ''}, "
+                                     f"seeds {', '.join(map(str, seeds))}")
     if "DPT" in labels and "AD" in labels:
         figures.append({**figure(f"DPT regret / AD's after {first['pulls']} pulls ({setting})", "regret",
                                  float(np.mean(regret("DPT"))), float(np.mean(regret("AD"))), "-",
