@@ -6,25 +6,27 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pyarrow.dataset as ds
 import pytest
 
 from ad.history import content_hash
 from tasks.random_source import behaviour_distributions, sample_actions
 from tests.cli_run import run_cli
-
-QUIET = ["--progress", "false", "--plots", "false", "--tensorboard", "false"]
-
-
-def _read(out) -> dict[str, np.ndarray]:
-    table = ds.dataset([str(p) for p in sorted(out.glob("task=*/**/*.parquet"))], format="parquet").to_table()
-    columns = {name: np.array(table.column(name).to_pylist()) for name in table.column_names}
-    order = np.lexsort((columns["step"], columns["episode"], columns["stream"], columns["task"]))
-    return {name: value[order] for name, value in columns.items()}
+from tests.test_noise_source import QUIET, _meta, _read
 
 
-def _meta(out) -> dict:
-    return json.loads((out / "dataset.json").read_text())
+
+def _interrupt_at_the_fifth(monkeypatch, module, name: str):
+    """Make ``module.name`` raise KeyboardInterrupt on its fifth call; returns the real function."""
+    calls, real = [0], getattr(module, name)
+
+    def interrupting(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] == 5:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, interrupting)
+    return real
 
 
 # ----------------------------------------------------------------------------------------------------- the engine
@@ -94,15 +96,8 @@ def test_bandit_random_resumes_byte_identical(tmp_path, capsys, monkeypatch):
     argv = ["generate", "bandit", "--source", "random", "--instances", "12", "--pulls", "30", "--progress", "false"]
     whole = tmp_path / "whole"
     assert run_cli(capsys, *argv, "--out", str(whole))[0] == 0
-    out, calls, real = tmp_path / "resumed", [0], generate.unit_columns
-
-    def interrupt_at_the_fifth(*args, **kwargs):
-        calls[0] += 1
-        if calls[0] == 5:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(generate, "unit_columns", interrupt_at_the_fifth)
+    out = tmp_path / "resumed"
+    real = _interrupt_at_the_fifth(monkeypatch, generate, "unit_columns")
     assert run_cli(capsys, *argv, "--out", str(out))[0] == 130
     monkeypatch.setattr(generate, "unit_columns", real)
     code, err, printed = run_cli(capsys, *argv, "--out", str(out))
@@ -139,15 +134,8 @@ def test_darkroom_random_is_uniform_by_default_and_resumes(tmp_path, capsys, mon
     rows = _read(whole)
     assert np.allclose(rows["logprob"], np.log(0.2))
     assert np.bincount(rows["action"], minlength=5) / len(rows["action"]) == pytest.approx(np.full(5, 0.2), abs=0.02)
-    out, calls, real = tmp_path / "resumed", [0], noise_generate.return_record
-
-    def interrupt_at_the_fifth(*args, **kwargs):
-        calls[0] += 1
-        if calls[0] == 5:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(noise_generate, "return_record", interrupt_at_the_fifth)
+    out = tmp_path / "resumed"
+    real = _interrupt_at_the_fifth(monkeypatch, noise_generate, "return_record")
     assert run_cli(capsys, *argv, "--out", str(out))[0] == 130
     monkeypatch.setattr(noise_generate, "return_record", real)
     code, err, printed = run_cli(capsys, *argv, "--out", str(out))

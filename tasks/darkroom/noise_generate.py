@@ -77,15 +77,21 @@ def noise_levels(cfg: Any, grid: NoiseGrid, tasks: list[tuple[int, ...]]) -> tup
     return floor, eps, best, optimum
 
 
+def source_config(cfg: Any, grid: NoiseGrid, options: dict[str, Any]) -> dict[str, Any]:
+    """The source config recorded in dataset.json: the room's options, the source's ``options``, the episodes."""
+    config = {name: getattr(cfg, name) for name in ("size", "seed", "heldout_fraction", "episode_length",
+                                                    "random_start", "num_envs")}
+    config.update(options, episodes_per_stream=episodes_per_stream(cfg, grid),
+                  terminate_on_goal=bool(getattr(cfg, "terminate_on_goal", True)))
+    return config
+
+
 def noise_metadata(cfg: Any, grid: NoiseGrid, tasks: list[tuple[int, ...]], floor: np.ndarray, best: np.ndarray,
                    optimum: np.ndarray) -> dict[str, Any]:
     """The family's metadata (task spec, split, tasks) with the noise source, and per task its floor and best
     expected return."""
     metadata = grid.metadata(cfg, tasks)
-    config = {name: getattr(cfg, name) for name in ("size", "seed", "heldout_fraction", "episode_length",
-                                                    "random_start", "num_envs")}
-    config.update(noise_config(cfg), episodes_per_stream=episodes_per_stream(cfg, grid),
-                  terminate_on_goal=bool(getattr(cfg, "terminate_on_goal", True)))
+    config = source_config(cfg, grid, noise_config(cfg))
     metadata["source"] = {"algorithm": "noise", "implementation": "tasks.darkroom.noise_generate.run_noise",
                           "demonstrator": "shortest path (tasks.darkroom.goals.shortest_path_actions)",
                           "schedule": "epsilon per episode: max(floor, end + (start - end) * (1 - progress)^power), "
@@ -226,10 +232,7 @@ def stream_behaviours(cfg: Any, grid: NoiseGrid, tasks: list[tuple[int, ...]]) -
 def random_metadata(cfg: Any, grid: NoiseGrid, tasks: list[tuple[int, ...]]) -> dict[str, Any]:
     """The family's metadata (task spec, split, tasks) with the random source."""
     metadata = grid.metadata(cfg, tasks)
-    config = {name: getattr(cfg, name) for name in ("size", "seed", "heldout_fraction", "episode_length",
-                                                    "random_start", "num_envs")}
-    config.update(random_config(cfg), episodes_per_stream=episodes_per_stream(cfg, grid),
-                  terminate_on_goal=bool(getattr(cfg, "terminate_on_goal", True)))
+    config = source_config(cfg, grid, random_config(cfg))
     metadata["source"] = {"algorithm": "random", "implementation": "tasks.darkroom.noise_generate.run_noise",
                           "behaviour": "one action distribution per stream (tasks.random_source."
                                        "behaviour_distributions), independent of the task; each unit's record has "
