@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Literal
 
 from ad.config import make_config, option
 from ad.errors import UserError
@@ -48,6 +48,20 @@ class MethodsOptions:
                                               "same held-out tasks: ad, ed (expert distillation), dpt "
                                               "(Decision-Pretrained Transformer), e.g. --methods ad,dpt,ed")
     dpt_steps: int = option(0, "optimiser steps for DPT; 0 = the same as AD's")
+    dpt_data: Literal["source", "random"] = option(
+        "source", "histories DPT trains on: source = the demo's own (AD's); random = `ad generate <family> --source "
+                  "random` contexts on the same tasks and split, each history acting from its own drawn action "
+                  "distribution (the DPT paper's pretraining data)")
+
+
+#: ``ad generate <family> --source random`` options of a grid demo's DPT contexts beside the demo's own: episodes start
+#: in a random cell, so a context covers the room as the DPT paper's (uniformly drawn states) do
+RANDOM_CONTEXTS = {"random_start": True}
+
+
+def dpt_runs_on_random(config: Any) -> bool:
+    """Whether ``config`` (a demo's options) trains DPT on random contexts instead of the demo's histories."""
+    return "dpt" in config.methods and config.dpt_data == "random"
 
 
 def method_runs(methods: list[str], options: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -126,7 +140,8 @@ def stage(name: str, timings: dict[str, float], fn: Callable[..., Any], *args: A
 
 def train_policies(data: Path, out: Path, runs: list[tuple[str, dict[str, Any]]], common: dict[str, Any],
                    timings: dict[str, float]) -> dict[str, Path]:
-    """``ad train rl`` once per (label, options) of ``runs`` into ``out/<label lowercased>``; a finished run is
+    """``ad train rl`` once per (label, options) of ``runs`` into ``out/<label lowercased>`` on ``data`` (or the
+    run's own ``data`` option); a finished run is
     skipped, an interrupted one resumes from its last checkpoint. Returns label -> run folder."""
     from ad import registry
 
@@ -138,7 +153,7 @@ def train_policies(data: Path, out: Path, runs: list[tuple[str, dict[str, Any]]]
             print(f"{label}: {run_dir / 'model'} exists, skipping training (delete it to retrain)")
             timings[f"train {label}"] = 0.0
             continue
-        cfg = make_config(train.config_cls, {**common, **extra, "data": str(data), "out": str(run_dir),
+        cfg = make_config(train.config_cls, {**common, "data": str(data), **extra, "out": str(run_dir),
                                              "resume": (run_dir / "checkpoints" / "last.ckpt").is_file()},
                           source=f"demo train {label} options")
         stage(f"train {label}", timings, train.run, cfg)
@@ -161,9 +176,17 @@ def run_ad_demo(config: ADDemoConfig) -> Path:
     gen_cfg = make_config(generate.config_cls, {**config.generate_options(), "out": str(data)},
                           source="demo generate options")
     stage("generate the source's learning histories", timings, generate.run, gen_cfg)
+    planned = config.runs()
+    if dpt_runs_on_random(config):  # the same tasks and split, random contexts for DPT (all of them, no subsampling)
+        random_cfg = make_config(generate.config_cls, {**config.generate_options(), "source": "random",
+                                                       **RANDOM_CONTEXTS, "out": str(out / f"{family}-random")},
+                                 source="demo generate options (random contexts)")
+        stage("generate random contexts for DPT", timings, generate.run, random_cfg)
+        planned = [(label, {**extra, "data": random_cfg.out, "subsample": 1} if label == METHODS["dpt"] else extra)
+                   for label, extra in planned]
 
     common = {**config.train_options(), **config.train_overrides}
-    runs = train_policies(data, out, config.runs(), common, timings)
+    runs = train_policies(data, out, planned, common, timings)
 
     (first, first_run), *others = runs.items()
     eval_cfg = EvalConfig(ckpt=str(first_run), name=first, models=[f"{label}={path}" for label, path in others],

@@ -44,6 +44,12 @@ def options() -> argparse.Namespace:
                         help="more `ad demo --task <family>` options, as JSON (a mapping in a --config file)")
     parser.add_argument("--variant", default="", help="name of a variant of the demo options (e.g. roundrobin): it "
                                                        "names the demo folders and the figures' family tag")
+    parser.add_argument("--headline", action="store_true",
+                        help="this run's DPT figure (bandit: regret / Thompson sampling's; grid families: episodes "
+                             "36-40) becomes the capability's headline, replacing the one in the results file")
+    parser.add_argument("--supersedes", nargs="*", default=[],
+                        help="figure families (tags such as bandit, darkroom9-dpt4000) this run supersedes: their "
+                             "figures are kept, marked current: false")
     parser.add_argument("--quick", action="store_true", help="a small version of the same work")
     return parse_args(parser)
 
@@ -77,7 +83,7 @@ def run_demo(family: str, out: Path, seed: int, methods: str, demo: dict) -> dic
     config = make_config(command.config_cls, {**demo, "methods": methods, "seed": seed, "out": str(out)},
                          source="in_context_methods demo options")
     summary = out / ("regret.json" if family == "bandit" else "eval/eval.json")
-    if summary.is_file() and (out / FINISHED).is_file() and json.loads((out / FINISHED).read_text()) == asdict(config):
+    if summary.is_file() and (out / FINISHED).is_file() and finished_options(out, config) == asdict(config):
         print(f"{out}: finished with the same options, reading {summary}")
         return json.loads(summary.read_text())
     if family == "bandit":
@@ -90,6 +96,15 @@ def run_demo(family: str, out: Path, seed: int, methods: str, demo: dict) -> dic
         run_ad_demo(config)
     (out / FINISHED).write_text(json.dumps(asdict(config)))
     return json.loads(summary.read_text())
+
+
+def finished_options(out: Path, config: object) -> dict:
+    """The options a finished demo in ``out`` ran with; an option added since then reads as its default."""
+    from dataclasses import MISSING, fields
+
+    defaults = {f.name: f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
+                for f in fields(config) if f.default is not MISSING or f.default_factory is not MISSING}
+    return {**defaults, **json.loads((out / FINISHED).read_text())}
 
 
 def window(row: dict, first: int, last: int) -> float:
@@ -111,16 +126,25 @@ def per_seed(seeds: list[int], ours: list[float], reference: list[float] | None)
     return {"per_seed": rows, "spread": [min(values), max(values)] if values else None}
 
 
-def bandit_figures(seeds: list[int], runs: list[dict], labels: list[str], tag: str = "bandit") -> list[dict]:
-    """Regret of every method over Thompson sampling's (DPT's goal <= 1.1x), and DPT's over AD's; the DPT figure of
-    the plain run (``tag`` "bandit", no variant) is the capability's headline."""
+def dpt_contexts(options: dict) -> str:
+    """What DPT trained on, for a figure's setting text ("" where it is the demo's own histories)."""
+    if options.get("dpt_data", "source") != "random":
+        return ""
+    histories = options.get("random_histories", 1)
+    return f", DPT on random contexts{f' ({histories} per instance)' if histories > 1 else ''}"
+
+
+def bandit_figures(seeds: list[int], runs: list[dict], labels: list[str], tag: str = "bandit",
+                   headline: bool = False) -> list[dict]:
+    """Regret of every method over Thompson sampling's (DPT's goal <= 1.1x), and DPT's over AD's; with ``headline``
+    the DPT figure is the capability's headline."""
     first = runs[0]
     options = first["settings"]
     steps = ", ".join(f"{label} {options.get(label.lower() + '_steps') or options['ad_steps']} steps"
                       for label in labels)
     setting = (f"{options['arms']}-armed {options['kind']}, {first['instances']} held-out instances x "
                f"{first['runs_per_instance']} runs, {first['pulls']} pulls, source {options['source']} "
-               f"c={options['ucb_c']:g}, {steps}, seeds {', '.join(map(str, seeds))}")
+               f"c={options['ucb_c']:g}{dpt_contexts(options)}, {steps}, seeds {', '.join(map(str, seeds))}")
 
     def regret(name: str) -> list[float]:
         return [run["policies"][name]["final_regret"] for run in runs]
@@ -133,10 +157,12 @@ def bandit_figures(seeds: list[int], runs: list[dict], labels: list[str], tag: s
         figures.append({**figure(f"{label} regret / Thompson sampling's after {first['pulls']} pulls ({setting})",
                                  "regret", float(np.mean(ours)), float(np.mean(ts)), goal, higher_is_better=False),
                         **per_seed(seeds, ours, ts)})
-        if label == "DPT" and tag == "bandit":  # the capability's headline: DPT against the algorithm the DPT paper says it matches
+        if label == "DPT" and headline:  # the capability's headline: DPT against the algorithm the DPT paper says it matches
             figures[-1].update(headline=True, vs="Thompson sampling",
                                short=f"DPT regret over {first['pulls']} pulls, {first['settings']['arms']}-armed "
-                                     f"{first['settings']['kind']}, seeds {', '.join(map(str, seeds))}")
+                                     f"{first['settings']['kind']}"
+                                     f"{', random contexts' if options.get('dpt_data') == 'random' else ''}, "
+                                     f"seeds {', '.join(map(str, seeds))}")
     if "DPT" in labels and "AD" in labels:
         figures.append({**figure(f"DPT regret / AD's after {first['pulls']} pulls ({setting})", "regret",
                                  float(np.mean(regret("DPT"))), float(np.mean(regret("AD"))), "-",
@@ -144,11 +170,13 @@ def bandit_figures(seeds: list[int], runs: list[dict], labels: list[str], tag: s
     return figures
 
 
-def grid_figures(family: str, seeds: list[int], runs: list[dict], labels: list[str], tag: str) -> list[dict]:
-    """Return / optimal at episodes 1-5 and 36-40 per method (DPT's reference: AD's), and when each reaches 90%."""
+def grid_figures(family: str, seeds: list[int], runs: list[dict], labels: list[str], tag: str,
+                 options: dict | None = None, headline: bool = False) -> list[dict]:
+    """Return / optimal at episodes 1-5 and 36-40 per method (DPT's reference: AD's), and when each reaches 90%;
+    with ``headline`` DPT's figure at episodes 36-40 is the capability's headline."""
     first = runs[0]
-    setting = (f"{tag}, {len(first['tasks'])} held-out tasks x {first['seeds']} seeds, {first['episodes']} episodes "
-               f"in context, seeds {', '.join(map(str, seeds))}")
+    setting = (f"{tag}{dpt_contexts(options or {})}, {len(first['tasks'])} held-out tasks x {first['seeds']} seeds, "
+               f"{first['episodes']} episodes in context, seeds {', '.join(map(str, seeds))}")
     figures = []
     for a, b in WINDOWS:
         values = {name: [window(run["policies"][name], a, b) for run in runs]
@@ -161,6 +189,10 @@ def grid_figures(family: str, seeds: list[int], runs: list[dict], labels: list[s
             text = f"{name} return / optimal, episodes {a}-{b}{' / AD' if ref else ''} ({setting})"
             figures.append({**figure(text, "return/optimal", float(np.nanmean(ours)),
                                      float(np.nanmean(ref)) if ref else None, goal), **per_seed(seeds, ours, ref)})
+            if headline and name == "DPT" and (a, b) == (36, 40):
+                figures[-1].update(headline=True, vs="AD" if ref else None,
+                                   short=f"DPT return / optimal at episodes 36-40, {tag}, seeds "
+                                         f"{', '.join(map(str, seeds))}")
     for name in labels:
         reached = [reaching(run["policies"][name]) for run in runs]
         shown = [r if r is not None else first["episodes"] + 1 for r in reached]
@@ -175,10 +207,17 @@ def grid_figures(family: str, seeds: list[int], runs: list[dict], labels: list[s
 CAPABILITY = "In-context methods on the same data (ad demo --methods)"
 
 
-def merge(bench: str, quick: bool, family_tag: str, figures: list[dict]) -> None:
-    """Write the figures through :func:`benchmarks.common.report`, keeping the other families' figures as they were."""
+def merge(bench: str, quick: bool, family_tag: str, figures: list[dict], supersedes: tuple[str, ...] = ()) -> None:
+    """Write the figures through :func:`benchmarks.common.report`, keeping the other families' figures as they were
+    (those of ``supersedes`` marked ``current: false``; a headline among the new figures replaces theirs)."""
     path = RESULTS / f"{bench}{'_quick' if quick else ''}.json"
     others = [f for f in json.loads(path.read_text()) if f.get("family") != family_tag] if path.exists() else []
+    new_headline = not quick and any(f.get("headline") for f in figures)
+    for fig in others:
+        if not quick and fig.get("family") in supersedes:
+            fig["current"] = False
+        if new_headline or fig.get("current") is False:
+            fig.pop("headline", None)
     for fig in figures:
         fig["family"] = family_tag
         if quick:  # a quick run is never a headline
@@ -202,9 +241,44 @@ def main(args: argparse.Namespace) -> None:
         if out.exists() and not args.keep:
             shutil.rmtree(out)
         runs.append(run_demo(args.family, out, seed, ",".join(methods), demo))
-    figures = (bandit_figures(seeds, runs, labels, tag) if args.family == "bandit" else
-               grid_figures(args.family, seeds, runs, labels, tag))
-    merge("in_context_methods", args.quick, tag, figures)
+    headline = args.headline and not args.quick
+    if args.family == "bandit":
+        figures = bandit_figures(seeds, runs, labels, tag, headline)
+    else:
+        options = json.loads((Path(args.out) / f"{tag}-seed{seeds[0]}{'-quick' if args.quick else ''}" /
+                              FINISHED).read_text())
+        figures = grid_figures(args.family, seeds, runs, labels, tag, options, headline)
+    merge("in_context_methods", args.quick, tag, figures, tuple(args.supersedes))
+    if not args.quick:
+        plot(args.family, seeds, runs, labels, tag)
+
+
+def plot(family: str, seeds: list[int], runs: list[dict], labels: list[str], tag: str) -> Path:
+    """benchmarks/results/in_context_methods_<tag>.png: per seed, the bandit's cumulative regret of the methods and
+    Thompson sampling, or the grid family's return / optimal per in-context episode of the methods, AD's reference
+    and random."""
+    from ad.plots import pyplot, save_figure
+
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(runs), figsize=(5.5 * len(runs), 4), squeeze=False)
+    for ax, seed, run in zip(axes[0], seeds, runs):
+        if family == "bandit":
+            for name in labels + ["Thompson", "random"]:
+                mean = np.asarray(run["policies"][name]["mean"])
+                ax.plot(np.arange(1, len(mean) + 1), mean, label=f"{name} ({mean[-1]:.1f})",
+                        lw=2 if name in labels else 1.2)
+            ax.set(xlabel="pull", ylabel="cumulative expected regret", yscale="log")
+        else:
+            for name in labels + ["random", "source"]:
+                curve = run["policies"].get(name, {}).get("normalised")
+                if curve:
+                    ax.plot(np.arange(1, len(curve) + 1), curve, label=name, lw=2 if name in labels else 1.2)
+            ax.axhline(LEVEL, color="grey", ls=":", lw=1)
+            ax.set(xlabel="in-context episode", ylabel="return / optimal", ylim=(0, 1.05))
+        ax.set_title(f"{tag}, seed {seed}", fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    return save_figure(fig, RESULTS / f"in_context_methods_{tag}.png")
 
 
 if __name__ == "__main__":

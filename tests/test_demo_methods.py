@@ -67,3 +67,20 @@ def test_eval_models_option_needs_distinct_label_equals_folder():
                             (["random=x"], "a row the evaluation adds itself")):
         with pytest.raises(UserError, match=message):
             make_config(EvalConfig, {"ckpt": "a", "data": "d", "models": models})
+
+
+def test_darkroom_demo_trains_dpt_on_random_contexts_of_the_same_goals(tmp_path):
+    out = tmp_path / "demo"
+    with contextlib.redirect_stdout(io.StringIO()), pytest.raises(SystemExit) as exit_info:
+        cli.main(["demo", "--task", "darkroom", "--methods", "ad,dpt", "--dpt-data", "random", "--out", str(out),
+                  "--size", "3", "--streams", "2", "--steps-per-goal", "400", "--ad-steps", "2", "--dpt-steps", "2",
+                  "--episodes", "3", "--seeds", "1", "--context", "20", "--train-overrides", json.dumps(TINY_TRAIN)])
+    assert exit_info.value.code == 0
+    own, random = (json.loads((out / name / "dataset.json").read_text()) for name in ("darkroom", "darkroom-random"))
+    assert random["source"]["algorithm"] == "random" and random["split"] == own["split"]
+    assert random["task_spec"]["random_start"] is True  # contexts that cover the room, as the DPT paper's
+    dpt = yaml.safe_load((out / "dpt" / "config.yaml").read_text())
+    ad = yaml.safe_load((out / "ad" / "config.yaml").read_text())
+    assert dpt["data"] == str(out / "darkroom-random") and ad["data"] == str(out / "darkroom")
+    summary = json.loads((out / "eval" / "eval.json").read_text())
+    assert summary["tasks"] == own["split"]["heldout"] and "DPT" in summary["policies"]

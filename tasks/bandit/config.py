@@ -9,6 +9,7 @@ from ad.errors import UserError
 from ad.memory import check_memory
 from tasks.bandit.instances import check_arms
 from tasks.noise import NoiseOptions, check_noise_options
+from tasks.random_source import RandomOptions, check_random_options
 
 #: Most instances one dataset may hold (each is a unit: a partition folder with one small shard).
 MAX_INSTANCES = 200_000
@@ -38,10 +39,11 @@ class GenerateConfig:
                                   "dataset with one history stream")
     pulls: int = option(500, "pulls per instance: the length of each learning history (one pull = one transition "
                              "= one episode)")
-    source: Literal["thompson", "ucb", "noise"] = option(
-        "thompson", "source algorithm: thompson (Thompson sampling, Beta / normal posteriors), ucb (UCB1) or noise "
+    source: Literal["thompson", "ucb", "noise", "random"] = option(
+        "thompson", "source algorithm: thompson (Thompson sampling, Beta / normal posteriors), ucb (UCB1), noise "
                     "(noise distillation: the best arm pulled epsilon-greedily, epsilon falling over the pulls; the "
-                    "--noise-* options)")
+                    "--noise-* options) or random (each history pulls from its own drawn arm distribution, "
+                    "independent of the means: the DPT paper's contexts; the --random-* options)")
     seed: int = option(0, "run seed: the source algorithm's draws, the reward noise and the train/held-out split; "
                           "recorded as run")
     heldout_fraction: float = option(0.1, "fraction of the instances held out from training the transformer")
@@ -58,6 +60,11 @@ class GenerateConfig:
     noise_decay_fraction: float = override(NoiseOptions, "noise_decay_fraction", 1.0)
     noise_power: float = override(NoiseOptions, "noise_power", 1.0)
     max_return_fraction: float = override(NoiseOptions, "max_return_fraction", 1.0)
+    histories: int = option(1, "random source: independent histories (streams) per instance, each with its own drawn "
+                               "arm distribution: more contexts of the same instances and split")
+    random_policy: Literal["dirichlet", "uniform"] = override(RandomOptions, "random_policy", "dirichlet")
+    random_alpha: float = override(RandomOptions, "random_alpha", 1.0)
+    random_mix: float = override(RandomOptions, "random_mix", 1.0)
     progress: bool = option(True, "show progress", runtime=True)
 
     def __post_init__(self) -> None:
@@ -66,7 +73,7 @@ class GenerateConfig:
             raise UserError(f"--instances must be in 1..{MAX_INSTANCES}, got {self.instances}")
         if self.pulls <= 0:
             raise UserError(f"--pulls must be positive, got {self.pulls}")
-        check_memory(memory_bytes(self.instances, self.arms, self.pulls), f"--pulls {self.pulls} on "
+        check_memory(self.histories * memory_bytes(self.instances, self.arms, self.pulls), f"--pulls {self.pulls} on "
                      f"{min(BLOCK, self.instances)} instances at a time", "pass fewer --pulls")
         if not 0.0 <= self.heldout_fraction < 1.0:
             raise UserError(f"--heldout-fraction must be in [0, 1), got {self.heldout_fraction}")
@@ -75,3 +82,7 @@ class GenerateConfig:
         if not self.ucb_c >= 0.0:
             raise UserError(f"--ucb-c must be >= 0 (0 = greedy after one pull of each arm), got {self.ucb_c}")
         check_noise_options(self)
+        check_random_options(self)
+        if self.histories < 1 or (self.histories > 1 and self.source != "random"):
+            raise UserError(f"--histories must be 1, or above 1 with --source random only, got {self.histories} "
+                            f"with --source {self.source}")

@@ -7,7 +7,8 @@
    ``instances`` bandits, every pull recorded.
 2. ``ad train rl`` twice on the training instances: AD on whole histories (context = ``pulls`` by default, so one
    window holds a whole run and the evaluation never slides it), and ED (expert distillation: the same model
-   trained on the last 10% of each history only, so its context is that long).
+   trained on the last 10% of each history only, so its context is that long); with ``--methods`` also DPT, on the
+   same histories or (``--dpt-data random``) on random contexts of the same instances (``<out>/data-random``).
 3. In context on the held-out instances (``eval_envs`` runs each, the same reward noise for every policy): AD, ED,
    and the bandit algorithms themselves (Thompson sampling, UCB1, the UCB1 source where its coefficient is another,
    uniformly random pulls) for ``pulls`` pulls.
@@ -26,7 +27,7 @@ import numpy as np
 
 from ad.files import write_json_atomic, write_text_atomic
 from ad.config import make_config
-from ad.demo_pipeline import METHODS, method_runs, stage, train_policies
+from ad.demo_pipeline import METHODS, dpt_runs_on_random, method_runs, stage, train_policies
 from ad.errors import UserError
 from tasks.bandit.demo_config import POLICIES, BanditDemoConfig
 
@@ -61,6 +62,13 @@ def demo(config: BanditDemoConfig) -> dict[str, Any]:
                                                 "heldout_fraction": config.heldout_fraction},
                           source="bandit demo generate options")
     stage(f"generate {config.source} histories", timings, generate.run, gen_cfg)
+    dpt_data: dict[str, str] = {}
+    if dpt_runs_on_random(config):  # the same instances and split, random contexts for DPT
+        random_cfg = make_config(generate.config_cls, {**asdict(gen_cfg), "source": "random", "histories": config.random_histories,
+                                                       "out": str(out / "data-random")},
+                                 source="bandit demo generate options (random contexts)")
+        stage("generate random contexts for DPT", timings, generate.run, random_cfg)
+        dpt_data["data"] = random_cfg.out
 
     common = {"seed": config.seed, "threads": config.threads, "n_layer": config.n_layer, "lr": config.lr,
               "val_every": 0,
@@ -69,7 +77,8 @@ def demo(config: BanditDemoConfig) -> dict[str, Any]:
     runs = method_runs(config.methods, {"ad": {"max_steps": config.ad_steps, **whole},
                                         "ed": {"max_steps": config.ed_steps, "context": config.expert_context,
                                                "batch_size": 4 * config.batch_size},
-                                        "dpt": {"max_steps": config.dpt_steps or config.ad_steps, **whole}})
+                                        "dpt": {"max_steps": config.dpt_steps or config.ad_steps, **whole,
+                                                **dpt_data}})
     folders = train_policies(data, out, runs, common, timings)
 
     results = stage("evaluate in context", timings, evaluate_regret, data, folders,

@@ -39,6 +39,8 @@ class BanditDemoConfig(MethodsOptions):
     batch_size: int = option(8, "AD windows per optimiser step (ED takes 4x as many, being 10x shorter)")
     n_layer: int = option(2, "transformer blocks of both models")
     lr: float = option(1e-3, "peak learning rate of both models")
+    random_histories: int = option(1, "with --dpt-data random: random histories per instance DPT trains on (`ad "
+                                      "generate bandit --source random --histories`)")
     eval_envs: int = option(10, "evaluation runs per held-out instance (each its own reward noise)")
     threads: int = option(1, "torch CPU threads")
     seed: int = option(0, "seed of every stage; also picks the held-out instances")
@@ -47,7 +49,8 @@ class BanditDemoConfig(MethodsOptions):
     def __post_init__(self) -> None:
         self.methods = parse_methods(self.methods)
         check_arms(self.arms)
-        for name in ("instances", "pulls", "ad_steps", "ed_steps", "batch_size", "n_layer", "eval_envs"):
+        for name in ("instances", "pulls", "ad_steps", "ed_steps", "batch_size", "n_layer", "eval_envs",
+                     "random_histories"):
             if getattr(self, name) <= 0:
                 raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
         if self.context < 0 or self.context > self.pulls:

@@ -1,4 +1,4 @@
-"""``ad generate bandit``: UCB1 / Thompson-sampling learning histories on many bandit instances, into the store.
+"""``ad generate bandit``: UCB1 / Thompson-sampling learning histories (or noise-distillation or random contexts) on many bandit instances, into the store.
 
     from ad.config import make_config
     from tasks.bandit.config import GenerateConfig
@@ -29,9 +29,11 @@ from ad.files import write_json_atomic
 from ad.config import data_options
 from ad.history import ColumnSpec, HistorySpec, HistoryWriter, Location
 from tasks.noise import return_record, summarize_records, without_noise_options
+from tasks.random_source import without_random_options
 from tasks.bandit.algorithms import GAUSSIAN_PRIOR, run_source
 from tasks.bandit.config import BLOCK, GenerateConfig
 from tasks.bandit.noise import noise_schedule, run_noise
+from tasks.bandit.random import run_random
 from tasks.bandit.instances import (arm_means, expected_regret, optimal_return, parse_task_name, pull_observations,
                                     random_regret, split_instances, task_name)
 
@@ -59,7 +61,9 @@ def dataset_metadata(cfg: GenerateConfig) -> dict[str, Any]:
         "split": "heldout", "optimal_return": float(optimal_return(arm_means(cfg.kind, cfg.arms, i)))} for i in heldout}
     last = cfg.observation == "last-pull"
     vector = last and cfg.kind == "gaussian"
-    source = data_options(cfg) if cfg.source == "noise" else without_noise_options(data_options(cfg))
+    source = data_options(cfg)
+    source = source if cfg.source == "noise" else without_noise_options(source)
+    source = source if cfg.source == "random" else without_random_options(source)
     if cfg.kind == "gaussian" and cfg.source == "thompson":
         source["prior"] = {"mean": GAUSSIAN_PRIOR[0], "std": GAUSSIAN_PRIOR[1]}
     return {
@@ -76,7 +80,10 @@ def dataset_metadata(cfg: GenerateConfig) -> dict[str, Any]:
                                              if last else "constant 0"),
                       "means": "U(0, 1) per arm, drawn by a generator keyed by (kind, arms, instance index)"},
         "source": {"algorithm": cfg.source, "config": source, **(
-            {"implementation": "tasks.bandit.algorithms.run_source"} if cfg.source != "noise" else
+            {"implementation": "tasks.bandit.algorithms.run_source"} if cfg.source not in ("noise", "random") else
+            {"implementation": "tasks.bandit.random.run_random", "behaviour": "one arm distribution per instance "
+             "(tasks.random_source.behaviour_distributions), independent of the means; it is in the unit record "
+             "(behaviour_probs)"} if cfg.source == "random" else
             {"implementation": "tasks.bandit.noise.run_noise", "demonstrator": "the best arm",
              "schedule": "epsilon per pull: max(floor, end + (start - end) * (1 - progress)^power), progress = "
                          "min(1, pull / ((pulls - 1) * decay_fraction)); each instance's floor and best expected "
@@ -96,6 +103,9 @@ def block_histories(cfg: GenerateConfig, block: int) -> dict[str, np.ndarray]:
     if cfg.source == "noise":
         floor, eps = noise_schedule(cfg, means, [task_name(cfg.kind, cfg.arms, i) for i in ids])
         out = {**run_noise(cfg, means, eps, rng), "floor": floor, "eps": eps}
+    elif cfg.source == "random":  # (N, histories, ...) : each instance's histories side by side
+        out = {k: v.reshape(len(ids), cfg.histories, *v.shape[1:])
+               for k, v in run_random(cfg, np.repeat(means, cfg.histories, axis=0), rng).items()}
     else:
         out = run_source(cfg.source, cfg.kind, means, cfg.pulls, rng, cfg.noise_std, cfg.ucb_c)
     out["ids"], out["means"] = ids, means
@@ -119,6 +129,18 @@ def unit_columns(action: np.ndarray, reward: np.ndarray, logprob: np.ndarray, ar
             "logprob": logprob.astype(np.float32)}
 
 
+def instance_columns(cfg: GenerateConfig, hist: dict[str, np.ndarray], j: int) -> dict[str, np.ndarray]:
+    """History columns of instance ``j`` of a block: one stream, or (random source) ``cfg.histories`` streams."""
+    if hist["action"].ndim == 2:
+        return unit_columns(hist["action"][j], hist["reward"][j], hist["logprob"][j], cfg.arms, cfg.kind,
+                            cfg.observation)
+    streams = [unit_columns(hist["action"][j, h], hist["reward"][j, h], hist["logprob"][j, h], cfg.arms, cfg.kind,
+                            cfg.observation) for h in range(hist["action"].shape[1])]
+    for h, columns in enumerate(streams):
+        columns["stream"][:] = h
+    return {name: np.concatenate([c[name] for c in streams]) for name in streams[0]}
+
+
 def noise_record(hist: dict[str, np.ndarray], j: int) -> dict[str, Any]:
     """The noise source's record of instance ``j`` of a block: its floor, the exact expected reward of its best
     (lowest) noise level and the measured returns (:func:`tasks.noise.return_record`; an episode is one pull)."""
@@ -134,9 +156,7 @@ def source_histories(cfg: GenerateConfig) -> Iterator[tuple[str, dict[str, np.nd
     for block in range(-(-cfg.instances // BLOCK)):
         hist = block_histories(cfg, block)
         for j, i in enumerate(hist["ids"]):
-            yield task_name(cfg.kind, cfg.arms, i), unit_columns(hist["action"][j], hist["reward"][j],
-                                                                 hist["logprob"][j], cfg.arms, cfg.kind,
-                                                                 cfg.observation)
+            yield task_name(cfg.kind, cfg.arms, i), instance_columns(cfg, hist, j)
 
 
 def generate(cfg: GenerateConfig) -> Path | str:
@@ -164,18 +184,20 @@ def generate(cfg: GenerateConfig) -> Path | str:
     try:
         for b in todo:
             hist = block_histories(cfg, b)
-            regret = expected_regret(hist["means"], hist["action"]).sum(axis=1)  # (N,)
+            actions = hist["action"].reshape(len(hist["ids"]), -1)  # (N, histories * pulls)
+            regret = expected_regret(hist["means"], actions).sum(axis=1) / (actions.shape[1] / cfg.pulls)  # (N,)
             for j, i in enumerate(hist["ids"]):
                 if writer.is_complete(names[i], cfg.seed):
                     continue
                 unit = writer.open_unit(names[i], cfg.seed)
                 try:
-                    unit.append(unit_columns(hist["action"][j], hist["reward"][j], hist["logprob"][j], cfg.arms,
-                                             cfg.kind, cfg.observation))
+                    unit.append(instance_columns(cfg, hist, j))
                     info = {"means": hist["means"][j].tolist(), "regret": float(regret[j]),
                             "optimal_return": float(optimal_return(hist["means"][j])), "pulls": cfg.pulls}
                     if cfg.source == "noise":
                         info.update(noise_record(hist, j))
+                    if cfg.source == "random":
+                        info["behaviour_probs"] = hist["probs"][j].tolist()  # (histories, arms)
                     unit.commit(info=info)
                 except BaseException:
                     unit.abort()

@@ -10,6 +10,7 @@ from tasks.darkroom.goals import resolve_goals
 from tasks.grid.family import GridOptions, check_a2c_options, check_batches
 from tasks.grid.room import check_size, start_cell
 from tasks.noise import NoiseOptions, check_noise_options
+from tasks.random_source import RandomOptions, check_random_options
 
 N = NoiseOptions
 G = GridOptions
@@ -42,11 +43,13 @@ class GenerateConfig:
     episode_length: int = override(G, "episode_length", 20)
     random_start: bool = override(G, "random_start", False)
     terminate_on_goal: bool = option(True, "end the episode when the goal is reached (the AD paper's choice)")
-    source: Literal["a2c", "explorer", "noise"] = option(
+    source: Literal["a2c", "explorer", "noise", "random"] = option(
         "a2c", "source algorithm: a2c (one A2C agent per goal, the AD paper's source; the options below), explorer "
                "(the nearest-unvisited explorer: walks to the nearest cell it never visited until it finds the goal, "
-               "then to the goal) or noise (noise distillation: a shortest-path demonstrator made epsilon-greedy, "
-               "epsilon falling over each history; the --noise-* options); explorer and noise write --num-envs "
+               "then to the goal), noise (noise distillation: a shortest-path demonstrator made epsilon-greedy, "
+               "epsilon falling over each history; the --noise-* options) or random (each stream acts from its own "
+               "drawn action distribution, the DPT paper's contexts; the --random-* options); explorer, noise and "
+               "random write --num-envs "
                "streams of steps-per-goal / (num-envs * episode-length) episodes")
     epsilon: float = option(0.1, "explorer: probability of a uniformly random action before the goal is found")
     epsilon_after_goal: float = option(0.02, "explorer: the same after the goal is found")
@@ -55,6 +58,9 @@ class GenerateConfig:
     noise_decay_fraction: float = override(N, "noise_decay_fraction", 1.0)
     noise_power: float = override(N, "noise_power", 1.0)
     max_return_fraction: float = override(N, "max_return_fraction", 1.0)
+    random_policy: Literal["dirichlet", "uniform"] = override(RandomOptions, "random_policy", "uniform")
+    random_alpha: float = override(RandomOptions, "random_alpha", 1.0)
+    random_mix: float = override(RandomOptions, "random_mix", 1.0)
     # A2C (defaults = the standard preset)
     hidden: int = override(G, "hidden", 128)
     num_envs: int = override(G, "num_envs", 10)
@@ -100,6 +106,7 @@ class GenerateConfig:
             raise UserError(f"--epsilon and --epsilon-after-goal must be in [0, 1], got {self.epsilon} and "
                             f"{self.epsilon_after_goal}")
         check_noise_options(self)
+        check_random_options(self)
         if isinstance(self.goals, str):
             self.goals = [self.goals]
         goals = resolve_goals(self.goals, self.size)  # raises UserError for a goal off the grid

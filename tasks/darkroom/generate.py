@@ -6,9 +6,9 @@
     path = generate(make_config(GenerateConfig, {"out": "data/darkroom", "steps_per_goal": 100_000}))
 
 The A2C source (the default) is the grid engine's (:mod:`tasks.grid.generate`: batches, resuming, the Ray backend,
-summary, TensorBoard, pictures) configured by :data:`DARKROOM`; ``--source explorer`` and ``--source noise`` run the
-explorer (:mod:`tasks.darkroom.explorer_generate`) and the noisy demonstrator (:mod:`tasks.darkroom.noise_generate`)
-on the same goals, with the same dataset layout, task names, split and metadata. Each goal is one unit
+summary, TensorBoard, pictures) configured by :data:`DARKROOM`; ``--source explorer`` runs the explorer
+(:mod:`tasks.darkroom.explorer_generate`), ``--source noise`` the noisy demonstrator and ``--source random`` random
+contexts (:mod:`tasks.darkroom.noise_generate`), on the same goals, with the same dataset layout, task names, split and metadata. Each goal is one unit
 ``(task, run=seed)``; re-running the same command skips committed units.
 """
 from __future__ import annotations
@@ -25,10 +25,11 @@ from tasks.darkroom.vector_env import DarkRoomVectorEnv
 from tasks.grid.family import GridFamily, grid_metadata
 from tasks.grid.room import ACTION_NAMES, NUM_ACTIONS, start_cell
 from tasks.noise import NOISE_OPTIONS
+from tasks.random_source import RANDOM_OPTIONS
 
 FAMILY = "darkroom"
-#: Options of the explorer and noise sources only (left out of an A2C dataset's metadata, which stays what it was before them).
-_EXPLORER_ONLY = ("source", "epsilon", "epsilon_after_goal", *NOISE_OPTIONS)
+#: Options of the explorer, noise and random sources only (left out of an A2C dataset's metadata, which stays what it was before them).
+_EXPLORER_ONLY = ("source", "epsilon", "epsilon_after_goal", *NOISE_OPTIONS, *RANDOM_OPTIONS)
 
 
 def dataset_metadata(cfg: GenerateConfig, goals: list[tuple[int, int]]) -> dict[str, Any]:
@@ -76,13 +77,13 @@ DARKROOM = GridFamily(family=FAMILY, title="DarkRoom", tasks=_tasks, task_name=t
 
 
 def generate(cfg: GenerateConfig) -> Path | str:
-    """Run the ``cfg.source`` source (A2C, explorer or noise) on every goal of ``cfg``, write the learning histories
+    """Run the ``cfg.source`` source (A2C, explorer, noise or random) on every goal of ``cfg``, write the learning histories
     to ``cfg.out``; returns the dataset path (a ``Path`` for a local dataset, else the ``--out`` URL)."""
     if cfg.source == "explorer":
         from tasks.darkroom.explorer_generate import generate_explorer
 
         return generate_explorer(cfg)
-    if cfg.source == "noise":
+    if cfg.source in ("noise", "random"):
         from tasks.darkroom.noise_generate import generate_darkroom_noise
 
         return generate_darkroom_noise(cfg)

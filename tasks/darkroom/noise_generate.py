@@ -1,4 +1,5 @@
-"""``ad generate darkroom --source noise``: the grid noise source (:mod:`tasks.grid.noise`) on DarkRoom goals.
+"""``ad generate darkroom --source noise`` (and ``--source random``): the grid noise source (:mod:`tasks.grid.noise`)
+on DarkRoom goals.
 
 The demonstrator walks a shortest path to the goal (:func:`tasks.grid.room.shortest_path_actions`) and is made
 epsilon-greedy with the schedule of :mod:`tasks.noise`; the dataset has the A2C source's layout, task names, split and

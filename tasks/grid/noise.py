@@ -1,5 +1,6 @@
 """The noise source of the grid families (``ad generate darkroom --source noise``, Key-to-Door's): noise-distillation
-histories in grid rooms.
+histories in grid rooms; with ``--source random`` the same engine at noise 1 throughout, each stream acting from its
+own drawn action distribution (:mod:`tasks.random_source`: the DPT paper's contexts).
 
 The demonstrator walks a shortest path (:func:`tasks.grid.room.shortest_path_actions`: to the goal; in
 Key-to-Door to the key, then to the door) and is made epsilon-greedy with the schedule of :mod:`tasks.noise`: one
@@ -29,6 +30,7 @@ from tasks.grid.family import GridFamily, history_spec
 from tasks.grid.room import NUM_ACTIONS, start_cell
 from tasks.noise import (TabularTasks, epsilon_floor, epsilon_greedy, epsilon_schedule, expected_return,
                          noise_config, return_record, summarize_records)
+from tasks.random_source import behaviour_distributions, random_config, sample_actions
 
 #: Tasks simulated together in one vectorised env (the histories do not depend on it).
 TASKS_PER_BATCH = 64
@@ -70,15 +72,21 @@ def noise_levels(cfg: Any, grid: GridFamily, demo: Demonstrator, tasks: list[tup
     return floor, eps, best, optimum
 
 
+def source_config(cfg: Any, grid: GridFamily, options: dict[str, Any]) -> dict[str, Any]:
+    """The source config recorded in dataset.json: the room's options, the source's ``options``, the episodes."""
+    config = {name: getattr(cfg, name) for name in ("size", "seed", "heldout_fraction", "episode_length",
+                                                    "random_start", "num_envs")}
+    config.update(options, episodes_per_stream=episodes_per_stream(cfg, grid),
+                  terminate_on_goal=bool(getattr(cfg, "terminate_on_goal", True)))
+    return config
+
+
 def noise_metadata(cfg: Any, grid: GridFamily, tasks: list[tuple[int, ...]], floor: np.ndarray, best: np.ndarray,
                    optimum: np.ndarray) -> dict[str, Any]:
     """The family's metadata (task spec, split, tasks) with the noise source, and per task its floor and best
     expected return."""
     metadata = grid.metadata(cfg, tasks)
-    config = {name: getattr(cfg, name) for name in ("size", "seed", "heldout_fraction", "episode_length",
-                                                    "random_start", "num_envs")}
-    config.update(noise_config(cfg), episodes_per_stream=episodes_per_stream(cfg, grid),
-                  terminate_on_goal=bool(getattr(cfg, "terminate_on_goal", True)))
+    config = source_config(cfg, grid, noise_config(cfg))
     metadata["source"] = {"algorithm": "noise", "implementation": RECORDED_NAME,
                           "demonstrator": RECORDED_DEMONSTRATOR,
                           "schedule": "epsilon per episode: max(floor, end + (start - end) * (1 - progress)^power), "
@@ -91,18 +99,22 @@ def noise_metadata(cfg: Any, grid: GridFamily, tasks: list[tuple[int, ...]], flo
     return metadata
 
 
-def run_noise(cfg: Any, grid: GridFamily, demo: Demonstrator, tasks: list[tuple[int, ...]], eps: np.ndarray
-              ) -> tuple[list[dict[str, np.ndarray]], np.ndarray]:
+def run_noise(cfg: Any, grid: GridFamily, demo: Demonstrator, tasks: list[tuple[int, ...]], eps: np.ndarray,
+              behaviour: np.ndarray | None = None) -> tuple[list[dict[str, np.ndarray]], np.ndarray]:
     """Histories of ``cfg.num_envs`` streams of each task (one vectorised env): per task its stored columns
-    (stream-major, time-ordered) and the episode returns (T, streams, episodes). ``eps`` (T, episodes)."""
+    (stream-major, time-ordered) and the episode returns (T, streams, episodes). ``eps`` (T, episodes).
+
+    ``behaviour`` (T, streams, actions), if given, is each stream's distribution of its non-demonstrator actions
+    (the random source's, :mod:`tasks.random_source`), else uniform; ``logprob`` is exact either way."""
     K, L, N, A = cfg.num_envs, cfg.episode_length, eps.shape[1], NUM_ACTIONS
     E = len(tasks) * K
     lanes = np.arange(E)
     explore, random_action, seeds, table = [], [], [], []
-    for task in tasks:  # every draw of a task from its own generator
+    for t, task in enumerate(tasks):  # every draw of a task from its own generator
         rng = np.random.default_rng([int(cfg.seed), *(int(x) for x in task), 0x4E015E])
         explore.append(rng.random((K, N, L)))
-        random_action.append(rng.integers(0, A, (K, N, L)))
+        random_action.append(rng.integers(0, A, (K, N, L)) if behaviour is None else
+                             sample_actions(behaviour[t], rng.random((K, N, L)))[0])
         seeds.extend(int(s) for s in rng.integers(0, 2**31 - 1, K))
         greedy = demo.greedy(cfg, task)  # (O,)
         table.append(np.broadcast_to(greedy, (K, len(greedy))))
@@ -123,6 +135,9 @@ def run_noise(cfg: Any, grid: GridFamily, demo: Demonstrator, tasks: list[tuple[
         level = eps_env[lanes, e]  # (E,)
         action, logprob = epsilon_greedy(table[lanes, obs], level, explore[lanes, e, step],
                                          random_action[lanes, e, step], A)
+        if behaviour is not None:  # the taken action's probability under the stream's own random distribution
+            q = behaviour.reshape(E, A)[lanes, action]
+            logprob = np.log((1.0 - level) * (action == table[lanes, obs]) + level * q)
         new_obs, reward, terminated, truncated, _ = env.step(action)
         rows = lanes[live]
         at = length[rows]
@@ -148,8 +163,15 @@ def generate_noise(cfg: Any, grid: GridFamily, demo: Demonstrator) -> Path | str
     if cfg.backend != "local":
         raise UserError("--source noise runs in this process only (seconds for every task); drop --backend")
     tasks = grid.tasks(cfg)
-    floor, eps, best, optimum = noise_levels(cfg, grid, demo, tasks)  # UserError for an unreachable cap, before writing
-    metadata = noise_metadata(cfg, grid, tasks, floor, best, optimum)
+    random = getattr(cfg, "source", "noise") == "random"
+    if random:  # noise 1 throughout, from each stream's own action distribution
+        optimum = expected_return(demo.mdp(cfg, tasks), np.zeros(len(tasks)))
+        eps = np.ones((len(tasks), episodes_per_stream(cfg, grid)))
+        behaviour = stream_behaviours(cfg, tasks)
+        metadata = random_metadata(cfg, grid, tasks)
+    else:
+        floor, eps, best, optimum = noise_levels(cfg, grid, demo, tasks)  # UserError for an unreachable cap, first
+        metadata = noise_metadata(cfg, grid, tasks, floor, best, optimum)
     location = Location.of(cfg.out)
     writer = HistoryWriter(location, spec=history_spec(cfg, grid, critic=False), family=grid.family, metadata=metadata,
                            planned_tasks=len(tasks))  # raises UserError before anything is overwritten
@@ -160,20 +182,21 @@ def generate_noise(cfg: Any, grid: GridFamily, demo: Demonstrator) -> Path | str
     if len(todo) < len(tasks):
         print(f"resuming: {len(tasks) - len(todo)} of {len(tasks)} {grid.noun} already in {out}")
     started = time.time()
-    bar = progress_bar(len(todo), desc=f"noisy demonstrator on {grid.family} {grid.noun}", unit="task") \
+    what = "random contexts" if random else "noisy demonstrator"
+    bar = progress_bar(len(todo), desc=f"{what} on {grid.family} {grid.noun}", unit="task") \
         if cfg.progress and todo else None
     try:
         for b in range(0, len(todo), TASKS_PER_BATCH):
             batch = todo[b:b + TASKS_PER_BATCH]
-            histories, returns = run_noise(cfg, grid, demo, [tasks[i] for i in batch], eps[batch])
+            histories, returns = run_noise(cfg, grid, demo, [tasks[i] for i in batch], eps[batch],
+                                           behaviour[batch] if random else None)
             for j, i in enumerate(batch):
                 with writer.unit(names[i], cfg.seed) as unit:  # aborted on any exception
                     unit.append(histories[j])
                     record = return_record(returns[j], eps[i], float(optimum[i]))
-                    unit.commit(info={**record, "noise_floor": float(floor[i]),
-                                      "expected_best_return": float(best[i]),
-                                      "expected_best_fraction": float(best[i] / optimum[i]) if optimum[i] > 0
-                                      else None})
+                    unit.commit(info={**record, "behaviour_probs": behaviour[i].tolist()} if random else
+                                {**record, "noise_floor": float(floor[i]), "expected_best_return": float(best[i]),
+                                 "expected_best_fraction": float(best[i] / optimum[i]) if optimum[i] > 0 else None})
                 if bar is not None:
                     bar.update(1)
     finally:
@@ -182,8 +205,30 @@ def generate_noise(cfg: Any, grid: GridFamily, demo: Demonstrator) -> Path | str
         writer.close()  # records every committed unit in dataset.json, also when interrupted
     summary = summarize(cfg, location, time.time() - started, episodes_per_stream(cfg, grid))
     write_json_atomic(run_folder(cfg.out, location, cfg.run_dir) / "summary.json", summary)
-    print(noise_line(summary, grid.noun, out))
+    print(noise_line(summary, grid.noun, out) if not random else
+          f"random contexts on {summary['tasks']} {grid.noun}: mean return / optimum "
+          f"{summary['mean_lowest_noise_mean_fraction']:.3f}, best episode {summary['max_best_episode_fraction']:.3f}; "
+          f"{summary['seconds']:.1f}s -> {out}")
     return out
+
+
+def stream_behaviours(cfg: Any, tasks: list[tuple[int, ...]]) -> np.ndarray:
+    """Each stream's action distribution (T, num_envs, actions) for the random source, from a generator keyed by
+    (seed, task) (:func:`tasks.random_source.behaviour_distributions`): independent of the goal."""
+    return np.stack([behaviour_distributions(np.random.default_rng([int(cfg.seed), *(int(x) for x in task), 0xD1C7]),
+                                             cfg.num_envs, NUM_ACTIONS, cfg.random_policy, cfg.random_alpha,
+                                             cfg.random_mix) for task in tasks])
+
+
+def random_metadata(cfg: Any, grid: GridFamily, tasks: list[tuple[int, ...]]) -> dict[str, Any]:
+    """The family's metadata (task spec, split, tasks) with the random source."""
+    metadata = grid.metadata(cfg, tasks)
+    config = source_config(cfg, grid, random_config(cfg))
+    metadata["source"] = {"algorithm": "random", "implementation": RECORDED_NAME,
+                          "behaviour": "one action distribution per stream (tasks.random_source."
+                                       "behaviour_distributions), independent of the task; each unit's record has "
+                                       "them (behaviour_probs)", "config": config}
+    return metadata
 
 
 def summarize(cfg: Any, location: Location, seconds: float, episodes: int) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from tasks.grid.family import GridOptions, check_a2c_options, check_batches
 from tasks.grid.room import check_size
 from tasks.keydoor.pairs import draw_pairs, steps_needed, task_name
 from tasks.noise import NoiseOptions, check_noise_options
+from tasks.random_source import RandomOptions, check_random_options
 
 D = GridOptions
 
@@ -35,16 +36,20 @@ class GenerateConfig:
     heldout_fraction: float = option(0.1, "fraction of the tasks held out from training the transformer")
     episode_length: int = override(D, "episode_length", 50)
     random_start: bool = override(D, "random_start", False)
-    source: Literal["a2c", "noise"] = option(
-        "a2c", "source algorithm: a2c (one A2C agent per task; the options below) or noise (noise distillation: a "
+    source: Literal["a2c", "noise", "random"] = option(
+        "a2c", "source algorithm: a2c (one A2C agent per task; the options below), noise (noise distillation: a "
                "demonstrator walking a shortest path to the key, then the door, made epsilon-greedy, epsilon falling "
-               "over each history; the --noise-* options; --num-envs streams of steps-per-task / (num-envs * "
-               "episode-length) episodes)")
+               "over each history; the --noise-* options) or random (each stream acts from its own drawn action "
+               "distribution, the DPT paper's contexts; the --random-* options); noise and random write --num-envs "
+               "streams of steps-per-task / (num-envs * episode-length) episodes")
     noise_start: float = override(NoiseOptions, "noise_start", 1.0)
     noise_end: float = override(NoiseOptions, "noise_end", 0.0)
     noise_decay_fraction: float = override(NoiseOptions, "noise_decay_fraction", 1.0)
     noise_power: float = override(NoiseOptions, "noise_power", 1.0)
     max_return_fraction: float = override(NoiseOptions, "max_return_fraction", 1.0)
+    random_policy: Literal["dirichlet", "uniform"] = override(RandomOptions, "random_policy", "uniform")
+    random_alpha: float = override(RandomOptions, "random_alpha", 1.0)
+    random_mix: float = override(RandomOptions, "random_mix", 1.0)
     # A2C
     hidden: int = override(D, "hidden", 128)
     num_envs: int = override(D, "num_envs", 10)
@@ -88,6 +93,7 @@ class GenerateConfig:
                             f"{self.heldout_fraction}")
         check_a2c_options(self)
         check_noise_options(self)
+        check_random_options(self)
         if isinstance(self.pairs, str):
             self.pairs = [self.pairs]
         exist = self.size ** 2 * (self.size ** 2 - 1)

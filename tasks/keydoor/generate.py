@@ -27,6 +27,7 @@ from tasks.keydoor.config import GenerateConfig
 from tasks.keydoor.pairs import Pair, optimal_return, task_name
 from tasks.keydoor.vector_env import KeyDoorVectorEnv
 from tasks.noise import without_noise_options
+from tasks.random_source import without_random_options
 
 FAMILY = "keydoor"
 
@@ -40,7 +41,8 @@ def dataset_metadata(cfg: GenerateConfig, pairs: list[Pair]) -> dict[str, Any]:
                  "num_actions": NUM_ACTIONS, "actions": list(ACTION_NAMES),
                  "observation": "cell index row*size+col (the key-carried flag is not observed)",
                  "rewards": "1 on first reaching the key, 1 on reaching the door with the key (episode ends)"}
-    config = {k: v for k, v in without_noise_options(data_options(cfg)).items() if k != "source"}  # the A2C's
+    config = {k: v for k, v in without_random_options(without_noise_options(data_options(cfg))).items()
+              if k != "source"}  # the A2C's
     # the implementation's name from before the engine moved to tasks.grid: a resumed run must match the dataset's
     source = {"algorithm": "a2c", "implementation": "tasks.keydoor.a2c.KeyDoorA2C",
               "states": "(cell, key carried): 2 * size^2 table rows", "config": config}
@@ -73,9 +75,9 @@ KEYDOOR = GridFamily(family=FAMILY, title="Dark Key-to-Door", tasks=_tasks, task
 
 
 def generate(cfg: GenerateConfig) -> Path | str:
-    """Run A2C (or, with ``cfg.source == "noise"``, the noise source) on every task of ``cfg``, write the learning
+    """Run A2C (or, with ``cfg.source`` noise or random, the grid noise engine) on every task of ``cfg``, write the learning
     histories to ``cfg.out``; returns the dataset path."""
-    if cfg.source == "noise":
+    if cfg.source in ("noise", "random"):
         from tasks.keydoor.noise_generate import generate_keydoor_noise
 
         return generate_keydoor_noise(cfg)
