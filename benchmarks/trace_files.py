@@ -91,8 +91,9 @@ def verbs(work: Path) -> dict[str, dict[str, Any]]:
             "--sft-games", "2", "--sft-epochs", "1", "--sft-batch-size", "4", "--ppo-iterations", "1",
             "--ppo-games", "1", "--ppo-epochs", "1", "--ppo-batch-size", "4", "--step-limit", "3", "--history", "1",
             "--max-prompt-tokens", "96", "--lora-r", "2", "--threads", "1"]},
+        # --iterations: max-steps' deprecated name, the only one the before checkout knows
         "generate math": {"prepare": ["tiny-lm"], "argv": [
-            "generate", "math", "--model", str(lm), "--out", str(work / "math"), "--max-steps", "3",
+            "generate", "math", "--model", str(lm), "--out", str(work / "math"), "--iterations", "3",
             "--chunk-steps", "2", "--num-generations", "2", "--problems-per-step", "2", "--max-new-tokens", "6",
             "--eval-problems", "4", "--threads", "1", "--train-problems", "20", "--ref-refresh", "2"]},
     }
