@@ -61,6 +61,7 @@ def test_worker_writers_commit_units_that_the_driver_records(tmp_path):
     assert not record.is_complete("t0", 0)
     (record_t0,) = [r for r in worker._units.values()]
     driver.record_unit(record_t0)
+    driver.sync()  # a loaded machine may defer the dataset.json rewrite after a commit; sync writes it now
     assert [u["task"] for u in HistoryReader(path).units()] == ["t0"]
     with pytest.raises(RuntimeError, match="not in place"):
         driver.record_unit({**record_t0, "task": "t9"})
