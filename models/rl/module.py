@@ -39,7 +39,8 @@ class ADLightningModule(L.LightningModule):
 
     def configure_optimizers(self):
         optimizer = torch.optim.AdamW(parameter_groups(self.model, self.optim.weight_decay),
-                                      lr=self.optim.learning_rate, betas=(self.optim.beta1, self.optim.beta2), **fast_adamw_kwargs())
+                                      lr=self.optim.learning_rate, betas=(self.optim.beta1, self.optim.beta2),
+                                      **fast_adamw_kwargs())
         schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_multiplier(step, self.optim))
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
