@@ -48,6 +48,12 @@ def run_options(*names: str) -> type:
     return _run_group(tuple(name for name in fields if name in names))
 
 
+def dataset_out(default: str) -> Any:
+    """The ``out`` option of a command that writes a learning-history dataset, with its default folder."""
+    return override(RunOptions, "out", default, "the dataset folder or URL (file://, s3://, memory:// ...); "
+                                                "re-running the same command resumes")
+
+
 @functools.cache
 def _run_group(names: tuple[str, ...]) -> type:
     fields = {f.name: f for f in dataclasses.fields(RunOptions)}

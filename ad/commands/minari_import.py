@@ -4,9 +4,9 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from ad.config import option, override
+from ad.config import option
 from ad.errors import UserError
-from ad.options import RunOptions, run_options
+from ad.options import dataset_out, run_options
 from ad.registry import register
 
 FOREIGN_STREAMS = ("dataset", "episode")  # ad.interop.minari.FOREIGN_STREAMS (not imported: it loads pyarrow)
@@ -20,7 +20,7 @@ class ImportMinariConfig(run_options("out")):
     path: str | None = option(None, "folder of one Minari dataset (instead of --name)")
     root: str | None = option(None, "Minari datasets root --name is looked up in (default: $MINARI_DATASETS_PATH, "
                                     "else ~/.minari/datasets)")
-    out: str = override(RunOptions, "out", "data/minari", "the learning-history dataset folder (re-running resumes)")
+    out: str = dataset_out("data/minari")
     streams: str = option("dataset", "datasets not written by `ad export minari`: 'dataset' = all episodes form one "
                                      "stream in episode-id order (one learning history), 'episode' = each episode "
                                      "is its own stream")

@@ -22,7 +22,7 @@ from ad.config import option, override
 from ad.distributed import check_backend_options
 from ad.errors import UserError
 from ad.memory import check_memory
-from ad.options import RunOptions, continue_post_init, run_options
+from ad.options import RunOptions, continue_post_init, dataset_out, run_options
 from tasks.grid.room import NUM_ACTIONS, split_goals
 from tasks.noise import NoiseOptions, check_noise_options
 from tasks.random_source import RandomOptions, check_random_options
@@ -40,8 +40,7 @@ class GridOptions(NoiseOptions, RandomOptions,
     declared and checked here once; a family's config inherits them, adds its own and sets its defaults with
     :func:`ad.config.override` (defaults here are DarkRoom's)."""
 
-    out: str = override(RunOptions, "out", "data/darkroom", "the dataset folder or URL (file://, s3://, gs://, "
-                                                            "memory:// ...); re-running the same command resumes")
+    out: str = dataset_out("data/darkroom")
     seed: int = override(RunOptions, "seed", 0, "the agents' initial weights and actions and the train/held-out "
                                                 "split; recorded as run")
     size: int = option(9, "grid side; states are cells row*size+col")

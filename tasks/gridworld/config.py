@@ -7,7 +7,7 @@ from typing import Literal
 from ad.config import option, override
 from ad.errors import UserError
 from ad.memory import check_memory
-from ad.options import LoRAOptions, WeightsDtypeOptions
+from ad.options import LoRAOptions, WeightsDtypeOptions, dataset_out, run_options
 
 #: Memory of one start/goal configuration while the split is drawn (a 5-tuple of ints, the lists holding it, the
 #: shuffled order).
@@ -20,12 +20,12 @@ PHASES = ("critic", "simpo")
 
 
 @dataclass
-class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
+class GenerateConfig(LoRAOptions, WeightsDtypeOptions,
+                     run_options("out", "seed", "threads", "progress", "tensorboard", "plots")):
     """LLM actor on the grid world: Monte-Carlo critic with the actor frozen, then SimPO on ranked
     pairs of move lists; every episode of every phase logged as a learning history."""
 
-    out: str = option("data/gridworld", "output dataset folder or URL (file://, s3://, gs://, memory:// ...; "
-                                        "re-running the same command resumes)", runtime=True)
+    out: str = dataset_out("data/gridworld")
     size: int = option(4, "grid side length (>= 2)")
     phases: list[Literal["critic", "simpo"]] = option(["critic", "simpo"], "phases to run, in order", runtime=True)
     model: str = option("smollm2-135m", "actor LM: smollm2-135m (offline, packaged), a save_pretrained folder or a "
@@ -69,14 +69,9 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
     simpo_batch: int = option(16, "SimPO pairs per optimiser step")
     target_modules: list[str] = override(LoRAOptions, "target_modules", ["all-linear"])  # the actor's adapter
     eval_episodes: int = option(64, "held-out episodes evaluated (greedy) before and after SimPO (0 = skip)")
-    seed: int = option(0, "seed of sampling and of the train/held-out split; recorded as run")
-    threads: int = option(0, "torch CPU threads (0 = torch's default)", runtime=True)
     run_dir: str = option("", "local folder for checkpoints (critic, adapters: the resume point), TensorBoard, "
                               "summary.json and plots (default: <out>/_run for a local --out, runs/generate-<name> "
                               "for a remote URL)", runtime=True)
-    tensorboard: bool = option(True, "write TensorBoard scalars under <run-dir>/tb", runtime=True)
-    plots: bool = option(True, "save success / off-map rate over training (PNG) in the run folder", runtime=True)
-    progress: bool = option(True, "show progress bars", runtime=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()

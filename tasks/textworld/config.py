@@ -7,7 +7,7 @@ from typing import Literal
 
 from ad.config import option, override
 from ad.errors import UserError
-from ad.options import LoRAOptions, WeightsDtypeOptions
+from ad.options import LoRAOptions, WeightsDtypeOptions, dataset_out, run_options
 from tasks.textworld.games import GameOptions
 
 #: What PPO's ratio and KL are taken on (``--ppo-ratio``; :mod:`tasks.textworld.ppo`).
@@ -15,18 +15,17 @@ PPORatio = Literal["valid-commands", "command-tokens"]
 
 
 @dataclass
-class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
+class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions,
+                     run_options("out", "seed", "threads", "progress")):
     """Play CookingWorld with an LM that scores the valid commands: the base LM, SFT on gold paths (trl's
     SFTTrainer, LoRA), then step-wise PPO with a value head; every episode of every phase logged.
 
     The defaults are sized for ~4000 move-equivalents (scoring one move; a trained move costs ~3), an estimated
     20-35 minutes of SmolLM2-135M on 2 idle CPU cores; the figures' run is larger (see tasks.textworld)."""
 
-    out: str = option("data/textworld", "output dataset folder or URL (re-running the same command resumes)", runtime=True)
+    out: str = dataset_out("data/textworld")
     model: str = option("smollm2-135m", "policy LM: smollm2-135m (offline, packaged), a save_pretrained folder or "
                                         "a cached hub id")
-    seed: int = option(0, "seed of the game draws (which train-fold games are trained on, which test-fold games "
-                          "are held out), sampling and initial weights; recorded as run")
     eval_games: int = option(16, "games of each fold (test = held out, train) played greedily after each phase")
     train_eval_games: int = option(0, "train-fold games (the first SFT games: games the policy was trained on) "
                                       "played greedily after each phase beside the held-out ones, to show a train / "
@@ -76,8 +75,6 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
     temperature: float = option(1.0, "sampling temperature over the valid commands while collecting PPO rollouts")
     act_batch: int = option(64, "games advanced together in one batched scoring pass", runtime=True)
     target_modules: list[str] = override(LoRAOptions, "target_modules", ["all-linear"])
-    threads: int = option(0, "torch CPU threads (0 = torch's default)", runtime=True)
-    progress: bool = option(True, "show progress", runtime=True)
 
     def train_eval_count(self) -> int:
         """Train-fold games evaluated after each phase."""
