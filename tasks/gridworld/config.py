@@ -45,7 +45,7 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions,
     gamma: float = option(0.95, "discount of the Monte-Carlo returns and of the critic advantage")
     critic_episodes: int = option(256, "episodes collected with the frozen actor for the critic phase")
     critic_epochs: int = option(200, "value-head training epochs on the collected returns")
-    critic_lr: float = option(1e-3, "value-head learning rate")
+    critic_learning_rate: float = option(1e-3, "value-head learning rate", aliases=("critic_lr",))
     simpo_iterations: int = option(5, "SimPO iterations (sample pairs, train, checkpoint, commit)")
     simpo_states: int = option(256, "start states sampled per SimPO iteration")
     simpo_samples: int = option(2, "move lists sampled per start state (LactChain's recipe: 2); the worst by reward + "
@@ -65,7 +65,7 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions,
     simpo_trainer: Literal["shared-prefix", "trl"] = option("shared-prefix", "SimPO implementation: 'shared-prefix' (the prompts' common opening "
                                 "runs once per batch; prompts and completions tokenized as the actor sees them) or "
                                 "'trl' (trl's CPOTrainer, loss_type=simpo); same loss")
-    simpo_lr: float = option(1e-3, "SimPO learning rate (LoRA parameters)")
+    simpo_learning_rate: float = option(1e-3, "SimPO learning rate (LoRA parameters)", aliases=("simpo_lr",))
     simpo_batch: int = option(16, "SimPO pairs per optimiser step")
     target_modules: list[str] = override(LoRAOptions, "target_modules", ["all-linear"])  # the actor's adapter
     eval_episodes: int = option(64, "held-out episodes evaluated (greedy) before and after SimPO (0 = skip)")
@@ -103,7 +103,7 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions,
             raise UserError(f"--heldout-fraction must be in (0, 1), got {self.heldout_fraction}")
         if self.temperature <= 0 or not 0.0 < self.gamma <= 1.0:
             raise UserError("--temperature must be positive and --gamma in (0, 1]")
-        if min(self.critic_lr, self.simpo_lr, self.simpo_beta) <= 0 or self.move_cost < 0 or self.offmap_penalty < 0:
+        if min(self.critic_learning_rate, self.simpo_learning_rate, self.simpo_beta) <= 0 or self.move_cost < 0 or self.offmap_penalty < 0:
             raise UserError("--critic-lr, --simpo-lr, --simpo-beta must be positive; --move-cost and "
                             "--offmap-penalty non-negative")
         if min(self.eval_episodes, self.threads, self.progress_bonus, self.simpo_nll) < 0:

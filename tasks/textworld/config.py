@@ -44,7 +44,7 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions,
                                          "task line, move list and pinned results stay")
     sft_games: int = option(32, "train-fold games whose gold action sequences are the SFT demonstrations")
     sft_epochs: float = option(1.0, "passes over the demonstrations (trl SFTTrainer num_train_epochs)")
-    sft_lr: float = option(5e-4, "SFT learning rate (LoRA weights)")
+    sft_learning_rate: float = option(5e-4, "SFT learning rate (LoRA weights)", aliases=("sft_lr",))
     sft_batch_size: int = option(8, "demonstrated moves (whole games with --transcript) per SFT optimiser step "
                                     "(activations are kept, so memory grows with it and --max-prompt-tokens)")
     sft_micro_batch_size: int = option(0, "moves (games with --transcript) per forward / backward pass within an "
@@ -58,7 +58,8 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions,
     ppo_micro_batch_size: int = option(4, "moves (games with --transcript) per forward / backward pass within a "
                                           "PPO step (0 = the whole minibatch): the same gradient, the activations "
                                           "of one micro-batch at a time in memory")
-    ppo_lr: float = option(1e-4, "PPO learning rate (LoRA weights and the value head)")
+    ppo_learning_rate: float = option(1e-4, "PPO learning rate (LoRA weights and the value head)",
+                                      aliases=("ppo_lr",))
     ppo_ratio: PPORatio = option(
         "valid-commands", "what PPO's clipped ratio and KL penalty are taken on: valid-commands = the distribution "
         "the policy acts by (softmax of the valid commands' scores at --temperature, every one rescored, exact KL "
@@ -105,7 +106,7 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions,
         for name in ("history", "ppo_iterations", "threads", "ppo_micro_batch_size", "train_eval_games"):
             if getattr(self, name) < 0:
                 raise UserError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
-        for name in ("sft_epochs", "sft_lr", "ppo_lr", "temperature"):
+        for name in ("sft_epochs", "sft_learning_rate", "ppo_learning_rate", "temperature"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise UserError(f"--{name.replace('_', '-')} must be a positive number, got {value}")
