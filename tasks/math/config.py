@@ -25,8 +25,8 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions, run_options("out", "seed"
 
     preset: str = option(
         "standard", "standard: trl's RLOOTrainer at the GPU run's scale (60 iterations x 16 problems x 8 solutions); "
-                    "cpu: the batched engine at a scale an hour on 2 CPU cores allows (4 problems per iteration); "
-                    "explicit options override the preset's")
+                    "cpu: the batched engine at a CPU's scale (4 problems per iteration); explicit options override "
+                    "the preset's")
     engine: Literal["trl", "fast"] = option(
         "trl", "trl: trl's RLOOTrainer; fast: the same loss with a batched sampler (each prompt read once per group), "
                "reference log-probabilities from the base model with the adapter off (or a saved copy of the "
