@@ -205,7 +205,8 @@ def test_a_dataset_recorded_with_lr_resumes_and_still_refuses_other_settings(tmp
     with pytest.raises(SystemExit) as done:
         cli.main([*argv, "--learning-rate", "0.001"])  # other settings: refused, naming the new name
     assert done.value.code == 2
-    assert "--learning-rate (source.config.learning_rate): dataset 0.0001, this command 0.001" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--learning-rate (source.config.learning_rate): dataset 0.0001, this command 0.001" in err
     with pytest.raises(SystemExit) as done:
         cli.main(argv)
     assert done.value.code == 0

@@ -5,6 +5,7 @@ the options).
   inherits it, adds its own options and sets its defaults with :func:`ad.config.override`, ``learning_rate: float =
   override(GridOptions, "learning_rate", 1e-3)``);
 - :class:`GridFamily`: a family as the grid sources see it, one configuration of the engine;
+- :func:`register_grid_family`: a family's gymnasium ids and task family, registered the same way for each;
 - a grid dataset's columns (:func:`history_spec`), its metadata's split and task table (:func:`grid_metadata`) and
   its learning figure (:func:`ratio_summary`).
 """
@@ -93,6 +94,32 @@ class GridOptions(NoiseOptions, RandomOptions,
         check_noise_options(self)
         check_random_options(self)
         continue_post_init(GridOptions, self)
+
+
+def register_grid_family(name: str, package: str, env_class: str, gym_ids: dict[str, tuple[int, int]],
+                         env_kwargs: dict[str, Any], summary: str, generate_config: type, demo_config: type,
+                         default: bool = False) -> None:
+    """Register a grid family of the package ``package`` (``"tasks.darkroom"``): its gymnasium ids (``gym_ids``: id ->
+    (size, max_episode_steps); the first is the one ``ad eval`` uses; entry point ``<package>.env:<env_class>``,
+    vector entry point ``<package>.vector_env:make_vector_env``, each built with ``env_kwargs`` and its size) and its
+    :class:`ad.families.TaskFamily` (source ``<package>.generate:generate``, the shared demo pipeline, optimal actions
+    from ``<package>.optimal``). Imports no torch."""
+    import gymnasium
+
+    from ad.families import TaskFamily, register_family
+    from ad.registry import lazy_function
+
+    for gym_id, (size, steps) in gym_ids.items():
+        if gym_id not in gymnasium.registry:
+            gymnasium.register(id=gym_id, entry_point=f"{package}.env:{env_class}", max_episode_steps=steps,
+                               vector_entry_point=f"{package}.vector_env:make_vector_env",
+                               kwargs={"size": size, **env_kwargs})
+    register_family(TaskFamily(
+        name=name, summary=summary, generate_config=generate_config,
+        generate=lazy_function(f"{package}.generate:generate"), gym_id=next(iter(gym_ids)),
+        eval_kwargs=lazy_function(f"{package}.vector_env:eval_kwargs"), demo_config=demo_config,
+        demo=lazy_function("ad.demo_pipeline:run"), optimal_actions=lazy_function(f"{package}.optimal:optimal_actions"),
+        task_kwargs=("size",), default=default))
 
 
 def batch_memory_bytes(size: int, hidden: int, num_envs: int, goals: int) -> int:
