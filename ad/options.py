@@ -17,8 +17,10 @@ from typing import Any, Literal
 from ad.config import option, override
 from ad.errors import UserError
 
-#: The ``--help`` section of the run options.
+#: The ``--help`` sections of the run options, the training options and the LoRA options.
 RUN_GROUP = "run"
+TRAINING_GROUP = "training"
+LORA_GROUP = "LoRA"
 
 
 @dataclass
@@ -86,13 +88,13 @@ def continue_post_init(cls: type, self: object) -> None:
 class LoRAOptions:
     """LoRA adapter settings (peft ``LoraConfig``); the base model's weights stay frozen."""
 
-    lora_r: int = option(16, "LoRA rank")
-    lora_alpha: float = option(32.0, "LoRA scaling numerator (the update is scaled by alpha / r)")
-    lora_dropout: float = option(0.0, "dropout on the LoRA branch input")
+    lora_r: int = option(16, "LoRA rank", group=LORA_GROUP)
+    lora_alpha: float = option(32.0, "LoRA scaling numerator (the update is scaled by alpha / r)", group=LORA_GROUP)
+    lora_dropout: float = option(0.0, "dropout on the LoRA branch input", group=LORA_GROUP)
     target_modules: list[str] = option(["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
                                         "down_proj"],
                                        "names of the linear layers that get adapters ('all-linear' = every "
-                                       "linear layer but the LM head)")
+                                       "linear layer but the LM head)", group=LORA_GROUP)
 
     def __post_init__(self) -> None:
         if self.lora_r < 1:
@@ -191,25 +193,30 @@ class TrainingOptions:
     resume: bool = option(False, "continue the run in --out from its last checkpoint (same options). The model, "
                                  "optimiser, schedule and step count are restored, but not the random draw of "
                                  "training windows, so a resumed run is statistically equivalent to an "
-                                 "uninterrupted one, not bit-identical", runtime=True)
-    max_steps: int = option(3000, "optimiser steps in total (a resumed run continues up to this count)", runtime=True)
+                                 "uninterrupted one, not bit-identical", runtime=True, group=TRAINING_GROUP)
+    max_steps: int = option(3000, "optimiser steps in total (a resumed run continues up to this count)", runtime=True,
+                            group=TRAINING_GROUP)
     batch_size: int = option(32, "windows per optimiser step, over all processes (each of devices x num_nodes "
-                                 "processes trains on its share of the same global batch)")
-    learning_rate: float = option(1e-3, "peak learning rate (AdamW; trained weights only)", aliases=("lr",))
-    min_lr: float = option(1e-5, "learning rate floor at the end of the cosine decay")
-    warmup_steps: int = option(100, "linear learning-rate warm-up steps")
-    decay_steps: int = option(0, "step at which the cosine decay reaches min_lr (0: max_steps)")
-    weight_decay: float = option(0.01, "AdamW weight decay on weight matrices (not on biases, norms, embeddings)")
-    beta1: float = option(0.9, "AdamW beta1")
-    beta2: float = option(0.99, "AdamW beta2")
-    grad_clip: float = option(1.0, "clip the gradient norm to this value (0: no clipping)")
-    val_every: int = option(250, "held-out validation every this many steps (0: never)", runtime=True)
-    val_batches: int = option(8, "held-out batches per validation", runtime=True)
-    log_every: int = option(25, "log training metrics every this many steps", runtime=True)
-    checkpoint_every: int = option(250, "write checkpoints/last.ckpt every this many steps", runtime=True)
-    num_workers: int = option(0, "data-loader worker processes", runtime=True)
+                                 "processes trains on its share of the same global batch)", group=TRAINING_GROUP)
+    learning_rate: float = option(1e-3, "peak learning rate (AdamW; trained weights only)", aliases=("lr",),
+                                  group=TRAINING_GROUP)
+    min_lr: float = option(1e-5, "learning rate floor at the end of the cosine decay", group=TRAINING_GROUP)
+    warmup_steps: int = option(100, "linear learning-rate warm-up steps", group=TRAINING_GROUP)
+    decay_steps: int = option(0, "step at which the cosine decay reaches min_lr (0: max_steps)", group=TRAINING_GROUP)
+    weight_decay: float = option(0.01, "AdamW weight decay on weight matrices (not on biases, norms, embeddings)",
+                                 group=TRAINING_GROUP)
+    beta1: float = option(0.9, "AdamW beta1", group=TRAINING_GROUP)
+    beta2: float = option(0.99, "AdamW beta2", group=TRAINING_GROUP)
+    grad_clip: float = option(1.0, "clip the gradient norm to this value (0: no clipping)", group=TRAINING_GROUP)
+    val_every: int = option(250, "held-out validation every this many steps (0: never)", runtime=True,
+                            group=TRAINING_GROUP)
+    val_batches: int = option(8, "held-out batches per validation", runtime=True, group=TRAINING_GROUP)
+    log_every: int = option(25, "log training metrics every this many steps", runtime=True, group=TRAINING_GROUP)
+    checkpoint_every: int = option(250, "write checkpoints/last.ckpt every this many steps", runtime=True,
+                                   group=TRAINING_GROUP)
+    num_workers: int = option(0, "data-loader worker processes", runtime=True, group=TRAINING_GROUP)
     allow_incomplete: bool = option(False, "train on a dataset whose generation did not finish (fewer tasks than its "
-                                           "command planned; refused without it)", runtime=True)
+                                           "command planned; refused without it)", runtime=True, group=TRAINING_GROUP)
 
     def __post_init__(self) -> None:
         for name in ("max_steps", "batch_size", "log_every", "checkpoint_every", "val_batches"):

@@ -28,8 +28,9 @@ from tasks.grid.room import NUM_ACTIONS, split_goals
 from tasks.noise import NoiseOptions, check_noise_options
 from tasks.random_source import RandomOptions, check_random_options
 
-#: The ``--help`` section of the A2C options.
+#: The ``--help`` sections of the A2C options and of how batches run.
 A2C_GROUP = "A2C source"
+RUNNING_GROUP = "batches and writing"
 #: Whether this machine has a second core for background shard encoding (the default of --background-writing).
 MULTICORE = (os.cpu_count() or 1) >= 2
 
@@ -37,8 +38,8 @@ MULTICORE = (os.cpu_count() or 1) >= 2
 @dataclass
 class GridOptions(NoiseOptions, RandomOptions,
                   run_options("out", "seed", "threads", "progress", "tensorboard", "plots")):
-    """The options every grid family's source takes (the room, the A2C, the noise and random sources, running),
-    declared and checked here once; a family's config inherits them, adds its own and sets its defaults with
+    """Options every grid family's source shares; declared and checked here once (the room, the A2C, the noise and
+    random sources, the running): a family's config inherits them, adds its own and sets its defaults with
     :func:`ad.config.override` (defaults here are DarkRoom's)."""
 
     out: str = dataset_out("data/darkroom")
@@ -64,25 +65,29 @@ class GridOptions(NoiseOptions, RandomOptions,
     # running
     goals_per_batch: int = option(0, "tasks trained together in one batch = one work unit (0 = all tasks with "
                                      "--backend local, 8 per unit with --backend ray); batches commit one by one. "
-                                     "A task's history does not depend on it or on the backend", runtime=True)
+                                     "A task's history does not depend on it or on the backend", runtime=True,
+                                  group=RUNNING_GROUP)
     backend: str = option("local", "where batches run: local (this process) or ray (one Ray task per batch; "
-                                   "pip install 'algorithm-distillation[ray]')", runtime=True)
+                                   "pip install 'algorithm-distillation[ray]')", runtime=True, group=RUNNING_GROUP)
     address: str = option("", "Ray cluster to join with --backend ray ('auto', 'host:6379', 'ray://host:10001'); "
                               "empty = start a local Ray instance. On several machines --out must be storage "
-                              "they all reach (s3://, gs://, a shared file system)", runtime=True)
+                              "they all reach (s3://, gs://, a shared file system)", runtime=True,
+                          group=RUNNING_GROUP)
     workers: int = option(0, "most batches running at once with --backend ray (0 = one per CPU of the cluster; "
-                             "also the CPU count of a local Ray instance)", runtime=True)
+                             "also the CPU count of a local Ray instance)", runtime=True, group=RUNNING_GROUP)
     run_dir: str = option("", "local folder for summary.json, learning curves, GIF and TensorBoard (default: "
-                              "<out>/_run for a local --out, runs/generate-<name> for a remote URL)", runtime=True)
+                              "<out>/_run for a local --out, runs/generate-<name> for a remote URL)", runtime=True,
+                          group=RUNNING_GROUP)
     logprob_bits: int = option(23, "mantissa bits kept in the stored logprobs: 23 = exact float32; 7 = bfloat16 "
-                                   "precision, smaller datasets")
+                                   "precision, smaller datasets", group=RUNNING_GROUP)
     threads: int = override(RunOptions, "threads", 1, "those of the elementwise work; the A2C's matrix products "
                                                       "always run on one thread, so results do not depend on it")
     background_writing: bool = option(MULTICORE, "encode the history shards on a background thread (at lower "
                                                  "CPU priority) while training goes on; on by default with 2+ "
                                                  "cores (Ray workers always write on their training thread)",
-                                      runtime=True)
-    log_every: int = option(500, "updates between TensorBoard / progress-bar statistics", runtime=True)
+                                      runtime=True, group=RUNNING_GROUP)
+    log_every: int = option(500, "updates between TensorBoard / progress-bar statistics", runtime=True,
+                            group=RUNNING_GROUP)
 
     def __post_init__(self) -> None:
         if self.goals_per_batch < 0:
