@@ -244,3 +244,24 @@ def test_a_run_recorded_with_lr_resumes_and_evaluates(old_style_run, capsys):
     assert run_cli(capsys, "eval", "--ckpt", str(root / "run"), "--data", str(root / "data"), "--episodes", "2",
                    "--seeds", "1", "--threads", "1", "--out", str(root / "eval"), *QUIET)[0] == 0
     assert (root / "eval" / "eval.json").is_file()
+
+
+def test_a_benchmark_config_file_reads_an_old_option_name(tmp_path, capsys, monkeypatch):
+    import argparse
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
+    from benchmarks import common
+
+    def parser() -> argparse.ArgumentParser:
+        made = argparse.ArgumentParser()
+        made.add_argument("--learning-rate", "--lr", type=float, default=1e-3)
+        return made
+
+    file = tmp_path / "bench.yaml"
+    file.write_text("lr: 0.02\n")
+    assert common.parse_args(parser(), ["--config", str(file)]).learning_rate == 0.02
+    assert "note: lr is deprecated; use learning_rate" in capsys.readouterr().err
+    file.write_text("lr: 0.02\nlearning_rate: 0.03\n")
+    with pytest.raises(SystemExit) as done:
+        common.parse_args(parser(), ["--config", str(file)])
+    assert done.value.code == 2 and "lr and learning_rate name the same option" in capsys.readouterr().err
