@@ -20,7 +20,7 @@ from ad.errors import UserError
 #: The ``--help`` sections of the run options, the training options and the LoRA options.
 RUN_GROUP = "run"
 TRAINING_GROUP = "training"
-LORA_GROUP = "LoRA"
+LORA_GROUP = "LoRA adapter settings"
 
 
 @dataclass
