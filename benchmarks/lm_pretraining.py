@@ -4,8 +4,8 @@ trained at the same budget on the same text.
 Per seed, both LMs train on one `ad demo` folder's DarkRoom histories (``<demo>/seed<S>/darkroom``, e.g. the folders
 of ``benchmarks/ad_lm.py``) with the same text (the ``grid<N>`` template: row, column, action, reward), the same
 windows (``--context`` transitions, ``--batch-size``, ``--steps``, ``--learning-rate``, the loss on every token, every
-episode), then act in context on the same held-out goals and evaluation seeds (``ad eval``). The only differences are the
-ones asked about: SmolLM2's pretrained weights (+ LoRA adapters, its BPE tokenizer, bfloat16 weights so that a CPU's
+episode), then act in context on the same held-out goals and evaluation seeds (``ad eval``). The only differences are
+the ones asked about: SmolLM2's pretrained weights (+ LoRA adapters, its BPE tokenizer, bfloat16 weights so that a CPU's
 matrix units carry it) against 4 blocks of width 128 trained from scratch on a word tokenizer. Finished runs are
 reused, so the figures can be re-read in seconds.
 

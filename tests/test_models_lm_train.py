@@ -19,8 +19,8 @@ from benchmarks.helpers.tiny_lm import build_tiny, char_tokenizer
 torch.set_num_threads(1)
 
 TINY_RUN = {"context": 12, "max_tokens": 160, "batch_size": 4, "max_steps": 12, "warmup_steps": 2,
-            "learning_rate": 1e-2, "lora_r": 4, "val_every": 6, "val_batches": 1, "checkpoint_every": 6, "log_every": 2, "progress": False,
-            "threads": 1}
+            "learning_rate": 1e-2, "lora_r": 4, "val_every": 6, "val_batches": 1, "checkpoint_every": 6, "log_every": 2,
+            "progress": False, "threads": 1}
 
 
 @pytest.fixture(scope="module")

@@ -70,7 +70,8 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(dataset, tmp_path):
     with pytest.raises(UserError, match="column 'reward' holds nan"):  # non-finite data is refused on read
         train(config(bad, out, max_steps=6, resume=True, reward_kind="continuous"))
     with pytest.raises(UserError, match="loss became (nan|inf)"):  # a diverging run stops at its first bad loss
-        train(config(dataset, tmp_path / "diverging", max_steps=6, reward_kind="continuous", learning_rate=1e30, grad_clip=0.0))
+        train(config(dataset, tmp_path / "diverging", max_steps=6, reward_kind="continuous", learning_rate=1e30,
+                     grad_clip=0.0))
     ckpt = read_ckpt(out)
     assert ckpt["global_step"] == 2
     assert all(torch.isfinite(v).all() for v in ckpt["state_dict"].values())

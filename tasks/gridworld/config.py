@@ -103,9 +103,10 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions,
             raise UserError(f"--heldout-fraction must be in (0, 1), got {self.heldout_fraction}")
         if self.temperature <= 0 or not 0.0 < self.gamma <= 1.0:
             raise UserError("--temperature must be positive and --gamma in (0, 1]")
-        if min(self.critic_learning_rate, self.simpo_learning_rate, self.simpo_beta) <= 0 or self.move_cost < 0 or self.offmap_penalty < 0:
-            raise UserError("--critic-lr, --simpo-lr, --simpo-beta must be positive; --move-cost and "
-                            "--offmap-penalty non-negative")
+        if (min(self.critic_learning_rate, self.simpo_learning_rate, self.simpo_beta) <= 0 or self.move_cost < 0
+                or self.offmap_penalty < 0):
+            raise UserError("--critic-learning-rate, --simpo-learning-rate, --simpo-beta must be positive; --move-cost "
+                            "and --offmap-penalty non-negative")
         if min(self.eval_episodes, self.threads, self.progress_bonus, self.simpo_nll) < 0:
             raise UserError("--eval-episodes, --threads, --progress-bonus and --simpo-nll must be >= 0")
 

@@ -39,8 +39,8 @@ def sft_model(cfg: GenerateConfig, model: Any, tokenizer: Any, demos: Sequence[E
         torch.manual_seed(cfg.seed)
         peft = train_sft(model, tokenizer, demos, run_dir / "sft-trainer", epochs=cfg.sft_epochs,
                          lr=cfg.sft_learning_rate, batch_size=cfg.sft_batch_size,
-                         max_prompt_tokens=cfg.max_prompt_tokens, lora=cfg.lora_dict(), seed=cfg.seed, progress=cfg.progress,
-                         micro_batch_size=cfg.sft_micro_batch_size, transcript=cfg.transcript)
+                         max_prompt_tokens=cfg.max_prompt_tokens, lora=cfg.lora_dict(), seed=cfg.seed,
+                         progress=cfg.progress, micro_batch_size=cfg.sft_micro_batch_size, transcript=cfg.transcript)
         tmp = folder.with_name(folder.name + ".tmp")
         peft.save_pretrained(str(tmp))
         os.replace(tmp, folder) if not folder.exists() else None
