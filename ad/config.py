@@ -49,15 +49,17 @@ def option(default: Any = dataclasses.MISSING, help: str = "", positional: bool 
     return dataclasses.field(default=default, metadata=meta, **kwargs)
 
 
-def override(base: type, name: str, default: Any) -> Any:
+def override(base: type, name: str, default: Any, note: str = "") -> Any:
     """Field ``name`` of the option group ``base`` with another default, keeping its help text and group, for a
     config that shares the group but not its default (``warmup_steps: int = override(TrainingOptions,
-    "warmup_steps", 20)``): the option is declared once."""
+    "warmup_steps", 20)``): the option is declared once. ``note`` completes the help for this command (``out``:
+    what the folder holds), after a colon."""
     field = next((f for f in dataclasses.fields(base) if f.name == name), None)
     if field is None:
         raise TypeError(f"{base.__name__} has no option {name!r}")
     meta = field.metadata
-    return option(default, meta.get("help", ""), positional=meta.get("positional", False), group=meta.get("group", ""),
+    text = meta.get("help", "") + (f": {note}" if note else "")
+    return option(default, text, positional=meta.get("positional", False), group=meta.get("group", ""),
                   runtime=meta.get("runtime", False), aliases=meta.get("aliases", ()))
 
 
@@ -408,6 +410,8 @@ def runtime_fields(config: Any) -> frozenset[str]:
 
 
 def data_options(config: Any) -> dict[str, Any]:
-    """:func:`config_to_dict` without the runtime options: the settings a dataset records (a resume must match)."""
+    """:func:`config_to_dict` without the runtime options: the settings a dataset records (a resume must match; one
+    recorded under an option's deprecated name still matches, :func:`upgrade_recorded`)."""
+    aliases_of(config)  # RENAMED knows this config's old names, however the config was built
     skip = runtime_fields(config)
     return {k: v for k, v in config_to_dict(config).items() if k not in skip}

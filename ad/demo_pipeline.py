@@ -18,8 +18,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Literal
 
-from ad.config import make_config, option
+from ad.config import make_config, option, override
 from ad.errors import UserError
+from ad.options import RunOptions, run_options
 
 
 #: In-context methods a demo can train on the same histories (``--methods``): name -> label in the report. Each is
@@ -70,7 +71,7 @@ def method_runs(methods: list[str], options: dict[str, dict[str, Any]]) -> list[
 
 
 @dataclass
-class ADDemoConfig(MethodsOptions):
+class ADDemoConfig(MethodsOptions, run_options("out", "seed", "threads")):
     """Options every AD demo shares (a family's subclass adds its source's options and sets ``FAMILY``)."""
 
     #: the task family whose ``ad generate`` command and ``ad eval`` environment the demo uses
@@ -80,7 +81,8 @@ class ADDemoConfig(MethodsOptions):
     #: episode ranges of the report's table beside the first 5 and the last 10 (the figures the family's docs quote)
     REPORT_WINDOWS: ClassVar[tuple[tuple[int, int], ...]] = ((36, 40),)
 
-    out: str = option("data/demo", "folder for the dataset, both runs, the evaluation and report.md")
+    out: str = override(RunOptions, "out", "data/demo", "the folder of the dataset, the runs, the evaluation and "
+                                                        "report.md")
     subsample: int = option(40, "AD trains on every k-th episode of each history (the AD paper's subsampling): "
                                 "a history that improves k times faster per episode than its source")
     context: int = option(80, "transformer context in transitions")
@@ -92,8 +94,7 @@ class ADDemoConfig(MethodsOptions):
                                   "default (DarkRoom: 0.1 up to 7x7, 0 above; Key-to-Door: 0)")
     episodes: int = option(100, "episodes in context at evaluation")
     seeds: int = option(3, "evaluation seeds per held-out task")
-    threads: int = option(1, "torch CPU threads")
-    seed: int = option(0, "seed of every stage; also picks the held-out tasks")
+    threads: int = override(RunOptions, "threads", 1)
     train_overrides: dict = option({}, "extra `ad train rl` options for both runs (YAML/JSON config only)")
 
     def __post_init__(self) -> None:

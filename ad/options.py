@@ -2,16 +2,79 @@
 
 A command's config inherits the groups it takes (``class TrainLMConfig(LoRAOptions, TrainingOptions, ...)``);
 where its default differs, it says so with :func:`ad.config.override`, which keeps the group's help text.
+Every command takes its run options (where it writes, its seed, threads, progress, TensorBoard, plots) from
+:class:`RunOptions` through :func:`run_options`, naming the ones it uses.
 Importing this module imports no torch.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import sys
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ad.config import option
+from ad.config import option, override
 from ad.errors import UserError
+
+#: The ``--help`` sections of the run options, the training options and the LoRA options.
+RUN_GROUP = "run"
+TRAINING_GROUP = "training"
+LORA_GROUP = "LoRA adapter settings"
+
+
+@dataclass
+class RunOptions:
+    """The run options every command shares, declared once: a command inherits the ones it uses through
+    :func:`run_options` and sets its own defaults with :func:`ad.config.override`."""
+
+    out: str = option("data/out", "where the command writes", group=RUN_GROUP, runtime=True)
+    seed: int = option(0, "seed of every random draw of the run", group=RUN_GROUP)
+    threads: int = option(0, "torch CPU threads (0: torch's default)", group=RUN_GROUP, runtime=True)
+    progress: bool = option(True, "show progress (a bar on a terminal, periodic lines in a log)", group=RUN_GROUP,
+                            runtime=True)
+    tensorboard: bool = option(True, "write TensorBoard scalars under the run folder's tb/", group=RUN_GROUP,
+                               runtime=True)
+    plots: bool = option(True, "save pictures of the run (learning curves, PNG) in the run folder", group=RUN_GROUP,
+                         runtime=True)
+
+
+def run_options(*names: str) -> type:
+    """The option group of the :class:`RunOptions` ``names`` (``class GenerateConfig(run_options("out", "seed",
+    "progress"))``): a command takes only the run options it uses, so one that writes no TensorBoard scalars has no
+    ``--tensorboard``. The same names, in any order, give the same class."""
+    fields = [f.name for f in dataclasses.fields(RunOptions)]
+    unknown = [name for name in names if name not in fields]
+    if unknown or not names:
+        raise TypeError(f"run_options takes names of RunOptions fields ({', '.join(fields)}), got {names}")
+    return _run_group(tuple(name for name in fields if name in names))
+
+
+def dataset_out(default: str) -> Any:
+    """The ``out`` option of a command that writes a learning-history dataset, with its default folder."""
+    return override(RunOptions, "out", default, "the dataset folder or URL (file://, s3://, memory:// ...); "
+                                                "re-running the same command resumes")
+
+
+@functools.cache
+def _run_group(names: tuple[str, ...]) -> type:
+    fields = {f.name: f for f in dataclasses.fields(RunOptions)}
+    group = dataclasses.make_dataclass(
+        "RunOptions", [(n, fields[n].type, override(RunOptions, n, fields[n].default)) for n in names],
+        namespace={"__post_init__": _check_run_options, "__doc__": RunOptions.__doc__})
+    group.__module__ = __name__
+    group.__qualname__ = f"run_options({', '.join(map(repr, names))})"
+    return group
+
+
+def _check_run_options(self: Any) -> None:
+    """Refuse negative ``--threads``, then continue the ``__post_init__`` chain."""
+    if getattr(self, "threads", 0) < 0:
+        raise UserError(f"--threads must be >= 0, got {self.threads}")
+    for base in type(self).__mro__:
+        if base.__dict__.get("__post_init__") is _check_run_options:
+            continue_post_init(base, self)
+            return
 
 
 def continue_post_init(cls: type, self: object) -> None:
@@ -25,13 +88,13 @@ def continue_post_init(cls: type, self: object) -> None:
 class LoRAOptions:
     """LoRA adapter settings (peft ``LoraConfig``); the base model's weights stay frozen."""
 
-    lora_r: int = option(16, "LoRA rank")
-    lora_alpha: float = option(32.0, "LoRA scaling numerator (the update is scaled by alpha / r)")
-    lora_dropout: float = option(0.0, "dropout on the LoRA branch input")
+    lora_r: int = option(16, "LoRA rank", group=LORA_GROUP)
+    lora_alpha: float = option(32.0, "LoRA scaling numerator (the update is scaled by alpha / r)", group=LORA_GROUP)
+    lora_dropout: float = option(0.0, "dropout on the LoRA branch input", group=LORA_GROUP)
     target_modules: list[str] = option(["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
                                         "down_proj"],
                                        "names of the linear layers that get adapters ('all-linear' = every "
-                                       "linear layer but the LM head)")
+                                       "linear layer but the LM head)", group=LORA_GROUP)
 
     def __post_init__(self) -> None:
         if self.lora_r < 1:
@@ -130,38 +193,41 @@ class TrainingOptions:
     resume: bool = option(False, "continue the run in --out from its last checkpoint (same options). The model, "
                                  "optimiser, schedule and step count are restored, but not the random draw of "
                                  "training windows, so a resumed run is statistically equivalent to an "
-                                 "uninterrupted one, not bit-identical", runtime=True)
-    max_steps: int = option(3000, "optimiser steps in total (a resumed run continues up to this count)", runtime=True)
+                                 "uninterrupted one, not bit-identical", runtime=True, group=TRAINING_GROUP)
+    max_steps: int = option(3000, "optimiser steps in total (a resumed run continues up to this count)", runtime=True,
+                            group=TRAINING_GROUP)
     batch_size: int = option(32, "windows per optimiser step, over all processes (each of devices x num_nodes "
-                                 "processes trains on its share of the same global batch)")
-    lr: float = option(1e-3, "peak learning rate (AdamW; trained weights only)")
-    min_lr: float = option(1e-5, "learning rate floor at the end of the cosine decay")
-    warmup_steps: int = option(100, "linear learning-rate warm-up steps")
-    decay_steps: int = option(0, "step at which the cosine decay reaches min_lr (0: max_steps)")
-    weight_decay: float = option(0.01, "AdamW weight decay on weight matrices (not on biases, norms, embeddings)")
-    beta1: float = option(0.9, "AdamW beta1")
-    beta2: float = option(0.99, "AdamW beta2")
-    grad_clip: float = option(1.0, "clip the gradient norm to this value (0: no clipping)")
-    val_every: int = option(250, "held-out validation every this many steps (0: never)", runtime=True)
-    val_batches: int = option(8, "held-out batches per validation", runtime=True)
-    log_every: int = option(25, "log training metrics every this many steps", runtime=True)
-    checkpoint_every: int = option(250, "write checkpoints/last.ckpt every this many steps", runtime=True)
-    num_workers: int = option(0, "data-loader worker processes", runtime=True)
-    seed: int = option(0, "random seed (initial weights, window sampling, dropout)")
-    threads: int = option(0, "torch CPU threads (0: torch's default)", runtime=True)
-    progress: bool = option(True, "show progress (a bar on a terminal, periodic lines in a log)", runtime=True)
+                                 "processes trains on its share of the same global batch)", group=TRAINING_GROUP)
+    learning_rate: float = option(1e-3, "peak learning rate (AdamW; trained weights only)", aliases=("lr",),
+                                  group=TRAINING_GROUP)
+    min_lr: float = option(1e-5, "learning rate floor at the end of the cosine decay", group=TRAINING_GROUP)
+    warmup_steps: int = option(100, "linear learning-rate warm-up steps", group=TRAINING_GROUP)
+    decay_steps: int = option(0, "step at which the cosine decay reaches min_lr (0: max_steps)", group=TRAINING_GROUP)
+    weight_decay: float = option(0.01, "AdamW weight decay on weight matrices (not on biases, norms, embeddings)",
+                                 group=TRAINING_GROUP)
+    beta1: float = option(0.9, "AdamW beta1", group=TRAINING_GROUP)
+    beta2: float = option(0.99, "AdamW beta2", group=TRAINING_GROUP)
+    grad_clip: float = option(1.0, "clip the gradient norm to this value (0: no clipping)", group=TRAINING_GROUP)
+    val_every: int = option(250, "held-out validation every this many steps (0: never)", runtime=True,
+                            group=TRAINING_GROUP)
+    val_batches: int = option(8, "held-out batches per validation", runtime=True, group=TRAINING_GROUP)
+    log_every: int = option(25, "log training metrics every this many steps", runtime=True, group=TRAINING_GROUP)
+    checkpoint_every: int = option(250, "write checkpoints/last.ckpt every this many steps", runtime=True,
+                                   group=TRAINING_GROUP)
+    num_workers: int = option(0, "data-loader worker processes", runtime=True, group=TRAINING_GROUP)
     allow_incomplete: bool = option(False, "train on a dataset whose generation did not finish (fewer tasks than its "
-                                           "command planned; refused without it)", runtime=True)
+                                           "command planned; refused without it)", runtime=True, group=TRAINING_GROUP)
 
     def __post_init__(self) -> None:
         for name in ("max_steps", "batch_size", "log_every", "checkpoint_every", "val_batches"):
             if getattr(self, name) < 1:
                 raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
-        for name in ("warmup_steps", "decay_steps", "val_every", "num_workers", "threads"):
+        for name in ("warmup_steps", "decay_steps", "val_every", "num_workers"):
             if getattr(self, name) < 0:
                 raise UserError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
-        if not 0 < self.lr or not 0 <= self.min_lr <= self.lr:
-            raise UserError(f"need 0 < --lr and 0 <= --min-lr <= --lr, got --lr {self.lr}, --min-lr {self.min_lr}")
+        if not 0 < self.learning_rate or not 0 <= self.min_lr <= self.learning_rate:
+            raise UserError(f"need 0 < --learning-rate and 0 <= --min-lr <= --learning-rate, got --learning-rate "
+                            f"{self.learning_rate}, --min-lr {self.min_lr}")
         if not (0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
             raise UserError(f"--beta1 and --beta2 must be in [0, 1), got {self.beta1}, {self.beta2}")
         if self.weight_decay < 0 or self.grad_clip < 0:

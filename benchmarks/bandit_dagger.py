@@ -75,7 +75,8 @@ def train_fresh(config, source, aggregate, steps: int, batch: int, seed: int, lo
     torch.manual_seed(seed)
     model = ADTransformer(config).train()
     optim = OptimConfig(decay_steps=steps)
-    opt = torch.optim.AdamW(parameter_groups(model, optim.weight_decay), lr=optim.lr, betas=(optim.beta1, optim.beta2))
+    opt = torch.optim.AdamW(parameter_groups(model, optim.weight_decay), lr=optim.learning_rate,
+                            betas=(optim.beta1, optim.beta2))
     schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_multiplier(s, optim))
     S, A, R = source
     DS, DA, DR, DP = aggregate

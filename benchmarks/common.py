@@ -57,7 +57,8 @@ def parse_args(parser: Any, argv: list[str] | None = None) -> Any:
 
 
 def _read_config(parser: Any, path: str) -> dict[str, Any]:
-    """The option values of a ``--config`` file, converted by each option's ``type``."""
+    """The option values of a ``--config`` file, converted by each option's ``type``; an option's other long flags
+    are its deprecated names (``add_argument("--learning-rate", "--lr")`` reads ``lr:`` too, with a note)."""
     import yaml
 
     file = Path(path)
@@ -70,6 +71,14 @@ def _read_config(parser: Any, path: str) -> dict[str, Any]:
     if not isinstance(values, dict):
         parser.error(f"--config {path} must hold a mapping of option names to values")
     actions = {a.dest: a for a in parser._actions if a.dest not in ("help", "config", "print_config")}
+    old_names = {flag[2:].replace("-", "_"): a.dest for a in actions.values() for flag in a.option_strings
+                 if flag.startswith("--") and flag[2:].replace("-", "_") != a.dest}  # "--learning-rate", "--lr"
+    for old in [k for k in values if k in old_names]:
+        if old_names[old] in values:
+            parser.error(f"--config {path}: {old} and {old_names[old]} name the same option; give only "
+                         f"{old_names[old]}")
+        print(f"note: {old} is deprecated; use {old_names[old]}", file=sys.stderr)
+        values[old_names[old]] = values.pop(old)
     unknown = sorted(set(values) - set(actions))
     if unknown:
         parser.error(f"--config {path}: unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(actions))}")

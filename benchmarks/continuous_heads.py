@@ -65,7 +65,8 @@ def train(args: Any, data: Path, run: Path, head: str, seed: int) -> None:
                     "--action-bins", str(args.action_bins), "--reward-kind", "continuous",
                     "--context", str(args.context), "--batch-size", str(args.batch_size),
                     "--max-steps", str(args.max_steps), "--n-layer", str(args.n_layer), "--n-embd", str(args.n_embd),
-                    "--n-head", "4", "--n-ff", str(4 * args.n_embd), "--lr", str(args.lr), "--seed", str(seed),
+                    "--n-head", "4", "--n-ff", str(4 * args.n_embd), "--learning-rate", str(args.learning_rate),
+                    "--seed", str(seed),
                     "--val-every", "0", "--checkpoint-every", str(args.max_steps), "--threads", "1",
                     "--progress", "false"])
     if code:
@@ -125,7 +126,7 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=2000, help="training steps per head")
     parser.add_argument("--n-layer", type=int, default=2, help="transformer blocks")
     parser.add_argument("--n-embd", type=int, default=64, help="transformer width")
-    parser.add_argument("--lr", type=float, default=1e-3, help="peak learning rate")
+    parser.add_argument("--learning-rate", "--lr", type=float, default=1e-3, help="peak learning rate")
     parser.add_argument("--action-bins", type=int, default=11, help="bins per action dimension of the bins head")
     parser.add_argument("--episodes", type=int, default=10, help="in-context episodes per held-out env")
     parser.add_argument("--eval-seeds", type=int, default=3, help="envs per held-out task")

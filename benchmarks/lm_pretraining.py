@@ -3,9 +3,9 @@ trained at the same budget on the same text.
 
 Per seed, both LMs train on one `ad demo` folder's DarkRoom histories (``<demo>/seed<S>/darkroom``, e.g. the folders
 of ``benchmarks/ad_lm.py``) with the same text (the ``grid<N>`` template: row, column, action, reward), the same
-windows (``--context`` transitions, ``--batch-size``, ``--steps``, ``--lr``, the loss on every token, every episode),
-then act in context on the same held-out goals and evaluation seeds (``ad eval``). The only differences are the
-ones asked about: SmolLM2's pretrained weights (+ LoRA adapters, its BPE tokenizer, bfloat16 weights so that a CPU's
+windows (``--context`` transitions, ``--batch-size``, ``--steps``, ``--learning-rate``, the loss on every token, every
+episode), then act in context on the same held-out goals and evaluation seeds (``ad eval``). The only differences are
+the ones asked about: SmolLM2's pretrained weights (+ LoRA adapters, its BPE tokenizer, bfloat16 weights so that a CPU's
 matrix units carry it) against 4 blocks of width 128 trained from scratch on a word tokenizer. Finished runs are
 reused, so the figures can be re-read in seconds.
 
@@ -44,7 +44,8 @@ def train_command(model: str, data: Path, run: Path, args: argparse.Namespace, s
 
     size = HistoryReader(data).metadata["task_spec"]["size"]
     options = {**grid_text_options(size, args.context, args.steps), "data": data, "out": run,
-               "context": args.context, "batch_size": args.batch_size, "max_steps": args.steps, "lr": args.lr,
+               "context": args.context, "batch_size": args.batch_size, "max_steps": args.steps,
+               "learning_rate": args.learning_rate,
                "subsample": 1, "val_every": 0, "watch_every": 0, "threads": args.threads, "seed": seed}
     flags = [part for name, value in options.items() for part in (f"--{name.replace('_', '-')}", str(value))]
     return ["ad", "train", "lm", *MODELS[model][1], *flags]
@@ -76,7 +77,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=160, help="optimiser steps of each LM")
     parser.add_argument("--batch-size", type=int, default=8, help="windows per step")
     parser.add_argument("--context", type=int, default=40, help="transitions per window (and kept when acting)")
-    parser.add_argument("--lr", type=float, default=1e-3, help="peak learning rate of both (LoRA adapters / all)")
+    parser.add_argument("--learning-rate", "--lr", type=float, default=1e-3,
+                        help="peak learning rate of both (LoRA adapters / all)")
     parser.add_argument("--episodes", type=int, default=40, help="episodes in context at evaluation")
     parser.add_argument("--eval-seeds", type=int, default=2, help="evaluation seeds per held-out goal")
     parser.add_argument("--max-tasks", type=int, default=10, help="held-out goals evaluated")

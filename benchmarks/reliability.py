@@ -108,10 +108,10 @@ def bad_input_cases(work: Path) -> list[tuple[str, Callable[[], list[str]]]]:
     new = lambda: str(work / f"new-{time.monotonic_ns()}")  # noqa: E731 -- an --out that must stay absent
     cases: list[tuple[str, Callable[[], list[str]]]] = [
         (f"generate {flag} {value}", lambda flag=flag, value=value: [*gen, f"{flag}={value}", "--out", new()])
-        for flag in ("--lr", "--ent-coef", "--vf-coef", "--gamma", "--max-grad-norm", "--heldout-fraction")
+        for flag in ("--learning-rate", "--ent-coef", "--vf-coef", "--gamma", "--max-grad-norm", "--heldout-fraction")
         for value in ("nan", "inf", "-inf")]
     cases += [
-        ("generate --lr 1e30 (diverges mid-run)", lambda: [*gen, "--lr", "1e30", "--out", new()]),
+        ("generate --learning-rate 1e30 (diverges mid-run)", lambda: [*gen, "--learning-rate", "1e30", "--out", new()]),
         ("generate --size 100000", lambda: [*gen[:2], "--size", "100000", "--out", new()]),
         ("generate --goals on the start cell", lambda: [*gen, "--goals", "1,1", "--out", new()]),
         ("generate --steps-per-goal 0", lambda: [*gen, "--steps-per-goal", "0", "--out", new()]),
@@ -119,7 +119,7 @@ def bad_input_cases(work: Path) -> list[tuple[str, Callable[[], list[str]]]]:
         ("config size: nine", lambda: [*sizeless, "--config", config("size: nine\n"), "--out", new()]),
         ("config size: 9.7", lambda: [*sizeless, "--config", config("size: 9.7\n"), "--out", new()]),
         ("config size: true", lambda: [*sizeless, "--config", config("size: true\n"), "--out", new()]),
-        ("config lr: .inf", lambda: [*gen, "--config", config("lr: .inf\n"), "--out", new()]),
+        ("config learning_rate: .inf", lambda: [*gen, "--config", config("learning_rate: .inf\n"), "--out", new()]),
         ("train config max_steps: 1.5", lambda: ["train", "rl", "--data", str(data), "--config",
                                                  config("max_steps: 1.5\n"), "--out", new()]),
         ("generate --out is a file", lambda: [*gen, "--out", str(afile)]),
@@ -128,7 +128,7 @@ def bad_input_cases(work: Path) -> list[tuple[str, Callable[[], list[str]]]]:
         ("train rl --out is the dataset", lambda: ["train", "rl", "--data", str(data), "--out", str(data)]),
         ("generate into another run's dataset with other settings",
          lambda: ["generate", "darkroom", *TINY, "--steps-per-goal", "2000", "--goals", "0,0", "2,2", "0,2", "2,0",
-                  "--lr", "0.5", "--out", str(data)]),
+                  "--learning-rate", "0.5", "--out", str(data)]),
         ("inspect: dataset.json not JSON", lambda: ["inspect", copy_with(bad_json("{oops"))]),
         ("inspect: dataset.json a list", lambda: ["inspect", copy_with(bad_json("[]"))]),
         ("inspect: dataset.json wrongly typed field", lambda: ["inspect", copy_with(wrong_type)]),
@@ -193,7 +193,7 @@ def size_and_text_cases(work: Path) -> dict[str, list[tuple[str, Callable[[], li
           for seed in ("-1", "2147483648", "12345678901234567890123")],
     ]
     text: list[tuple[str, Callable[[], list[str]]]] = [
-        ("--config file", lambda: [*gen, "--config", file("latin1.yaml", b"lr: 0.001\nout: caf\xe9\n")]),
+        ("--config file", lambda: [*gen, "--config", file("latin1.yaml", b"learning_rate: 0.001\nout: caf\xe9\n")]),
         ("--problems file", lambda: ["generate", "math", "--problems",
                                      file("latin1.jsonl", problem + b'{"question": "caf\xe9?", "answer": "#### 1"}\n'),
                                      "--out", new()]),

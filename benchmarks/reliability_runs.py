@@ -103,7 +103,8 @@ def run_file_kills(work: Path, data: Path, kills: int, seed: int = 0) -> dict[st
         lost = _readable(run)
         counts["lost"] += len(lost)
         counts["details"] += [f"train kill {i} after {seconds:.1f}s: lost {name}" for name in lost]
-        other = _run([*resume, "--max-steps", str(steps), "--batch-size", "8", "--lr", "0.05", "--expert-only"])
+        other = _run([*resume, "--max-steps", str(steps), "--batch-size", "8", "--learning-rate", "0.05",
+                      "--expert-only"])
         if other.returncode != 2 or not _one_error_line(other.stderr):
             counts["silently_wrong"] += 1
             counts["details"].append(f"train kill {i}: --resume with other options exited {other.returncode}")

@@ -92,7 +92,8 @@ def run(seed: int, sets: list[str], out: Path, accuracy_games: int, model_name: 
         readout(model, 0.0)
         torch.manual_seed(cfg.seed)
         peft = train_sft(model, tokenizer, demos, out / f"seed{seed}-trainer", epochs=cfg.sft_epochs,
-                         lr=cfg.sft_lr, batch_size=cfg.sft_batch_size, max_prompt_tokens=cfg.max_prompt_tokens,
+                         lr=cfg.sft_learning_rate, batch_size=cfg.sft_batch_size,
+                         max_prompt_tokens=cfg.max_prompt_tokens,
                          lora=cfg.lora_dict(), seed=cfg.seed, progress=cfg.progress,
                          micro_batch_size=cfg.sft_micro_batch_size, callbacks=[EpochReadout()],
                          transcript=cfg.transcript)
@@ -105,8 +106,8 @@ def run(seed: int, sets: list[str], out: Path, accuracy_games: int, model_name: 
             "failed": sum(e.terminated[-1] and not e.success for e in episodes if e.terminated),
             "at_limit": sum(bool(e.truncated and e.truncated[-1]) for e in episodes)}
     result = {"seed": seed, "options": {k: getattr(cfg, k) for k in (
-                  "sft_games", "sft_epochs", "sft_lr", "sft_batch_size", "sft_micro_batch_size", "step_limit",
-                  "history", "transcript", "max_prompt_tokens", "dtype", "eval_games", "lora_r")},
+                  "sft_games", "sft_epochs", "sft_learning_rate", "sft_batch_size", "sft_micro_batch_size",
+                  "step_limit", "history", "transcript", "max_prompt_tokens", "dtype", "eval_games", "lora_r")},
               "accuracy_games": {"heldout": len(held_gold), "train": len(train_gold)},
               "curve": curve, "heldout_play": {**summary(episodes), "ends": ends,
                                                "seconds": time.time() - play_started},

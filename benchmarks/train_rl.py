@@ -126,11 +126,11 @@ def compare(preset: str, steps: int, chunk: int, pool: int, eval_batches: int = 
     for name, mcfg in (("ours", transition), ("ours-separate", separate)):
         torch.manual_seed(0)
         m = ADTransformer(mcfg)
-        trainees.append(Trainee(name, m, torch.optim.AdamW(m.parameters(), lr=cfg.lr, betas=betas,
+        trainees.append(Trainee(name, m, torch.optim.AdamW(m.parameters(), lr=cfg.learning_rate, betas=betas,
                                                            **fast_adamw_kwargs()), cfg.grad_clip))
     torch.manual_seed(0)
     ref = GPT2AD(transition)
-    trainees.append(Trainee("reference", ref, torch.optim.AdamW(ref.parameters(), lr=cfg.lr, betas=betas),
+    trainees.append(Trainee("reference", ref, torch.optim.AdamW(ref.parameters(), lr=cfg.learning_rate, betas=betas),
                             cfg.grad_clip))
     for t in trainees:  # warm-up (allocator, kernels) outside the timing, then reset the clocks
         t.run(batches[:2])
@@ -176,7 +176,8 @@ def lightning_steps(steps: int, threads: int) -> list[dict]:
         mcfg = model_config_of(cfg, num_states=NUM_STATES, num_actions=NUM_ACTIONS, episode_length=EPISODE_LENGTH)
         torch.manual_seed(0)
         model = ADTransformer(mcfg)
-        plain = Trainee("plain", model, torch.optim.AdamW(model.parameters(), lr=cfg.lr, **fast_adamw_kwargs()),
+        plain = Trainee("plain", model,
+                        torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, **fast_adamw_kwargs()),
                         cfg.grad_clip)
         batches = synthetic_batches(8, cfg.batch_size, cfg.context, NUM_STATES, NUM_ACTIONS, EPISODE_LENGTH)
         plain.run(batches[:2])

@@ -22,7 +22,7 @@ class NonFiniteLossError(RuntimeError):
 class OptimConfig:
     """AdamW with linear warm-up then cosine decay to a floor (a subset of TrainRLConfig)."""
 
-    lr: float = 1e-3
+    learning_rate: float = 1e-3
     min_lr: float = 1e-5
     warmup_steps: int = 100
     decay_steps: int = 3000  #: step at which the cosine reaches min_lr
@@ -37,7 +37,7 @@ def lr_multiplier(step: int, optim: OptimConfig) -> float:
         return (step + 1) / optim.warmup_steps
     span = max(1, optim.decay_steps - optim.warmup_steps)
     progress = min(1.0, (step - optim.warmup_steps) / span)
-    floor = optim.min_lr / optim.lr
+    floor = optim.min_lr / optim.learning_rate
     return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
@@ -54,4 +54,4 @@ def non_finite_error(err: NonFiniteLossError, last_checkpoint) -> UserError:
     """The user-facing message for a run stopped by a NaN / inf loss."""
     return UserError(f"training stopped: the loss became {err.metrics.get('loss')} at step {err.step} "
                      f"(metrics {err.metrics}); the last good checkpoint is {last_checkpoint} (if one was written). "
-                     "Lower --lr, raise --warmup-steps or set --grad-clip, then start a new run or --resume")
+                     "Lower --learning-rate, raise --warmup-steps or set --grad-clip, then start a new run or --resume")

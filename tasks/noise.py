@@ -35,23 +35,27 @@ _BISECTIONS = 30
 _TOLERANCE = 1e-9
 
 
+#: The ``--help`` section of the noise source's options.
+NOISE_GROUP = "noise source"
+
+
 @dataclass
 class NoiseOptions:
     """The noise source's options (declared here once; each family's config takes them with ``override``)."""
 
-    noise_start: float = option(1.0, "noise source: epsilon (probability of a uniformly random action instead of the "
+    noise_start: float = option(1.0, "epsilon (probability of a uniformly random action instead of the "
                                      "demonstrator's) of each history's first episode; 1 = a random policy (the "
-                                     "paper's start)")
-    noise_end: float = option(0.0, "noise source: epsilon the schedule reaches at the end of its decay; 0 = the "
-                                   "demonstrator itself (the paper's end)")
-    noise_decay_fraction: float = option(1.0, "noise source: fraction of each history (its episodes) over which "
-                                              "epsilon falls from --noise-start to --noise-end, then stays; 1 = the "
-                                              "whole history")
-    noise_power: float = option(1.0, "noise source: shape of the decay, epsilon = end + (start - end) * (1 - "
-                                     "progress)^power; 1 = linear (the paper's), > 1 falls faster early")
-    max_return_fraction: float = option(1.0, "noise source: cap on the data's best expected episode return, as a "
-                                             "fraction of each task's optimum, in (0, 1]: epsilon never falls below "
-                                             "the level whose exact expected return is this fraction; 1 = no cap")
+                                     "paper's start)", group=NOISE_GROUP)
+    noise_end: float = option(0.0, "epsilon the schedule reaches at the end of its decay; 0 = the demonstrator "
+                                   "itself (the paper's end)", group=NOISE_GROUP)
+    noise_decay_fraction: float = option(1.0, "fraction of each history (its episodes) over which epsilon falls "
+                                              "from --noise-start to --noise-end, then stays; 1 = the whole history",
+                                         group=NOISE_GROUP)
+    noise_power: float = option(1.0, "shape of the decay, epsilon = end + (start - end) * (1 - progress)^power; 1 = "
+                                     "linear (the paper's), > 1 falls faster early", group=NOISE_GROUP)
+    max_return_fraction: float = option(1.0, "cap on the data's best expected episode return, as a fraction of each "
+                                             "task's optimum, in (0, 1]: epsilon never falls below the level whose "
+                                             "exact expected return is this fraction; 1 = no cap", group=NOISE_GROUP)
 
 
 def check_noise_options(cfg: Any) -> None:

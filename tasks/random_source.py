@@ -30,19 +30,23 @@ RANDOM_OPTIONS = ("random_policy", "random_alpha", "random_mix")
 MIX_LEVELS = np.linspace(0.0, 1.0, 11)
 
 
+#: The ``--help`` section of the random source's options.
+RANDOM_GROUP = "random source"
+
+
 @dataclass
 class RandomOptions:
     """The random source's options (declared here once; each family's config takes them with ``override``)."""
 
     random_policy: Literal["dirichlet", "uniform"] = option(
-        "dirichlet", "random source: each history's action distribution; dirichlet = (1 - w) * Dirichlet(alpha) + w * "
-                     "a point mass on a uniformly drawn action, w drawn per history from {0, 0.1, ..., 1} x "
-                     "--random-mix (the DPT paper's bandit contexts); uniform = every action equally likely (its "
-                     "DarkRoom contexts)")
-    random_alpha: float = option(1.0, "random source: concentration of the Dirichlet each history's action "
-                                      "distribution is drawn from (1 = uniform over distributions)")
-    random_mix: float = option(1.0, "random source: largest weight, in [0, 1], of the point mass mixed into a "
-                                    "history's Dirichlet draw (0 = Dirichlet draws only)")
+        "dirichlet", "each history's action distribution; dirichlet = (1 - w) * Dirichlet(alpha) + w * a point mass "
+                     "on a uniformly drawn action, w drawn per history from {0, 0.1, ..., 1} x --random-mix (the DPT "
+                     "paper's bandit contexts); uniform = every action equally likely (its DarkRoom contexts)",
+        group=RANDOM_GROUP)
+    random_alpha: float = option(1.0, "concentration of the Dirichlet each history's action distribution is drawn "
+                                      "from (1 = uniform over distributions)", group=RANDOM_GROUP)
+    random_mix: float = option(1.0, "largest weight, in [0, 1], of the point mass mixed into a history's Dirichlet "
+                                    "draw (0 = Dirichlet draws only)", group=RANDOM_GROUP)
 
 
 def check_random_options(cfg: Any) -> None:

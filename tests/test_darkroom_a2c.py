@@ -47,7 +47,7 @@ class RefAgent(nn.Module):
 def reference_run(cfg, agent: BatchedA2C, g: int, seed: int, updates: int):
     """Train goal g alone with plain per-transition code; returns (actions (U, T, N), model)."""
     model = RefAgent(agent, g)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps)
     gen = torch.Generator()
     gen.set_state(agent._ref_gen_state[g])
     N, T = cfg.num_envs, cfg.num_steps
@@ -100,7 +100,7 @@ def reference_run(cfg, agent: BatchedA2C, g: int, seed: int, updates: int):
 
 
 @pytest.mark.parametrize("overrides", [{}, {"random_start": True, "terminate_on_goal": False, "gae_lambda": 0.9,
-                                           "lr": 3e-3}])
+                                           "learning_rate": 3e-3}])
 def test_batched_a2c_equals_separate_agents(overrides):
     cfg = make_config(GenerateConfig, {"size": 3, "hidden": 16, "num_envs": 4, "num_steps": 5,
                                        "episode_length": 6, **overrides})

@@ -13,8 +13,8 @@ from tasks.grid import generate as generate_module
 from tasks.darkroom.generate import generate
 
 _BASE = {"size": 5, "goals": ["0,0", "4,4", "1,3", "3,0", "0,2", "4,1", "2,4"], "hidden": 9, "num_envs": 3,
-         "num_steps": 5, "episode_length": 8, "steps_per_goal": 600, "lr": 3e-3, "seed": 5, "heldout_fraction": 0.0,
-         "progress": False, "plots": False, "tensorboard": False}
+         "num_steps": 5, "episode_length": 8, "steps_per_goal": 600, "learning_rate": 3e-3, "seed": 5,
+         "heldout_fraction": 0.0, "progress": False, "plots": False, "tensorboard": False}
 #: Settings that each broke it before: parameter blocks of odd sizes (5x5 room, hidden 9: 225, 54 and 6 floats,
 #: so Adam's scalar tail and unaligned gemm operands), and a 3x3 room (MKL's batched gemm rounds goals at odd
 #: batch indices differently); both with and without random starts (the env's own generators).

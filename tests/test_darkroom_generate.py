@@ -131,7 +131,7 @@ def test_cli_exits_2_on_bad_input_and_overwrites_nothing(tmp_path, capsys):
 def test_resume_with_different_settings_is_refused(tmp_path):
     out = generate(_cfg(tmp_path / "d", goals=["0,0"]))
     with pytest.raises(UserError, match="different settings"):
-        generate(_cfg(out, goals=["0,0"], lr=1e-3))
+        generate(_cfg(out, goals=["0,0"], learning_rate=1e-3))
 
 
 def test_cli_generate_runs(tmp_path):

@@ -37,7 +37,7 @@ def parquet_files(out: Path) -> list[str]:
 
 
 # ---------------------------------------------------------------------------- 1. non-finite values
-@pytest.mark.parametrize("flag,value", [("--lr", "inf"), ("--lr", "nan"), ("--ent-coef", "nan"),
+@pytest.mark.parametrize("flag,value", [("--learning-rate", "inf"), ("--learning-rate", "nan"), ("--ent-coef", "nan"),
                                         ("--vf-coef", "inf"), ("--gamma", "-inf"), ("--adam-betas", "nan")])
 def test_non_finite_option_is_refused_before_anything_is_written(tmp_path, capsys, flag, value):
     out = tmp_path / "d"
@@ -49,14 +49,14 @@ def test_non_finite_option_is_refused_before_anything_is_written(tmp_path, capsy
 
 def test_diverging_a2c_commits_nothing_and_the_corrected_command_replaces_the_failed_start(tmp_path, capsys):
     out = tmp_path / "d"
-    code, err, _ = generate(capsys, out, "--goals", "0,0", "2,2", "--lr", "1e30")
-    assert code == 2 and "diverged" in err and "--lr" in err
+    code, err, _ = generate(capsys, out, "--goals", "0,0", "2,2", "--learning-rate", "1e30")
+    assert code == 2 and "diverged" in err and "--learning-rate" in err
     assert HistoryReader(out).units() == [] and parquet_files(out) == []
     # 6. the dataset holds no committed unit, so the corrected command replaces its settings
-    code, err, _ = generate(capsys, out, "--goals", "0,0", "2,2", "--lr", "1e-3")
+    code, err, _ = generate(capsys, out, "--goals", "0,0", "2,2", "--learning-rate", "1e-3")
     assert code == 0, err
     reader = HistoryReader(out)
-    assert len(reader.units()) == 2 and reader.metadata["source"]["config"]["lr"] == 1e-3
+    assert len(reader.units()) == 2 and reader.metadata["source"]["config"]["learning_rate"] == 1e-3
     streams = reader.streams()
     assert all(np.isfinite(s.columns["logprob"]).all() and np.isfinite(s.columns["value"]).all() for s in streams)
 
@@ -64,9 +64,10 @@ def test_diverging_a2c_commits_nothing_and_the_corrected_command_replaces_the_fa
 def test_changed_settings_are_named_option_by_option(tmp_path, capsys):
     out = tmp_path / "d"
     assert generate(capsys, out, "--goals", "0,0")[0] == 0
-    code, err, _ = generate(capsys, out, "--goals", "0,0", "--lr", "0.002", "--ent-coef", "0.5")
+    code, err, _ = generate(capsys, out, "--goals", "0,0", "--learning-rate", "0.002", "--ent-coef", "0.5")
     assert code == 2
-    assert "--lr (source.config.lr): dataset 0.0001, this command 0.002" in err and "--ent-coef" in err
+    assert "--learning-rate (source.config.learning_rate): dataset 0.0001, this command 0.002" in err
+    assert "--ent-coef" in err
 
 
 # ---------------------------------------------------------------------------- 2. the corrupt-shard advice
@@ -278,9 +279,9 @@ def test_absurd_sizes_are_refused_up_front(tmp_path, capsys, argv, expected):
     (["generate", "darkroom"], "size: nine\n", "--size"),
     (["generate", "darkroom"], "size: 9.7\n", "--size"),
     (["generate", "darkroom"], "size: true\n", "--size"),
-    (["generate", "darkroom"], "lr: .nan\n", "--lr"),
+    (["generate", "darkroom"], "learning_rate: .nan\n", "--learning-rate"),
     (["train", "rl"], "max_steps: 1.5\n", "--max-steps"),
-    (["train", "rl"], "lr: [1, 2]\n", "--lr"),
+    (["train", "rl"], "learning_rate: [1, 2]\n", "--learning-rate"),
     (["eval"], "episodes: ten\n", "--episodes"),
 ])
 def test_config_file_values_of_the_wrong_type_name_the_option(tmp_path, capsys, command, text, flag):
@@ -293,9 +294,9 @@ def test_config_file_values_of_the_wrong_type_name_the_option(tmp_path, capsys, 
 
 def test_config_file_numbers_as_yaml_strings_still_work(tmp_path, capsys):
     config = tmp_path / "options.yaml"
-    config.write_text("lr: 1e-3\nsize: 5\n")  # YAML 1.1 reads 1e-3 as a string
+    config.write_text("learning_rate: 1e-3\nsize: 5\n")  # YAML 1.1 reads 1e-3 as a string
     code, _, printed = run_cli(capsys, "generate", "darkroom", "--config", str(config), "--print-config")
-    assert code == 0 and "lr: 0.001" in printed and "size: 5" in printed
+    assert code == 0 and "learning_rate: 0.001" in printed and "size: 5" in printed
 
 
 # ---------------------------------------------------------------------------- 7. smaller defects

@@ -16,7 +16,7 @@ from tasks.keydoor.generate import generate
 from tasks.keydoor.pairs import task_name
 
 TINY = {"size": 3, "tasks": 6, "steps_per_task": 1500, "episode_length": 12, "hidden": 16, "progress": False,
-        "heldout_fraction": 0.34, "lr": 3e-3, "log_every": 10}
+        "heldout_fraction": 0.34, "learning_rate": 3e-3, "log_every": 10}
 
 
 def _cfg(out, **kw):
@@ -80,7 +80,7 @@ def test_a_task_history_does_not_depend_on_its_batch_and_resumes(tmp_path, monke
 
 def test_the_a2c_learns_key_then_door(tmp_path):
     out = generate(_cfg(tmp_path / "d", size=5, tasks=3, steps_per_task=30_000, episode_length=20, hidden=32,
-                        lr=1e-2, plots=False))
+                        learning_rate=1e-2, plots=False))
     returns = [episode_returns(s.columns) for s in HistoryReader(out).streams(columns=SUMMARY_COLUMNS)]
     first, last = (np.mean([r[sl].mean() for r in returns]) for sl in (slice(0, 20), slice(-20, None)))
     assert first < 0.6 and last > 1.7  # measured: 0.38 -> 1.89 (optimum 2)
@@ -94,7 +94,7 @@ def test_eval_env_of_the_dataset(tmp_path):
 
 
 @pytest.mark.parametrize("values", [{"heldout_fraction": 1.0}, {"heldout_fraction": float("nan")},
-                                    {"pairs": ["0,0/0,0"]}, {"pairs": ["0,0/3,0"]}, {"lr": float("inf")},
+                                    {"pairs": ["0,0/0,0"]}, {"pairs": ["0,0/3,0"]}, {"learning_rate": float("inf")},
                                     {"steps_per_task": 0}, {"size": 1}, {"tasks": -1}])
 def test_bad_options_are_user_errors(tmp_path, values):
     with pytest.raises(UserError):

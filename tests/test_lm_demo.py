@@ -20,8 +20,9 @@ def test_registered_as_a_demo_without_importing_torch():
     assert out.split() == ["LMDemoConfig", "False"]
 
 
-@pytest.mark.parametrize("bad", [{"lm": "gpt2"}, {"steps": -1}, {"lr": float("nan")}, {"lr": float("inf")},
-                                 {"subsample": -1}, {"watch_every": -1}, {"seeds": 0}, {"source": "ppo"}])
+@pytest.mark.parametrize("bad", [{"lm": "gpt2"}, {"steps": -1}, {"learning_rate": float("nan")},
+                                 {"learning_rate": float("inf")}, {"subsample": -1}, {"watch_every": -1},
+                                 {"seeds": 0}, {"source": "ppo"}])
 def test_bad_options_are_refused(bad):
     with pytest.raises(UserError):
         make_config(LMDemoConfig, bad)

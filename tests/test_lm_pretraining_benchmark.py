@@ -19,7 +19,7 @@ def test_both_models_train_on_the_same_budget_and_text(tmp_path):
     data = generate(make_config(GenerateConfig, {"out": str(tmp_path / "darkroom"), "size": 7, "source": "explorer",
                                                  "steps_per_goal": 200, "goals": ["0,0", "6,6"],
                                                  "progress": False}))
-    args = argparse.Namespace(context=30, batch_size=4, steps=50, lr=5e-4, threads=1)
+    args = argparse.Namespace(context=30, batch_size=4, steps=50, learning_rate=5e-4, threads=1)
     configs = {}
     for model in MODELS:
         command = train_command(model, data, tmp_path / model, args, seed=3)
@@ -27,8 +27,8 @@ def test_both_models_train_on_the_same_budget_and_text(tmp_path):
         out = subprocess.run([sys.executable, "-m", "ad", *command[1:], "--print-config"], capture_output=True,
                              text=True, check=True).stdout
         configs[model] = yaml.safe_load(out)
-    shared = ("template", "context", "max_tokens", "batch_size", "max_steps", "lr", "warmup_steps", "subsample",
-              "stride", "loss_on", "seed", "threads")
+    shared = ("template", "context", "max_tokens", "batch_size", "max_steps", "learning_rate", "warmup_steps",
+              "subsample", "stride", "loss_on", "seed", "threads")
     pretrained, scratch = configs["smollm2-135m"], configs["scratch"]
     assert {k: pretrained[k] for k in shared} == {k: scratch[k] for k in shared}
     assert (pretrained["template"], pretrained["context"], pretrained["max_steps"], pretrained["seed"]) == (

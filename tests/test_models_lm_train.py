@@ -18,9 +18,9 @@ from benchmarks.helpers.tiny_lm import build_tiny, char_tokenizer
 
 torch.set_num_threads(1)
 
-TINY_RUN = {"context": 12, "max_tokens": 160, "batch_size": 4, "max_steps": 12, "warmup_steps": 2, "lr": 1e-2,
-            "lora_r": 4, "val_every": 6, "val_batches": 1, "checkpoint_every": 6, "log_every": 2, "progress": False,
-            "threads": 1}
+TINY_RUN = {"context": 12, "max_tokens": 160, "batch_size": 4, "max_steps": 12, "warmup_steps": 2,
+            "learning_rate": 1e-2, "lora_r": 4, "val_every": 6, "val_batches": 1, "checkpoint_every": 6, "log_every": 2,
+            "progress": False, "threads": 1}
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +56,8 @@ def test_lora_weights_change_and_base_stays_frozen(tiny_dir, darkroom3):
     model.train()
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     data = LMDataModule(darkroom3, tokenizer, window=10, max_tokens=120, batch_size=4)
-    optim = {"lr": 1e-2, "min_lr": 1e-4, "warmup_steps": 1, "decay_steps": 8, "weight_decay": 0.0, "beta1": 0.9,
-             "beta2": 0.99}
+    optim = {"learning_rate": 1e-2, "min_lr": 1e-4, "warmup_steps": 1, "decay_steps": 8, "weight_decay": 0.0,
+             "beta1": 0.9, "beta2": 0.99}
     trainer = L.Trainer(max_steps=8, logger=False, enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False, limit_val_batches=0)
     trainer.fit(LMLightningModule(model, optim), datamodule=data)
@@ -139,7 +139,8 @@ def test_windows_lose_oldest_whole_transitions_like_acting():
 
 @pytest.mark.parametrize("values, match", [
     ({"lora_r": 0}, "--lora-r"), ({"loss_on": "prompt"}, "--loss-on"), ({"max_tokens": 4}, "--max-tokens"),
-    ({"dtype": "int8"}, "dtype"), ({"preset": "nope"}, "preset"), ({"lr": 0}, "lr"), ({"target_modules": []}, "target"),
+    ({"dtype": "int8"}, "dtype"), ({"preset": "nope"}, "preset"), ({"learning_rate": 0}, "--learning-rate"),
+    ({"target_modules": []}, "target"),
 ])
 def test_bad_options_are_user_errors(values, match):
     with pytest.raises(UserError, match=match):

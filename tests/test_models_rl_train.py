@@ -31,7 +31,7 @@ def read_ckpt(out):
 
 
 def test_lr_schedule_warms_up_then_decays_to_the_floor():
-    optim = OptimConfig(lr=1e-3, min_lr=1e-5, warmup_steps=10, decay_steps=110)
+    optim = OptimConfig(learning_rate=1e-3, min_lr=1e-5, warmup_steps=10, decay_steps=110)
     assert lr_multiplier(0, optim) == pytest.approx(0.1)
     assert lr_multiplier(9, optim) == pytest.approx(1.0)
     assert lr_multiplier(60, optim) == pytest.approx(0.01 + 0.99 * 0.5)
@@ -57,7 +57,7 @@ def test_train_writes_run_files_and_resume_continues(dataset, tmp_path):
     with pytest.raises(UserError, match="already holds a training run"):
         train(config(dataset, out, max_steps=8))
     with pytest.raises(UserError, match="same options"):
-        train(config(dataset, out, max_steps=8, resume=True, lr=0.5))
+        train(config(dataset, out, max_steps=8, resume=True, learning_rate=0.5))
     train(config(dataset, out, max_steps=8, resume=True))
     second = read_ckpt(out)
     assert second["global_step"] == 8 and adam_step(second) == 8  # optimiser state carried over, not restarted
@@ -70,7 +70,8 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(dataset, tmp_path):
     with pytest.raises(UserError, match="column 'reward' holds nan"):  # non-finite data is refused on read
         train(config(bad, out, max_steps=6, resume=True, reward_kind="continuous"))
     with pytest.raises(UserError, match="loss became (nan|inf)"):  # a diverging run stops at its first bad loss
-        train(config(dataset, tmp_path / "diverging", max_steps=6, reward_kind="continuous", lr=1e30, grad_clip=0.0))
+        train(config(dataset, tmp_path / "diverging", max_steps=6, reward_kind="continuous", learning_rate=1e30,
+                     grad_clip=0.0))
     ckpt = read_ckpt(out)
     assert ckpt["global_step"] == 2
     assert all(torch.isfinite(v).all() for v in ckpt["state_dict"].values())

@@ -197,7 +197,8 @@ def test_config_yaml_survives_a_resume_that_dies_while_writing_it(data, own_run,
 def test_an_empty_or_unreadable_run_config_refuses_resume(data, own_run, tmp_path, capsys, content):
     copy = own_run
     (copy / "config.yaml").write_text(content)
-    code, err, _ = train(capsys, data, copy, "--max-steps", "6", "--resume", "--batch-size", "8", "--lr", "0.05")
+    code, err, _ = train(capsys, data, copy, "--max-steps", "6", "--resume", "--batch-size", "8", "--learning-rate",
+                         "0.05")
     assert code == 2 and "config.yaml" in err and "--print-config" in err
     assert (copy / "config.yaml").read_text() == content  # nothing rewritten, nothing trained
     assert not (copy / "checkpoints" / "step=6.ckpt").exists()
@@ -275,10 +276,10 @@ def test_a_moved_run_folder_resumes(data, run, tmp_path, capsys):
 
 def test_a_resume_refusal_is_a_short_readable_line(data, own_run, tmp_path, capsys):
     copy = own_run
-    code, err, _ = train(capsys, data, copy, "--max-steps", "6", "--resume", "--batch-size", "8", "--lr", "0.05",
-                         "--expert-only")
+    code, err, _ = train(capsys, data, copy, "--max-steps", "6", "--resume", "--batch-size", "8", "--learning-rate",
+                         "0.05", "--expert-only")
     assert code == 2
-    assert "batch_size 4 -> 8" in err and "lr 0.001 -> 0.05" in err and "expert_only False -> True" in err
+    assert "batch_size 4 -> 8" in err and "learning_rate 0.001 -> 0.05" in err and "expert_only False -> True" in err
     assert len(err) < 400 and "{" not in err
 
 

@@ -17,7 +17,7 @@ def test_runtime_options_are_left_out_of_the_recorded_settings():
     recorded = data_options(BanditConfig())
     assert "out" not in recorded and "progress" not in recorded and recorded["pulls"] == 500
     assert {"out", "threads", "plots", "tensorboard", "progress"} <= runtime_fields(KeyDoorConfig)  # via override
-    assert "lr" not in runtime_fields(KeyDoorConfig) and "seed" not in runtime_fields(KeyDoorConfig)
+    assert "learning_rate" not in runtime_fields(KeyDoorConfig) and "seed" not in runtime_fields(KeyDoorConfig)
     assert RESUMABLE_CHANGES == runtime_fields(TrainRLConfig) and {"max_steps", "threads"} <= RESUMABLE_CHANGES
 
 

@@ -17,7 +17,7 @@ from benchmarks.scale_generate import ad_command  # noqa: E402
 pytestmark = pytest.mark.slow
 
 LM = ["--context", "12", "--max-tokens", "160", "--batch-size", "4", "--warmup-steps", "2", "--decay-steps", "8",
-      "--lr", "1e-2", "--lora-r", "4", "--val-every", "1", "--val-batches", "1", "--checkpoint-every", "4",
+      "--learning-rate", "1e-2", "--lora-r", "4", "--val-every", "1", "--val-batches", "1", "--checkpoint-every", "4",
       "--log-every", "2", "--progress", "false", "--threads", "1", "--accelerator", "cpu"]
 TWO_PROCESSES = {"ddp": ["--devices", "2"], "fsdp": ["--devices", "2", "--strategy", "fsdp"]}
 

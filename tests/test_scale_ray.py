@@ -71,7 +71,7 @@ def test_a_user_error_in_a_unit_comes_back_as_itself(cluster, tmp_path):
     from tasks.grid.generate import UnitJob, grid_unit
 
     generate(_cfg(tmp_path / "d", goals=["0,0"]))
-    other = _cfg(tmp_path / "d", goals=["0,0"], lr=0.5)  # the worker finds a dataset made with other settings
+    other = _cfg(tmp_path / "d", goals=["0,0"], learning_rate=0.5)  # the worker finds a dataset of other settings
     with pytest.raises(UserError, match="different settings"):
         run_units(grid_unit, [WorkUnit("one", UnitJob(other, [(0, 0)], str(tmp_path / "d"), DARKROOM))],
                   backend="ray")

@@ -125,7 +125,7 @@ def test_paired_outcomes_count_the_games_each_phase_won():
 
 
 @pytest.mark.parametrize("bad", [{"step_limit": 0}, {"game": "zork"}, {"gamma": float("nan")}, {"eval_games": 0},
-                                 {"ppo_lr": float("inf")}, {"beta": -1.0}, {"ppo_target_kl": float("nan")},
+                                 {"ppo_learning_rate": float("inf")}, {"beta": -1.0}, {"ppo_target_kl": float("nan")},
                                  {"ppo_target_kl": -0.01}, {"ppo_ratio": "tokens"},
                                  {"ppo_micro_batch_size": -1}, {"train_eval_games": -1},
                                  {"train_eval_games": 1001},

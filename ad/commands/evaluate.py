@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from ad.files import write_json_atomic, write_text_atomic
-from ad.config import option
+from ad.config import option, override
 from ad.errors import UserError
 from ad.memory import check_memory
+from ad.options import RunOptions, run_options
 from ad.registry import register
 
 #: Labels of the rows the evaluator adds itself (uniformly random actions, the source algorithm's own curve).
@@ -19,7 +20,7 @@ RESERVED_LABELS = ("random", "source")
 
 
 @dataclass
-class EvalConfig:
+class EvalConfig(run_options("out", "seed", "threads", "progress")):
     """Run trained models in context on held-out tasks; write eval.json, eval.csv and in_context.png."""
 
     ckpt: str = option("runs/ad", "run folder of `ad train` (the AD model)")
@@ -35,10 +36,9 @@ class EvalConfig:
     max_tasks: int | None = option(None, "evaluate at most this many of the tasks (default: all of them)")
     greedy: bool = option(False, "greedy actions instead of sampling from the policy (Box actions: the Gaussian "
                                  "head's squashed mean, or each dimension's most likely bin)")
-    seed: int = option(0, "seed of the envs and of action sampling")
-    out: str | None = option(None, "output folder (default: <ckpt>/eval)")
-    progress: bool = option(True, "show progress bars")
-    threads: int = option(1, "torch CPU threads (0 = torch's default)")
+    out: str | None = override(RunOptions, "out", None, "eval.json, eval.csv and in_context.png (default: "
+                                                        "<ckpt>/eval)")
+    threads: int = override(RunOptions, "threads", 1)
 
     def __post_init__(self) -> None:
         if self.data is None:

@@ -4,23 +4,24 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ad.config import option
+from ad.config import option, override
 from ad.errors import UserError
+from ad.options import RunOptions, run_options
 from ad.registry import register
 
 DATA_FORMATS = ("hdf5", "parquet", "arrow")  # ad.interop.minari.DATA_FORMATS (not imported: it loads pyarrow)
 
 
 @dataclass
-class ExportMinariConfig:
+class ExportMinariConfig(run_options("out")):
     """Write a learning-history dataset as a Minari dataset, one Minari episode per history episode, in order."""
 
     data: str | None = option(None, "learning-history dataset folder or URL to export (default: the one `ad generate` "
                                     "writes for the default task family)", positional=True)
     name: str | None = option(None, "Minari dataset id NAMESPACE/ENV/NAME-vVERSION, e.g. ad/darkroom9/a2c-v0 "
                                     "(required)")
-    out: str | None = option(None, "Minari datasets root the dataset is written under (default: "
-                                   "$MINARI_DATASETS_PATH, else ~/.minari/datasets)")
+    out: str | None = override(RunOptions, "out", None, "the Minari datasets root (default: $MINARI_DATASETS_PATH, "
+                                                        "else ~/.minari/datasets)")
     data_format: str = option("hdf5", "Minari storage: hdf5 (one HDF5 file, Minari's default), parquet or arrow "
                                       "(one Parquet / Arrow IPC file per episode)")
     overwrite: bool = option(False, "replace a Minari dataset of that name (it is kept until the new one is "

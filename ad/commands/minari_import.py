@@ -6,20 +6,21 @@ from dataclasses import dataclass
 
 from ad.config import option
 from ad.errors import UserError
+from ad.options import dataset_out, run_options
 from ad.registry import register
 
 FOREIGN_STREAMS = ("dataset", "episode")  # ad.interop.minari.FOREIGN_STREAMS (not imported: it loads pyarrow)
 
 
 @dataclass
-class ImportMinariConfig:
+class ImportMinariConfig(run_options("out")):
     """Write a Minari dataset as a learning-history dataset; one written by `ad export minari` comes back exactly."""
 
     name: str | None = option(None, "Minari dataset id in the datasets root, e.g. ad/darkroom9/a2c-v0")
     path: str | None = option(None, "folder of one Minari dataset (instead of --name)")
     root: str | None = option(None, "Minari datasets root --name is looked up in (default: $MINARI_DATASETS_PATH, "
                                     "else ~/.minari/datasets)")
-    out: str = option("data/minari", "learning-history dataset folder to write (re-running resumes)")
+    out: str = dataset_out("data/minari")
     streams: str = option("dataset", "datasets not written by `ad export minari`: 'dataset' = all episodes form one "
                                      "stream in episode-id order (one learning history), 'episode' = each episode "
                                      "is its own stream")

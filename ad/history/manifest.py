@@ -47,8 +47,8 @@ def read_manifest(location: Location) -> dict[str, Any]:
 
 def settings_differences(old: dict[str, Any], new: dict[str, Any], where: str = "") -> list[str]:
     """Readable differences between two dataset descriptions, most specific key first, e.g.
-    ``"--lr (source.config.lr): dataset 0.0001, this command 0.001"``. A setting recorded under an option's
-    deprecated name compares with its current name (:func:`ad.config.upgrade_recorded`)."""
+    ``"--learning-rate (source.config.learning_rate): dataset 0.0001, this command 0.001"``. A setting recorded under
+    an option's deprecated name compares with its current name (:func:`ad.config.upgrade_recorded`)."""
     from ad.config import upgrade_recorded
 
     old = upgrade_recorded(old, new)

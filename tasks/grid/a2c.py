@@ -217,8 +217,8 @@ class BatchedA2C:
         self._rows = [embed_rows, heads_rows, bias_rows]  # (G, block) each, padding 0
         self._d_hidden, _ = _goal_major(G, (H, S), zero=False)  # (G, H, S) gradient before the ReLU mask
         # elementwise, so batched == per-goal Adam (the padded rows keep every element on its vector path)
-        self.optimizer = torch.optim.Adam(self._rows, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps,
-                                          fused=True)
+        self.optimizer = torch.optim.Adam(self._rows, lr=cfg.learning_rate, betas=tuple(cfg.adam_betas),
+                                          eps=cfg.adam_eps, fused=True)
 
         self.env: GridVectorEnv = family.make_env(cfg, self.goals)
         self.obs, _ = self.env.reset(seed=env_seeds(seed, cfg.size, self.goals, self.N))  # (E,)

@@ -1,10 +1,11 @@
 """What a grid family configures, and what every grid dataset shares (no torch, nothing heavy: ``ad --help`` reads
 the options).
 
-- the options every grid family's sources share, declared once (:class:`GridOptions`: a family's config takes each
-  with :func:`ad.config.override` and its own default, ``lr: float = override(GridOptions, "lr", 1e-3)``, so help
-  texts are written here only), and their checks;
+- the options every grid family's sources share, declared and checked once (:class:`GridOptions`: a family's config
+  inherits it, adds its own options and sets its defaults with :func:`ad.config.override`, ``learning_rate: float =
+  override(GridOptions, "learning_rate", 1e-3)``);
 - :class:`GridFamily`: a family as the grid sources see it, one configuration of the engine;
+- :func:`register_grid_family`: a family's gymnasium ids and task family, registered the same way for each;
 - a grid dataset's columns (:func:`history_spec`), its metadata's split and task table (:func:`grid_metadata`) and
   its learning figure (:func:`ratio_summary`).
 """
@@ -14,62 +15,116 @@ import dataclasses
 import math
 import os
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import numpy as np
 
-from ad.config import option
+from ad.config import option, override
 from ad.distributed import check_backend_options
 from ad.errors import UserError
 from ad.memory import check_memory
+from ad.options import RunOptions, continue_post_init, dataset_out, run_options
 from tasks.grid.room import NUM_ACTIONS, split_goals
+from tasks.noise import NoiseOptions, check_noise_options
+from tasks.random_source import RandomOptions, check_random_options
 
+#: The ``--help`` sections of the A2C options and of how batches run.
+A2C_GROUP = "A2C source"
+RUNNING_GROUP = "batches and writing"
 #: Whether this machine has a second core for background shard encoding (the default of --background-writing).
 MULTICORE = (os.cpu_count() or 1) >= 2
 
 
 @dataclass
-class GridOptions:
-    """The room, the A2C and the running options of a grid family's source (declarations; defaults are
-    DarkRoom's)."""
+class GridOptions(NoiseOptions, RandomOptions,
+                  run_options("out", "seed", "threads", "progress", "tensorboard", "plots")):
+    """Options every grid family's source shares; declared and checked here once (the room, the A2C, the noise and
+    random sources, the running): a family's config inherits them, adds its own and sets its defaults with
+    :func:`ad.config.override` (defaults here are DarkRoom's)."""
 
-    out: str = option("data/darkroom", "output dataset folder or URL (file://, s3://, gs://, memory:// ...; "
-                                       "re-running the same command resumes)", runtime=True)
+    out: str = dataset_out("data/darkroom")
+    seed: int = override(RunOptions, "seed", 0, "the agents' initial weights and actions and the train/held-out "
+                                                "split; recorded as run")
     size: int = option(9, "grid side; states are cells row*size+col")
     episode_length: int = option(20, "steps per episode (truncation)")
     random_start: bool = option(False, "start each episode in a random cell instead of the centre")
+    heldout_fraction: float = option(0.25, "fraction of the tasks held out from training the transformer")
+    random_policy: Literal["dirichlet", "uniform"] = override(RandomOptions, "random_policy", "uniform")
     # A2C
-    hidden: int = option(128, "width of the shared embedding layer")
-    num_envs: int = option(10, "parallel envs per goal (one history stream each)")
-    num_steps: int = option(10, "rollout length per update")
-    lr: float = option(1e-4, "Adam learning rate")
-    adam_betas: list[float] = option([0.9, 0.999], "Adam betas")
-    adam_eps: float = option(1e-6, "Adam epsilon")
-    max_grad_norm: float = option(0.5, "gradient-norm clip, applied to each goal's agent separately")
-    ent_coef: float = option(0.01, "entropy bonus coefficient")
-    vf_coef: float = option(0.99, "value-loss coefficient")
-    gamma: float = option(0.99, "discount")
-    gae_lambda: float = option(1.0, "GAE lambda; 1.0 = plain n-step returns (the recipe's choice)")
+    hidden: int = option(128, "width of the shared embedding layer", group=A2C_GROUP)
+    num_envs: int = option(10, "parallel envs per task (one history stream each)", group=A2C_GROUP)
+    num_steps: int = option(10, "rollout length per update", group=A2C_GROUP)
+    learning_rate: float = option(1e-4, "Adam learning rate", aliases=("lr",), group=A2C_GROUP)
+    adam_betas: list[float] = option([0.9, 0.999], "Adam betas", group=A2C_GROUP)
+    adam_eps: float = option(1e-6, "Adam epsilon", group=A2C_GROUP)
+    max_grad_norm: float = option(0.5, "gradient-norm clip, applied to each task's agent separately", group=A2C_GROUP)
+    ent_coef: float = option(0.01, "entropy bonus coefficient", group=A2C_GROUP)
+    vf_coef: float = option(0.99, "value-loss coefficient", group=A2C_GROUP)
+    gamma: float = option(0.99, "discount", group=A2C_GROUP)
+    gae_lambda: float = option(1.0, "GAE lambda; 1.0 = plain n-step returns (the recipe's choice)", group=A2C_GROUP)
     # running
+    goals_per_batch: int = option(0, "tasks trained together in one batch = one work unit (0 = all tasks with "
+                                     "--backend local, 8 per unit with --backend ray); batches commit one by one. "
+                                     "A task's history does not depend on it or on the backend", runtime=True,
+                                  group=RUNNING_GROUP)
     backend: str = option("local", "where batches run: local (this process) or ray (one Ray task per batch; "
-                                   "pip install 'algorithm-distillation[ray]')", runtime=True)
+                                   "pip install 'algorithm-distillation[ray]')", runtime=True, group=RUNNING_GROUP)
     address: str = option("", "Ray cluster to join with --backend ray ('auto', 'host:6379', 'ray://host:10001'); "
                               "empty = start a local Ray instance. On several machines --out must be storage "
-                              "they all reach (s3://, gs://, a shared file system)", runtime=True)
+                              "they all reach (s3://, gs://, a shared file system)", runtime=True,
+                          group=RUNNING_GROUP)
     workers: int = option(0, "most batches running at once with --backend ray (0 = one per CPU of the cluster; "
-                             "also the CPU count of a local Ray instance)", runtime=True)
+                             "also the CPU count of a local Ray instance)", runtime=True, group=RUNNING_GROUP)
     run_dir: str = option("", "local folder for summary.json, learning curves, GIF and TensorBoard (default: "
-                              "<out>/_run for a local --out, runs/generate-<name> for a remote URL)", runtime=True)
+                              "<out>/_run for a local --out, runs/generate-<name> for a remote URL)", runtime=True,
+                          group=RUNNING_GROUP)
     logprob_bits: int = option(23, "mantissa bits kept in the stored logprobs: 23 = exact float32; 7 = bfloat16 "
-                                   "precision (relative error <= 2^-8), smaller datasets")
-    threads: int = option(1, "torch CPU threads for the elementwise work (0 = torch's default); the A2C's matrix "
-                             "products always run on one thread, so results do not depend on it", runtime=True)
+                                   "precision, smaller datasets", group=RUNNING_GROUP)
+    threads: int = override(RunOptions, "threads", 1, "those of the elementwise work; the A2C's matrix products "
+                                                      "always run on one thread, so results do not depend on it")
     background_writing: bool = option(MULTICORE, "encode the history shards on a background thread (at lower "
-                                                 "CPU priority) while training goes on, so a second core takes the "
-                                                 "Parquet encoding. On by default with 2+ cores; Ray workers always "
-                                                 "write on their training thread", runtime=True)
-    log_every: int = option(500, "updates between TensorBoard / progress-bar statistics", runtime=True)
-    progress: bool = option(True, "show a progress bar", runtime=True)
+                                                 "CPU priority) while training goes on; on by default with 2+ "
+                                                 "cores (Ray workers always write on their training thread)",
+                                      runtime=True, group=RUNNING_GROUP)
+    log_every: int = option(500, "updates between TensorBoard / progress-bar statistics", runtime=True,
+                            group=RUNNING_GROUP)
+
+    def __post_init__(self) -> None:
+        if self.goals_per_batch < 0:
+            raise UserError(f"--goals-per-batch must be >= 0, got {self.goals_per_batch}")
+        if not 0.0 <= self.heldout_fraction < 1.0:
+            raise UserError(f"--heldout-fraction must be in [0, 1) (at least one task must train), got "
+                            f"{self.heldout_fraction}")
+        check_a2c_options(self)
+        check_noise_options(self)
+        check_random_options(self)
+        continue_post_init(GridOptions, self)
+
+
+def register_grid_family(name: str, package: str, env_class: str, gym_ids: dict[str, tuple[int, int]],
+                         env_kwargs: dict[str, Any], summary: str, generate_config: type, demo_config: type,
+                         default: bool = False) -> None:
+    """Register a grid family of the package ``package`` (``"tasks.darkroom"``): its gymnasium ids (``gym_ids``: id ->
+    (size, max_episode_steps); the first is the one ``ad eval`` uses; entry point ``<package>.env:<env_class>``,
+    vector entry point ``<package>.vector_env:make_vector_env``, each built with ``env_kwargs`` and its size) and its
+    :class:`ad.families.TaskFamily` (source ``<package>.generate:generate``, the shared demo pipeline, optimal actions
+    from ``<package>.optimal``). Imports no torch."""
+    import gymnasium
+
+    from ad.families import TaskFamily, register_family
+    from ad.registry import lazy_function
+
+    for gym_id, (size, steps) in gym_ids.items():
+        if gym_id not in gymnasium.registry:
+            gymnasium.register(id=gym_id, entry_point=f"{package}.env:{env_class}", max_episode_steps=steps,
+                               vector_entry_point=f"{package}.vector_env:make_vector_env",
+                               kwargs={"size": size, **env_kwargs})
+    register_family(TaskFamily(
+        name=name, summary=summary, generate_config=generate_config,
+        generate=lazy_function(f"{package}.generate:generate"), gym_id=next(iter(gym_ids)),
+        eval_kwargs=lazy_function(f"{package}.vector_env:eval_kwargs"), demo_config=demo_config,
+        demo=lazy_function("ad.demo_pipeline:run"), optimal_actions=lazy_function(f"{package}.optimal:optimal_actions"),
+        task_kwargs=("size",), default=default))
 
 
 def batch_memory_bytes(size: int, hidden: int, num_envs: int, goals: int) -> int:
@@ -96,8 +151,9 @@ def check_a2c_options(config: Any) -> None:
     for name in ("episode_length", "hidden", "num_envs", "num_steps", "log_every"):
         if getattr(config, name) <= 0:
             raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(config, name)}")
-    if not (0 < config.lr < math.inf and 0 < config.adam_eps < math.inf and 0 < config.max_grad_norm < math.inf):
-        raise UserError("--lr, --adam-eps and --max-grad-norm must be positive and finite")
+    if not (0 < config.learning_rate < math.inf and 0 < config.adam_eps < math.inf
+            and 0 < config.max_grad_norm < math.inf):
+        raise UserError("--learning-rate, --adam-eps and --max-grad-norm must be positive and finite")
     if not (0 <= config.ent_coef < math.inf and 0 <= config.vf_coef < math.inf):
         raise UserError(f"--ent-coef and --vf-coef must be finite and >= 0, got {config.ent_coef} and {config.vf_coef}")
     if len(config.adam_betas) != 2 or not all(0.0 <= b < 1.0 for b in config.adam_betas):

@@ -237,8 +237,9 @@ def _check_finite(cfg: Any, rollout: Rollout, goal_of_env: np.ndarray, names: li
 
 def _diverged(cfg: Any, what: str, update: int) -> None:
     raise UserError(f"A2C diverged at update {update} of {cfg.updates}: {what}; nothing of this batch was "
-                    f"committed. Lower --lr (now {cfg.lr}) or --max-grad-norm (now {cfg.max_grad_norm}), or check "
-                    f"--ent-coef ({cfg.ent_coef}) and --vf-coef ({cfg.vf_coef}), then re-run")
+                    f"committed. Lower --learning-rate (now {cfg.learning_rate}) or --max-grad-norm (now "
+                    f"{cfg.max_grad_norm}), or check --ent-coef ({cfg.ent_coef}) and --vf-coef ({cfg.vf_coef}), then "
+                    "re-run")
 
 
 def _summarize(cfg: Any, out: Location, metadata: dict[str, Any], elapsed: float,

@@ -7,7 +7,7 @@ from typing import Literal
 from ad.config import option, override
 from ad.errors import UserError
 from ad.memory import check_memory
-from ad.options import LoRAOptions, WeightsDtypeOptions
+from ad.options import LoRAOptions, WeightsDtypeOptions, dataset_out, run_options
 
 #: Memory of one start/goal configuration while the split is drawn (a 5-tuple of ints, the lists holding it, the
 #: shuffled order).
@@ -20,12 +20,12 @@ PHASES = ("critic", "simpo")
 
 
 @dataclass
-class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
+class GenerateConfig(LoRAOptions, WeightsDtypeOptions,
+                     run_options("out", "seed", "threads", "progress", "tensorboard", "plots")):
     """LLM actor on the grid world: Monte-Carlo critic with the actor frozen, then SimPO on ranked
     pairs of move lists; every episode of every phase logged as a learning history."""
 
-    out: str = option("data/gridworld", "output dataset folder or URL (file://, s3://, gs://, memory:// ...; "
-                                        "re-running the same command resumes)", runtime=True)
+    out: str = dataset_out("data/gridworld")
     size: int = option(4, "grid side length (>= 2)")
     phases: list[Literal["critic", "simpo"]] = option(["critic", "simpo"], "phases to run, in order", runtime=True)
     model: str = option("smollm2-135m", "actor LM: smollm2-135m (offline, packaged), a save_pretrained folder or a "
@@ -45,7 +45,7 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
     gamma: float = option(0.95, "discount of the Monte-Carlo returns and of the critic advantage")
     critic_episodes: int = option(256, "episodes collected with the frozen actor for the critic phase")
     critic_epochs: int = option(200, "value-head training epochs on the collected returns")
-    critic_lr: float = option(1e-3, "value-head learning rate")
+    critic_learning_rate: float = option(1e-3, "value-head learning rate", aliases=("critic_lr",))
     simpo_iterations: int = option(5, "SimPO iterations (sample pairs, train, checkpoint, commit)")
     simpo_states: int = option(256, "start states sampled per SimPO iteration")
     simpo_samples: int = option(2, "move lists sampled per start state (LactChain's recipe: 2); the worst by reward + "
@@ -65,18 +65,13 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
     simpo_trainer: Literal["shared-prefix", "trl"] = option("shared-prefix", "SimPO implementation: 'shared-prefix' (the prompts' common opening "
                                 "runs once per batch; prompts and completions tokenized as the actor sees them) or "
                                 "'trl' (trl's CPOTrainer, loss_type=simpo); same loss")
-    simpo_lr: float = option(1e-3, "SimPO learning rate (LoRA parameters)")
+    simpo_learning_rate: float = option(1e-3, "SimPO learning rate (LoRA parameters)", aliases=("simpo_lr",))
     simpo_batch: int = option(16, "SimPO pairs per optimiser step")
     target_modules: list[str] = override(LoRAOptions, "target_modules", ["all-linear"])  # the actor's adapter
     eval_episodes: int = option(64, "held-out episodes evaluated (greedy) before and after SimPO (0 = skip)")
-    seed: int = option(0, "seed of sampling and of the train/held-out split; recorded as run")
-    threads: int = option(0, "torch CPU threads (0 = torch's default)", runtime=True)
     run_dir: str = option("", "local folder for checkpoints (critic, adapters: the resume point), TensorBoard, "
                               "summary.json and plots (default: <out>/_run for a local --out, runs/generate-<name> "
                               "for a remote URL)", runtime=True)
-    tensorboard: bool = option(True, "write TensorBoard scalars under <run-dir>/tb", runtime=True)
-    plots: bool = option(True, "save success / off-map rate over training (PNG) in the run folder", runtime=True)
-    progress: bool = option(True, "show progress bars", runtime=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -108,9 +103,10 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
             raise UserError(f"--heldout-fraction must be in (0, 1), got {self.heldout_fraction}")
         if self.temperature <= 0 or not 0.0 < self.gamma <= 1.0:
             raise UserError("--temperature must be positive and --gamma in (0, 1]")
-        if min(self.critic_lr, self.simpo_lr, self.simpo_beta) <= 0 or self.move_cost < 0 or self.offmap_penalty < 0:
-            raise UserError("--critic-lr, --simpo-lr, --simpo-beta must be positive; --move-cost and "
-                            "--offmap-penalty non-negative")
+        if (min(self.critic_learning_rate, self.simpo_learning_rate, self.simpo_beta) <= 0 or self.move_cost < 0
+                or self.offmap_penalty < 0):
+            raise UserError("--critic-learning-rate, --simpo-learning-rate, --simpo-beta must be positive; --move-cost "
+                            "and --offmap-penalty non-negative")
         if min(self.eval_episodes, self.threads, self.progress_bonus, self.simpo_nll) < 0:
             raise UserError("--eval-episodes, --threads, --progress-bonus and --simpo-nll must be >= 0")
 

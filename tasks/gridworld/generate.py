@@ -153,7 +153,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
             table = HistoryReader(location).table(columns=["phase", "state", "mc_return"]).to_pandas()
             table = table[table["phase"] == "critic"]
             critic, losses = fit_critic(features, list(table["state"]), table["mc_return"].to_numpy(),
-                                        cfg.critic_epochs, cfg.critic_lr, cfg.seed)
+                                        cfg.critic_epochs, cfg.critic_learning_rate, cfg.seed)
             critic.save(path)
             summary["critic"] = {"rows": len(table), "mse_first": losses[0], "mse_last": losses[-1],
                                  "return_var": float(table["mc_return"].var())}
@@ -185,7 +185,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
                 raise UserError(f"{cfg.out} has {len(committed)} committed SimPO iterations but no {saved}; the "
                                 "adapter to resume from is gone: use a new --out folder")
             set_peft_model_state_dict(model, load_file(str(saved)))
-        optimizer = make_optimizer(model, cfg.simpo_lr)
+        optimizer = make_optimizer(model, cfg.simpo_learning_rate)
         if committed and (saved_optim := ckpt / f"actor-i{len(committed) - 1:04d}" / OPTIMIZER_FILE).is_file():
             optimizer.load_state_dict(torch.load(saved_optim, map_location="cpu", weights_only=True))
         for k in _progress(range(len(committed), cfg.simpo_iterations), "SimPO iterations", cfg.progress):
@@ -201,8 +201,8 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
             logs = {}
             if pairs and cfg.simpo_trainer == "trl":
                 logs = train_simpo(model, tokenizer, pairs, str(run_dir / "trainer"), cfg.simpo_beta, cfg.simpo_gamma,
-                                   cfg.simpo_lr, cfg.simpo_epochs, cfg.simpo_batch, cfg.seed + k, cfg.progress,
-                                   optimizer, nll=cfg.simpo_nll)
+                                   cfg.simpo_learning_rate, cfg.simpo_epochs, cfg.simpo_batch, cfg.seed + k,
+                                   cfg.progress, optimizer, nll=cfg.simpo_nll)
             elif pairs:
                 logs = train_shared_prefix_simpo(model, tokenizer, pairs, optimizer, cfg.simpo_beta, cfg.simpo_gamma,
                                                  cfg.simpo_epochs, cfg.simpo_batch, cfg.seed + k, cfg.simpo_nll,

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from ad.config import option
 from ad.errors import UserError
+from ad.options import dataset_out, run_options
 from tasks.gym.task_file import check_finite
 
 #: Algorithms ``--algo`` takes (``sb3:<Name>``): the ones the recorder's callback supports.
@@ -12,7 +13,7 @@ ALGORITHMS = ("PPO", "A2C", "SAC", "DQN")
 
 
 @dataclass
-class GymGenerateConfig:
+class GymGenerateConfig(run_options("out", "seed", "progress")):
     """Train a Stable-Baselines3 algorithm on every task of a distribution over one Gymnasium env and record each
     run's whole learning history."""
 
@@ -24,10 +25,8 @@ class GymGenerateConfig:
                                    "'{\"n_steps\": 256, \"learning_rate\": 0.001}'")
     steps: int = option(20_000, "env steps of the source algorithm on each task and run")
     runs: int = option(1, "source-algorithm runs (seeds) on each task; each run is one unit of the dataset")
-    out: str = option("data/gym", "output dataset folder or URL (re-running the same command resumes)", runtime=True)
-    seed: int = option(0, "seed of the task draws, the train / held-out split and the algorithm runs")
+    out: str = dataset_out("data/gym")
     heldout_fraction: float = option(0.2, "fraction of the tasks held out from training the transformer")
-    progress: bool = option(True, "show progress", runtime=True)
 
     def __post_init__(self) -> None:
         name = self.algo.partition("sb3:")[2]

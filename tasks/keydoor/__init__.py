@@ -15,10 +15,7 @@ imported only when a command runs.
 """
 from __future__ import annotations
 
-import gymnasium
-
-from ad.families import TaskFamily, register_family
-from ad.registry import lazy_function
+from tasks.grid.family import register_grid_family
 from tasks.keydoor.config import GenerateConfig
 from tasks.keydoor.demo import KeyDoorDemoConfig
 
@@ -26,21 +23,6 @@ from tasks.keydoor.demo import KeyDoorDemoConfig
 #: reset unless ``pair=`` is passed.
 GYM_IDS = {"ad/DarkKeyToDoor-9x9-v0": (9, 50), "ad/DarkKeyToDoor-3x3-v0": (3, 20)}
 
-for _gym_id, (_size, _steps) in GYM_IDS.items():
-    if _gym_id not in gymnasium.registry:
-        gymnasium.register(id=_gym_id, entry_point="tasks.keydoor.env:KeyDoorEnv", max_episode_steps=_steps,
-                           vector_entry_point="tasks.keydoor.vector_env:make_vector_env",
-                           kwargs={"size": _size, "random_start": False})
-
-register_family(TaskFamily(
-    name="keydoor",
-    summary="A2C learning histories on Dark Key-to-Door tasks (key/door pairs, all batched)",
-    generate_config=GenerateConfig,
-    generate=lazy_function("tasks.keydoor.generate:generate"),
-    gym_id="ad/DarkKeyToDoor-9x9-v0",
-    eval_kwargs=lazy_function("tasks.keydoor.vector_env:eval_kwargs"),
-    demo_config=KeyDoorDemoConfig,
-    demo=lazy_function("ad.demo_pipeline:run"),
-    optimal_actions=lazy_function("tasks.keydoor.optimal:optimal_actions"),
-    task_kwargs=("size",),
-))
+register_grid_family("keydoor", "tasks.keydoor", "KeyDoorEnv", GYM_IDS, {"random_start": False},
+                     "A2C learning histories on Dark Key-to-Door tasks (key/door pairs, all batched)", GenerateConfig,
+                     KeyDoorDemoConfig)

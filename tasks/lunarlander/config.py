@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from ad.config import option
 from ad.errors import UserError
+from ad.options import dataset_out, run_options
 from tasks.lunarlander.instances import GRAVITY, TURBULENCE_POWER, WIND_POWER, check_number
 
 #: Most tasks one generation may hold (all run in one batched learner, one process).
@@ -12,12 +13,11 @@ MAX_TASKS = 1024
 
 
 @dataclass
-class GenerateConfig:
+class GenerateConfig(run_options("out", "seed", "progress")):
     """A batched PPO learns every LunarLander task at once (one learner per task, one forward/backward for all)
     and records every transition."""
 
-    out: str = option("data/lunarlander", "output dataset folder or URL (re-running the same command resumes)",
-                      runtime=True)
+    out: str = dataset_out("data/lunarlander")
     tasks: int = option(16, "tasks (lunarlander-t0000 ...): each one setting of gravity and wind, one unit")
     steps: int = option(64_000, "env steps of each task's learner, over all its streams")
     streams: int = option(4, "parallel envs (learning histories) per task; each task's PPO learns from all of them")
@@ -37,9 +37,7 @@ class GenerateConfig:
     vf_coef: float = option(0.5, "value-loss weight")
     max_grad_norm: float = option(0.5, "per-task gradient-norm clip")
     hidden: int = option(64, "units of each of the two hidden layers of the actor and of the critic")
-    seed: int = option(0, "seed of the task draws, the split, the learners and the envs; recorded as run")
     heldout_fraction: float = option(0.25, "fraction of the tasks held out from training the transformer")
-    progress: bool = option(True, "show progress", runtime=True)
 
     def __post_init__(self) -> None:
         for name in ("tasks", "steps", "streams", "rollout", "epochs", "minibatches", "hidden"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ad.config import option
+from ad.config import option, override
 from ad.demo_pipeline import ADDemoConfig
 from ad.errors import UserError
 
@@ -22,7 +22,7 @@ class LunarLanderDemoConfig(ADDemoConfig):
     TITLE = "LunarLander"
     REPORT_WINDOWS = ((6, 10),)
 
-    out: str = option("data/demo-lunarlander", "folder for the dataset, both runs, the evaluation and report.md")
+    out: str = override(ADDemoConfig, "out", "data/demo-lunarlander")
     subsample: int = option(4, "AD trains on every k-th episode of each history (the AD paper's subsampling)")
     context: int = option(256, "transformer context in transitions (a LunarLander episode is 100-1000 steps)")
     ad_steps: int = option(600, "optimiser steps for AD")

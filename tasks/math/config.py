@@ -6,12 +6,12 @@ from typing import Literal
 
 from ad.config import option, override
 from ad.errors import UserError
-from ad.options import LoRAOptions, WeightsDtypeOptions, cpu_has_fast_bfloat16
+from ad.options import LoRAOptions, WeightsDtypeOptions, cpu_has_fast_bfloat16, dataset_out, run_options
 from tasks.math.problems import LEVELS
 
 
 @dataclass
-class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
+class GenerateConfig(LoRAOptions, WeightsDtypeOptions, run_options("out", "seed", "threads", "progress", "plots")):
     """REINFORCE (trl's RLOO: leave-one-out baseline) with a KL penalty to a reference policy refreshed every k
     iterations, on math word problems; every sampled solution logged as a learning history."""
 
@@ -25,14 +25,13 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
 
     preset: str = option(
         "standard", "standard: trl's RLOOTrainer at the GPU run's scale (60 iterations x 16 problems x 8 solutions); "
-                    "cpu: the batched engine at a scale an hour on 2 CPU cores allows (4 problems per iteration); "
-                    "explicit options override the preset's")
+                    "cpu: the batched engine at a CPU's scale (4 problems per iteration); explicit options override "
+                    "the preset's")
     engine: Literal["trl", "fast"] = option(
         "trl", "trl: trl's RLOOTrainer; fast: the same loss with a batched sampler (each prompt read once per group), "
                "reference log-probabilities from the base model with the adapter off (or a saved copy of the "
                "adapter when refreshed), no second model (needs LoRA)")
-    out: str = option("data/math", "output dataset folder or URL (file://, s3://, memory:// ...; re-running the "
-                                   "same command resumes)", runtime=True)
+    out: str = dataset_out("data/math")
     model: str = option("smollm2-135m", "policy: smollm2-135m (offline, packaged), a save_pretrained folder or a "
                         "cached hub id")
     problems: str = option("", "GSM8K-format jsonl file (one {'question', 'answer': '... #### n'} per line); "
@@ -62,13 +61,9 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions):
     few_shot: int = option(0, "worked examples (from the training problems) shown before each problem")
     lora: bool = option(True, "train a LoRA adapter (the LoRA options below) instead of all weights")
     target_modules: list[str] = override(LoRAOptions, "target_modules", ["all-linear"])
-    seed: int = option(0, "seed of sampling, problem order and the held-out split; recorded as run")
     eval_problems: int = option(200, "held-out problems scored greedily before and after training (0 = skip)", runtime=True)
-    threads: int = option(0, "torch CPU threads (0 = torch's default)", runtime=True)
     run_dir: str = option("", "local folder for checkpoints (the resume point), summary.json and the reward curve "
                               "(default: <out>/_run for a local --out, runs/generate-<name> for a remote URL)", runtime=True)
-    plots: bool = option(True, "save the reward curve (PNG) in the run folder", runtime=True)
-    progress: bool = option(True, "show progress (a bar on a terminal, plain lines in a log)", runtime=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -6,6 +6,7 @@ from typing import Literal
 
 from ad.config import option
 from ad.errors import UserError
+from ad.options import dataset_out, run_options
 from tasks.metaworld.skills import MAX_EPISODE_STEPS, check_skill, parse_goals
 from tasks.metaworld.vector_env import DEFAULT_EPISODE_LENGTH
 
@@ -14,12 +15,11 @@ SOURCES = ("noise",)
 
 
 @dataclass
-class GenerateConfig:
+class GenerateConfig(run_options("out", "seed", "progress")):
     """Record learning histories on Meta-World ML1 goals of one skill: Meta-World's scripted expert with Gaussian
     action noise that falls over each history (noise distillation)."""
 
-    out: str = option("data/metaworld", "output dataset folder or URL (re-running the same command resumes)",
-                      runtime=True)
+    out: str = dataset_out("data/metaworld")
     skill: str = option("reach-v3", "Meta-World ML1 skill (a V3 env name: reach-v3, push-v3, pick-place-v3 ...)")
     source: Literal["noise"] = option("noise", "source of the histories: noise = the skill's scripted expert "
                                                "(metaworld.policies) with Gaussian action noise falling from "
@@ -35,14 +35,12 @@ class GenerateConfig:
     noise_max: float = option(4.0, "std of the action noise in a history's first episode (actions lie in [-1, 1])")
     noise_min: float = option(0.1, "std of the action noise in a history's last episode (> 0: every action keeps "
                                    "a finite log-density)")
-    seed: int = option(0, "seed of the action noise (each goal x run draws from its own generator)")
     ml1_seed: int = option(0, "seed of Meta-World's ML1 goal positions (metaworld.ML1(skill, seed)): the same "
                               "seed gives the same 50 + 50 goals")
     batch: int = option(25, "goals stepped together in one vectorised env (memory: one MuJoCo model each)",
                         runtime=True)
     workers: int = option(1, "processes stepping blocks of goals at once (1: this process only); the histories "
                              "are the same for any number", runtime=True)
-    progress: bool = option(True, "show progress", runtime=True)
 
     def __post_init__(self) -> None:
         for name in ("runs", "episodes", "batch", "workers"):

@@ -6,18 +6,18 @@ from pathlib import Path
 
 from ad.config import option, override
 from ad.errors import UserError
-from ad.options import LoRAOptions
+from ad.options import LoRAOptions, dataset_out, run_options
 
 #: The bundled story openers (written for this project, CC0).
 BUNDLED_PROMPTS = str(Path(__file__).with_name("prompts.txt"))
 
 
 @dataclass
-class GenerateConfig(LoRAOptions):
+class GenerateConfig(LoRAOptions,
+                     run_options("out", "seed", "threads", "progress", "tensorboard", "plots")):
     """Train a causal LM toward positive sentiment with trl's GRPO and log every completion as a learning history."""
 
-    out: str = option("data/rlhf", "output dataset folder or URL (file://, s3://, gs://, memory:// ...; re-running "
-                                   "the same command resumes)", runtime=True)
+    out: str = dataset_out("data/rlhf")
     model: str = option("smollm2-135m", "policy: smollm2-135m (offline, packaged), a save_pretrained folder or a "
                         "cached hub id")
     reward: str = option("vader", "reward: 'vader' (VADER compound score of the completion) or 'module:function' "
@@ -36,15 +36,10 @@ class GenerateConfig(LoRAOptions):
                                "default; with LoRA the base is the model with the adapter disabled, no extra copy)")
     lora: bool = option(True, "train a LoRA adapter (the LoRA options below) instead of all weights")
     target_modules: list[str] = override(LoRAOptions, "target_modules", ["all-linear"])
-    seed: int = option(0, "seed of sampling, prompt order and the prompt split; recorded as run")
     eval_prompts: int = option(32, "held-out prompts scored before and after training (0 = skip)", runtime=True)
-    threads: int = option(0, "torch CPU threads (0 = torch's default)", runtime=True)
     run_dir: str = option("", "local folder for checkpoints (the resume point), TensorBoard, summary.json and the "
                               "reward curve (default: <out>/_run for a local --out, runs/generate-<name> for a "
                               "remote URL)", runtime=True)
-    tensorboard: bool = option(True, "write TensorBoard scalars under <run-dir>/tb", runtime=True)
-    plots: bool = option(True, "save the reward curve (PNG) in the run folder", runtime=True)
-    progress: bool = option(True, "show a progress bar", runtime=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -7,7 +7,7 @@ from typing import Literal
 
 from ad.config import option, override
 from ad.errors import UserError
-from ad.options import LoRAOptions, WeightsDtypeOptions
+from ad.options import LoRAOptions, WeightsDtypeOptions, dataset_out, run_options
 from tasks.textworld.games import GameOptions
 
 #: What PPO's ratio and KL are taken on (``--ppo-ratio``; :mod:`tasks.textworld.ppo`).
@@ -15,18 +15,17 @@ PPORatio = Literal["valid-commands", "command-tokens"]
 
 
 @dataclass
-class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
+class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions,
+                     run_options("out", "seed", "threads", "progress")):
     """Play CookingWorld with an LM that scores the valid commands: the base LM, SFT on gold paths (trl's
     SFTTrainer, LoRA), then step-wise PPO with a value head; every episode of every phase logged.
 
     The defaults are sized for ~4000 move-equivalents (scoring one move; a trained move costs ~3), an estimated
     20-35 minutes of SmolLM2-135M on 2 idle CPU cores; the figures' run is larger (see tasks.textworld)."""
 
-    out: str = option("data/textworld", "output dataset folder or URL (re-running the same command resumes)", runtime=True)
+    out: str = dataset_out("data/textworld")
     model: str = option("smollm2-135m", "policy LM: smollm2-135m (offline, packaged), a save_pretrained folder or "
                                         "a cached hub id")
-    seed: int = option(0, "seed of the game draws (which train-fold games are trained on, which test-fold games "
-                          "are held out), sampling and initial weights; recorded as run")
     eval_games: int = option(16, "games of each fold (test = held out, train) played greedily after each phase")
     train_eval_games: int = option(0, "train-fold games (the first SFT games: games the policy was trained on) "
                                       "played greedily after each phase beside the held-out ones, to show a train / "
@@ -45,7 +44,7 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
                                          "task line, move list and pinned results stay")
     sft_games: int = option(32, "train-fold games whose gold action sequences are the SFT demonstrations")
     sft_epochs: float = option(1.0, "passes over the demonstrations (trl SFTTrainer num_train_epochs)")
-    sft_lr: float = option(5e-4, "SFT learning rate (LoRA weights)")
+    sft_learning_rate: float = option(5e-4, "SFT learning rate (LoRA weights)", aliases=("sft_lr",))
     sft_batch_size: int = option(8, "demonstrated moves (whole games with --transcript) per SFT optimiser step "
                                     "(activations are kept, so memory grows with it and --max-prompt-tokens)")
     sft_micro_batch_size: int = option(0, "moves (games with --transcript) per forward / backward pass within an "
@@ -59,7 +58,8 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
     ppo_micro_batch_size: int = option(4, "moves (games with --transcript) per forward / backward pass within a "
                                           "PPO step (0 = the whole minibatch): the same gradient, the activations "
                                           "of one micro-batch at a time in memory")
-    ppo_lr: float = option(1e-4, "PPO learning rate (LoRA weights and the value head)")
+    ppo_learning_rate: float = option(1e-4, "PPO learning rate (LoRA weights and the value head)",
+                                      aliases=("ppo_lr",))
     ppo_ratio: PPORatio = option(
         "valid-commands", "what PPO's clipped ratio and KL penalty are taken on: valid-commands = the distribution "
         "the policy acts by (softmax of the valid commands' scores at --temperature, every one rescored, exact KL "
@@ -76,8 +76,6 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
     temperature: float = option(1.0, "sampling temperature over the valid commands while collecting PPO rollouts")
     act_batch: int = option(64, "games advanced together in one batched scoring pass", runtime=True)
     target_modules: list[str] = override(LoRAOptions, "target_modules", ["all-linear"])
-    threads: int = option(0, "torch CPU threads (0 = torch's default)", runtime=True)
-    progress: bool = option(True, "show progress", runtime=True)
 
     def train_eval_count(self) -> int:
         """Train-fold games evaluated after each phase."""
@@ -108,7 +106,7 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions):
         for name in ("history", "ppo_iterations", "threads", "ppo_micro_batch_size", "train_eval_games"):
             if getattr(self, name) < 0:
                 raise UserError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
-        for name in ("sft_epochs", "sft_lr", "ppo_lr", "temperature"):
+        for name in ("sft_epochs", "sft_learning_rate", "ppo_learning_rate", "temperature"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise UserError(f"--{name.replace('_', '-')} must be a positive number, got {value}")

@@ -135,7 +135,7 @@ class PPOLearner:
                                 moves.values[idx].to(device), moves.returns[idx].to(device), self.clip,
                                 self.value_clip, self.vf_coef, self.kl_coef)
             if not torch.isfinite(loss):
-                raise FloatingPointError("PPO loss is not finite; lower --ppo-lr")
+                raise FloatingPointError("PPO loss is not finite; lower --ppo-learning-rate")
             w = len(idx) / total
             (loss * w).backward()
             for k, v in {**st, "loss": float(loss.detach())}.items():

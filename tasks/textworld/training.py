@@ -37,10 +37,10 @@ def sft_model(cfg: GenerateConfig, model: Any, tokenizer: Any, demos: Sequence[E
         peft = PeftModel.from_pretrained(model, str(folder))
     else:
         torch.manual_seed(cfg.seed)
-        peft = train_sft(model, tokenizer, demos, run_dir / "sft-trainer", epochs=cfg.sft_epochs, lr=cfg.sft_lr,
-                         batch_size=cfg.sft_batch_size, max_prompt_tokens=cfg.max_prompt_tokens,
-                         lora=cfg.lora_dict(), seed=cfg.seed, progress=cfg.progress,
-                         micro_batch_size=cfg.sft_micro_batch_size, transcript=cfg.transcript)
+        peft = train_sft(model, tokenizer, demos, run_dir / "sft-trainer", epochs=cfg.sft_epochs,
+                         lr=cfg.sft_learning_rate, batch_size=cfg.sft_batch_size,
+                         max_prompt_tokens=cfg.max_prompt_tokens, lora=cfg.lora_dict(), seed=cfg.seed,
+                         progress=cfg.progress, micro_batch_size=cfg.sft_micro_batch_size, transcript=cfg.transcript)
         tmp = folder.with_name(folder.name + ".tmp")
         peft.save_pretrained(str(tmp))
         os.replace(tmp, folder) if not folder.exists() else None
@@ -71,8 +71,8 @@ def ppo_learner(cfg: GenerateConfig, model: Any, tokenizer: Any) -> PPOLearner:
     head = torch.nn.Linear(hidden, 1, device=next(model.parameters()).device)
     torch.nn.init.zeros_(head.weight)
     torch.nn.init.zeros_(head.bias)
-    return PPOLearner(model, head, lr=cfg.ppo_lr, clip=cfg.clip, value_clip=cfg.value_clip, vf_coef=cfg.vf_coef,
-                      kl_coef=cfg.beta, epochs=cfg.ppo_epochs, batch_size=cfg.ppo_batch_size,
+    return PPOLearner(model, head, lr=cfg.ppo_learning_rate, clip=cfg.clip, value_clip=cfg.value_clip,
+                      vf_coef=cfg.vf_coef, kl_coef=cfg.beta, epochs=cfg.ppo_epochs, batch_size=cfg.ppo_batch_size,
                       pad_id=_pad(tokenizer), seed=cfg.seed, target_kl=cfg.ppo_target_kl,
                       temperature=cfg.temperature, micro_batch_size=cfg.ppo_micro_batch_size)
 
