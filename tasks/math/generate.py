@@ -8,7 +8,6 @@ re-running the same command resumes from the checkpoint of the last committed un
 """
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
@@ -16,9 +15,8 @@ from typing import Any
 
 import torch
 
-from ad.files import run_folder, write_json_atomic
+from ad.files import write_json_atomic
 from ad.config import data_options
-from ad.history import HistoryWriter, Location
 from ad.pretrained import load_base, position_limit
 from tasks.math.answers import format_number, score
 from tasks.math.config import GenerateConfig
@@ -136,7 +134,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     from ad.progress.hf import library_bars_off_in_logs
     from tasks.math.evaluate import evaluate_policy
     from tasks.trl_runs.callbacks import ChunkCallback
-    from tasks.trl_runs.checkpoints import load_policy, resume_point
+    from tasks.trl_runs.checkpoints import load_policy, open_run
 
     library_bars_off_in_logs()
     if cfg.threads:
@@ -148,16 +146,8 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     if torch.cuda.is_available():
         model = model.cuda()
     shots = split["shots"]
-    location = Location.of(cfg.out)
-    writer = HistoryWriter(location, spec=SPEC, family="math", metadata=dataset_metadata(cfg, split, shots))
-    local = location.local_path()
-    out: Path | str = Path(local) if local is not None else cfg.out
-    run_dir = run_folder(cfg.out, location, cfg.run_dir)
-    ckpt_dir = run_dir / "checkpoints"
-    resume = resume_point(writer, out=cfg.out, seed=cfg.seed, chunk_steps=cfg.chunk_steps, steps=cfg.max_steps,
-                          ckpt_dir=ckpt_dir)
+    writer, out, run_dir, ckpt_dir, resume, summary = open_run(cfg, SPEC, "math", dataset_metadata(cfg, split, shots))
     summary_path = run_dir / "summary.json"
-    summary: dict[str, Any] = json.loads(summary_path.read_text()) if summary_path.is_file() and resume else {}
     heldout = split["heldout"][:cfg.eval_problems]
     heldout_prompts = [render_prompt(tokenizer, p.question, shots) for p in heldout]
 

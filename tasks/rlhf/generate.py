@@ -13,7 +13,6 @@ folder, which holds the training state).
 """
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
@@ -21,16 +20,15 @@ from typing import Any
 
 import torch
 
-from ad.files import run_folder, write_json_atomic
+from ad.files import write_json_atomic
 from ad.config import data_options
-from ad.history import HistoryWriter, Location
 from ad.pretrained import load_base
 from tasks.rlhf.config import GenerateConfig
 from tasks.rlhf.evaluate import evaluate_policy
 from tasks.rlhf.prompts import load_prompts, split_prompts
 from tasks.rlhf.reward import checked_reward, load_reward
 from tasks.rlhf.rollouts import SPEC, RolloutLog, chunk_task
-from tasks.trl_runs.checkpoints import load_policy, resume_point
+from tasks.trl_runs.checkpoints import load_policy, open_run
 
 #: In a run folder outside the dataset: the --out whose training state the folder holds.
 
@@ -101,18 +99,8 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     user_reward = load_reward(cfg.reward)
     model, tokenizer = load_base(cfg.model)
 
-    location = Location.of(cfg.out)
-    writer = HistoryWriter(location, spec=SPEC, family="rlhf", metadata=dataset_metadata(cfg, train, heldout))
-    local = location.local_path()
-    out: Path | str = Path(local) if local is not None else cfg.out
-    run_dir = run_folder(cfg.out, location, cfg.run_dir)
-    ckpt_dir = run_dir / "checkpoints"
-    resume = resume_point(writer, out=cfg.out, seed=cfg.seed, chunk_steps=cfg.chunk_steps, steps=cfg.max_steps,
-                          ckpt_dir=ckpt_dir)
+    writer, out, run_dir, ckpt_dir, resume, summary = open_run(cfg, SPEC, "rlhf", dataset_metadata(cfg, train, heldout))
     summary_path = run_dir / "summary.json"
-    # a fresh start (no committed unit) does not trust a summary left in the run folder (a remote dataset's run
-    # folder outlives the dataset)
-    summary: dict[str, Any] = json.loads(summary_path.read_text()) if summary_path.is_file() and resume else {}
     eval_set = heldout[:cfg.eval_prompts]
 
     if eval_set and "before" not in summary:  # the base policy, once per dataset
