@@ -35,10 +35,6 @@ class ChunkLog:
         """Buffer one batch of rows (every column the dataset's spec has, all of one length)."""
         self._parts.append(columns)
 
-    @property
-    def pending_rows(self) -> int:
-        return sum(len(part["stream"]) for part in self._parts)
-
     def columns(self) -> dict[str, Any]:
         """The buffered rows as one column batch, in the order they were added."""
         if not self._parts:
