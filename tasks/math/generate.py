@@ -15,7 +15,6 @@ from typing import Any
 
 import torch
 
-from ad.files import write_json_atomic
 from ad.config import data_options
 from ad.pretrained import load_base, position_limit
 from tasks.math.answers import format_number, score
@@ -146,16 +145,15 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     if torch.cuda.is_available():
         model = model.cuda()
     shots = split["shots"]
-    writer, out, run_dir, ckpt_dir, resume, summary = open_run(cfg, SPEC, "math", dataset_metadata(cfg, split, shots))
-    summary_path = run_dir / "summary.json"
+    run = open_run(cfg, SPEC, "math", dataset_metadata(cfg, split, shots))
+    writer, out, run_dir, ckpt_dir, resume, summary = run
     heldout = split["heldout"][:cfg.eval_problems]
     heldout_prompts = [render_prompt(tokenizer, p.question, shots) for p in heldout]
 
     if heldout and "before" not in summary:  # the base policy, once per dataset
         summary["before"] = evaluate_policy(model, tokenizer, heldout, heldout_prompts, cfg.max_new_tokens,
                                             "held-out before", cfg.progress)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(summary_path, summary)
+        run.save(summary)
 
     eos = {int(t) for t in ([tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else [])}
     if cfg.engine == "fast":  # it stops at every EOS token of the model's generation config too
@@ -164,13 +162,9 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
         eos = eos_ids(model, tokenizer)
     log = MathRolloutLog(writer, run=cfg.seed, num_generations=cfg.num_generations, eos_ids=eos)
     trainer_ref: dict[str, Any] = {}
-
-    def on_commit(chunk: int, rows: int) -> None:
-        if cfg.progress:
-            print(f"\ncommitted unit {chunk_task(chunk)}: {rows} rows", flush=True)
-
+    on_commit = log.printer(cfg.progress)
     elapsed = 0.0
-    if resume is not None and int(Path(resume).name.split("-")[1]) >= cfg.max_steps:
+    if run.done(cfg.max_steps):
         policy = load_policy(model, resume, cfg.lora)  # everything is committed: the final policy, for evaluation
     elif cfg.engine == "fast":
         from tasks.math import reinforce
@@ -198,12 +192,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
                                            "held-out after", cfg.progress)
     summary.update(train_seconds_this_run=elapsed, rows_this_run=log.rows_logged, iterations=cfg.max_steps,
                    refresh_every=cfg.refresh_every, level=cfg.level if not cfg.problems else None)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(summary_path, summary)
-    if cfg.plots:
-        from tasks.trl_runs.plots import plot_reward_curve
-
-        plot_reward_curve(out, run_dir / "reward_curve.png", title="math reward per training iteration")
+    run.save(summary, "math reward per training iteration" if cfg.plots else None)
     if heldout:
         b, a = summary["before"], summary["after"]
         print(f"held-out greedy accuracy ({len(heldout)} problems): before {b['accuracy']:.3f}, after "

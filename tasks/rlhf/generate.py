@@ -20,7 +20,6 @@ from typing import Any
 
 import torch
 
-from ad.files import write_json_atomic
 from ad.config import data_options
 from ad.pretrained import load_base
 from tasks.rlhf.config import GenerateConfig
@@ -99,15 +98,14 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     user_reward = load_reward(cfg.reward)
     model, tokenizer = load_base(cfg.model)
 
-    writer, out, run_dir, ckpt_dir, resume, summary = open_run(cfg, SPEC, "rlhf", dataset_metadata(cfg, train, heldout))
-    summary_path = run_dir / "summary.json"
+    run = open_run(cfg, SPEC, "rlhf", dataset_metadata(cfg, train, heldout))
+    writer, out, run_dir, ckpt_dir, resume, summary = run
     eval_set = heldout[:cfg.eval_prompts]
 
     if eval_set and "before" not in summary:  # the base policy, once per dataset
         summary["before"] = evaluate_policy(model, tokenizer, eval_set, user_reward, cfg.max_new_tokens,
                                             cfg.temperature, cfg.seed)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(summary_path, summary)
+        run.save(summary)
 
     log = RolloutLog(writer, run=cfg.seed, num_generations=cfg.num_generations)
     trainer_ref: dict[str, Any] = {}
@@ -118,12 +116,9 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
 
     reward_fn = checked_reward(user_reward, cfg.reward, lambda *batch: trainer_ref["trainer"].scored(*batch), where)
 
-    def on_commit(chunk: int, rows: int) -> None:
-        if cfg.progress:
-            print(f"\ncommitted unit {chunk_task(chunk)}: {rows} rows", flush=True)
-
+    on_commit = log.printer(cfg.progress)
     elapsed = 0.0
-    if resume is not None and int(Path(resume).name.split("-")[1]) >= cfg.max_steps:
+    if run.done(cfg.max_steps):
         policy = load_policy(model, resume, cfg.lora)  # everything is committed: the final policy, for evaluation
     else:
         callbacks: list[Any] = [ChunkCallback(log, cfg.chunk_steps, on_commit)]
@@ -143,12 +138,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     summary["train_seconds_this_run"] = elapsed
     summary["rows_this_run"] = log.rows_logged
     summary["steps"] = cfg.max_steps
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(summary_path, summary)
-    if cfg.plots:
-        from tasks.trl_runs.plots import plot_reward_curve
-
-        plot_reward_curve(out, run_dir / "reward_curve.png", title="RLHF reward per training iteration")
+    run.save(summary, "RLHF reward per training iteration" if cfg.plots else None)
     if eval_set:
         print(f"held-out mean reward ({len(eval_set)} prompts): before {summary['before']['mean_reward']:+.3f}, "
               f"after {summary['after']['mean_reward']:+.3f}; distinct-word ratio (fluency check) before "

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ad.errors import UserError
-from ad.files import run_folder
+from ad.files import run_folder, write_json_atomic
 from ad.history import HistorySpec, HistoryWriter, Location
 from tasks.trl_runs.rollout_log import chunk_of
 
@@ -21,6 +21,19 @@ class Run(NamedTuple):
     ckpt_dir: Path
     resume: str | None
     summary: dict[str, Any]
+
+    def done(self, max_steps: int) -> bool:
+        """Whether every training iteration is committed already (only the final policy is left to evaluate)."""
+        return self.resume is not None and int(Path(self.resume).name.split("-")[1]) >= max_steps
+
+    def save(self, summary: dict[str, Any], plot_title: str | None = None) -> None:
+        """Write ``summary.json`` into the run folder and, given ``plot_title``, the reward curve beside it."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(self.run_dir / "summary.json", summary)
+        if plot_title is not None:
+            from tasks.trl_runs.plots import plot_reward_curve
+
+            plot_reward_curve(self.out, self.run_dir / "reward_curve.png", title=plot_title)
 
 
 def open_run(cfg: Any, spec: HistorySpec, family: str, metadata: dict[str, Any]) -> Run:

@@ -2,7 +2,7 @@
 history unit (task ``<prefix>-c<chunk>``, run = the run's seed)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -34,6 +34,13 @@ class ChunkLog:
     def append(self, columns: dict[str, Any]) -> None:
         """Buffer one batch of rows (every column the dataset's spec has, all of one length)."""
         self._parts.append(columns)
+
+    def printer(self, show: bool) -> Callable[[int, int], None]:
+        """An ``on_commit(chunk, rows)`` that prints each committed unit (nothing unless ``show``)."""
+        def on_commit(chunk: int, rows: int) -> None:
+            if show:
+                print(f"\ncommitted unit {chunk_task(self.prefix, chunk)}: {rows} rows", flush=True)
+        return on_commit
 
     def columns(self) -> dict[str, Any]:
         """The buffered rows as one column batch, in the order they were added."""
