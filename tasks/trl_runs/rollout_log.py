@@ -56,14 +56,10 @@ class ChunkLog:
         """Write the buffered rows as unit ``chunk`` (atomically) and clear the buffer; returns the row count."""
         cols = self.columns()
         rows = len(cols.get("stream", ()))
-        unit = self.writer.open_unit(chunk_task(self.prefix, chunk), self.run)
-        try:
+        with self.writer.unit(chunk_task(self.prefix, chunk), self.run) as unit:  # aborted on any exception
             if rows:
                 unit.append(cols)
             unit.commit(info={**info, "rows": rows})
-        except BaseException:
-            unit.abort()
-            raise
         self._parts.clear()
         self.rows_logged += rows
         return rows
