@@ -80,7 +80,8 @@ def main() -> None:
 
     from ad.options import cpu_has_fast_bfloat16
     from ad.pretrained import load_base
-    from tasks.math.reinforce import eos_ids, resolve_dtype
+    from benchmarks.common import resolve_dtype
+    from tasks.math.reinforce import eos_ids
 
     torch.set_num_threads(args.threads)
     if args.quick:

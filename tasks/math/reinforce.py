@@ -54,17 +54,6 @@ def eos_ids(model: Any, tokenizer: Any) -> set[int]:
     return {int(i) for i in ids}
 
 
-def resolve_dtype(name: str) -> torch.dtype:
-    """The torch dtype of a ``--dtype`` value; ``auto`` (benchmarks): bfloat16 on a GPU or on a CPU that multiplies
-    it in hardware (AMX / AVX512-BF16), else float32. (Asking for bfloat16 on a CPU that emulates it warns when the
-    option is parsed: :class:`ad.options.WeightsDtypeOptions`.)"""
-    from ad.options import cpu_has_fast_bfloat16
-
-    if name == "auto":
-        return torch.bfloat16 if torch.cuda.is_available() or cpu_has_fast_bfloat16() else torch.float32
-    return getattr(torch, name)
-
-
 def iteration_problems(n: int, per_step: int, seed: int, iteration: int) -> list[int]:
     """Indices of the training problems of ``iteration``: consecutive slices of one seeded permutation of the
     ``n`` problems per epoch (the same for a resumed run)."""
