@@ -268,10 +268,6 @@ class GeneratePolicy(_LMActor):
             return torch.as_tensor(chosen)
         return chosen
 
-    @property
-    def invalid_rate(self) -> float:
-        return self.invalid / max(1, self.decisions)
-
 
 def sequence_logprob(model: Any, prefix: Sequence[int], continuation: Sequence[int]) -> float:
     """log p(continuation | prefix) by a full forward without cache (the reference for :class:`LMPolicy`)."""
