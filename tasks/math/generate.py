@@ -93,19 +93,13 @@ def build_trainer(cfg: GenerateConfig, model: Any, tokenizer: Any, train: list[d
 
     from ad.progress.hf import trainer_progress
     from tasks.math.trainer import LoggingRLOOTrainer, RefreshReference
+    from tasks.trl_runs import trainer_args
 
     disable_tqdm, progress_callbacks = trainer_progress(cfg.progress, "RLOO")
     k = cfg.refresh_every
-    args = RLOOConfig(
-        output_dir=str(ckpt_dir), max_steps=cfg.max_steps, learning_rate=cfg.learning_rate, beta=cfg.beta,
-        seed=cfg.seed,
-        per_device_train_batch_size=cfg.completions_per_step, gradient_accumulation_steps=1,
-        num_generations=cfg.num_generations, max_completion_length=cfg.max_new_tokens, temperature=cfg.temperature,
-        top_k=0, top_p=1.0, logging_steps=1, save_strategy="no", report_to="none",
-        use_cpu=not torch.cuda.is_available(), bf16=False, disable_tqdm=disable_tqdm, dataloader_num_workers=0,
-        log_completions=False, save_only_model=False, gradient_checkpointing=False, activation_checkpointing=False,
-        sync_ref_model=bool(k) and not cfg.lora, ref_model_sync_steps=k or 1, ref_model_mixup_alpha=1.0,
-    )
+    args = RLOOConfig(**trainer_args(cfg, ckpt_dir, disable_tqdm), use_cpu=not torch.cuda.is_available(),
+                      gradient_checkpointing=False, sync_ref_model=bool(k) and not cfg.lora,
+                      ref_model_sync_steps=k or 1, ref_model_mixup_alpha=1.0)
     if cfg.lora:
         from peft import get_peft_model
 

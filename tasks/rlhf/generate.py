@@ -61,17 +61,10 @@ def build_trainer(cfg: GenerateConfig, model: Any, tokenizer: Any, train_prompts
 
     from ad.progress.hf import trainer_progress
     from tasks.rlhf.trainer import LoggingGRPOTrainer
+    from tasks.trl_runs import trainer_args
 
     disable_tqdm, progress_callbacks = trainer_progress(cfg.progress, "GRPO")  # plain lines in a log
-    args = GRPOConfig(
-        output_dir=str(ckpt_dir), max_steps=cfg.max_steps, learning_rate=cfg.learning_rate, beta=cfg.beta,
-        seed=cfg.seed,
-        per_device_train_batch_size=cfg.completions_per_step, gradient_accumulation_steps=1,
-        num_generations=cfg.num_generations, max_completion_length=cfg.max_new_tokens, temperature=cfg.temperature,
-        top_k=0, top_p=1.0, logging_steps=1, save_strategy="no", report_to="none", use_cpu=True, bf16=False,
-        disable_tqdm=disable_tqdm, dataloader_num_workers=0, log_completions=False, save_only_model=False,
-        activation_checkpointing=False,  # trl turns it on to save GPU memory; here it only re-runs every forward
-    )
+    args = GRPOConfig(**trainer_args(cfg, ckpt_dir, disable_tqdm), use_cpu=True)
     peft_config = None
     if cfg.lora:
         from ad.options import peft_lora_config
