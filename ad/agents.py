@@ -1,8 +1,7 @@
-"""Small protocols shared by LLM tasks (the LLM tasks' "base classes"): actor, critic, reward function.
+"""Small protocols shared by LLM tasks (the LLM tasks' "base classes"): actor and critic.
 
 They say only what a training loop needs, so a task's loop works with any implementation (an LM + LoRA actor,
-a scripted one in tests, a value head on LM features, a lexicon reward ...). ``tasks/gridworld`` implements all
-three; ``tasks/rlhf``'s reward functions already have the :class:`RewardFunction` shape.
+a scripted one in tests, a value head on LM features ...). ``tasks/gridworld`` implements both.
 """
 from __future__ import annotations
 
@@ -33,10 +32,3 @@ class Critic(Protocol):
     """A state-value estimate for B prompts (state + info text)."""
 
     def values(self, prompts: Sequence[str]) -> np.ndarray: ...  # (B,) float
-
-
-@runtime_checkable
-class RewardFunction(Protocol):
-    """Scores B (prompt, completion) pairs; trl's reward-function calling convention."""
-
-    def __call__(self, prompts: Sequence[str], completions: Sequence[str], **kwargs: Any) -> list[float]: ...

@@ -118,6 +118,18 @@ def lm_parser(description: str, quick_help: str) -> Any:
     return parser
 
 
+def resolve_dtype(name: str) -> Any:
+    """The torch dtype of a ``--dtype`` value; ``auto``: bfloat16 on a GPU or on a CPU that multiplies it in hardware
+    (AMX / AVX512-BF16), else float32."""
+    import torch
+
+    from ad.options import cpu_has_fast_bfloat16
+
+    if name == "auto":
+        return torch.bfloat16 if torch.cuda.is_available() or cpu_has_fast_bfloat16() else torch.float32
+    return getattr(torch, name)
+
+
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     """(seconds, result) of one call."""
     start = time.perf_counter()

@@ -143,7 +143,7 @@ def acting_speed(model, tokenizer, reader, tasks, args) -> list[dict]:
         figure("acting speed: batched action scoring vs per-env generate+parse (SmolLM2-135M, DarkRoom contexts)",
                "env steps/s", len(tasks) * ours_steps / ours_s, len(tasks) * ref_steps / ref_s, ">= 8x"),
         figure("invalid-action rate (ours scoring vs generate+parse)", "fraction of decisions", invalid_ours,
-               ref.invalid_rate, "0 for ours", higher_is_better=False),
+               ref.invalid / max(1, ref.decisions), "0 for ours", higher_is_better=False),
     ]
 
 

@@ -42,7 +42,7 @@ def make_cfg(args: argparse.Namespace, engine: str, out: Path):
     """The GenerateConfig of one profiled run."""
     from ad.config import make_config
     from tasks.math.config import GenerateConfig
-    from tasks.math.reinforce import resolve_dtype
+    from benchmarks.common import resolve_dtype
 
     dtype = str(resolve_dtype(args.dtype)).removeprefix("torch.")
     return make_config(GenerateConfig, dict(

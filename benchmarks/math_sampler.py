@@ -59,7 +59,7 @@ def run_ours(model, tokenizer, ids, g, new, temperature, top_p, eos, seed) -> in
 
     samples = sample_groups(model, ids, g, new, eos_ids=eos, pad_id=tokenizer.pad_token_id, temperature=temperature,
                             top_p=top_p, generator=torch.Generator().manual_seed(seed))
-    return samples.generated_tokens
+    return sum(len(t) for t in samples.tokens)  # EOS tokens included
 
 
 def main() -> None:
@@ -80,7 +80,8 @@ def main() -> None:
 
     from ad.options import cpu_has_fast_bfloat16
     from ad.pretrained import load_base
-    from tasks.math.reinforce import eos_ids, resolve_dtype
+    from benchmarks.common import resolve_dtype
+    from tasks.math.reinforce import eos_ids
 
     torch.set_num_threads(args.threads)
     if args.quick:

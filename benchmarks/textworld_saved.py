@@ -41,14 +41,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "export":
             if rest:
                 parser.error(f"unrecognized arguments: {' '.join(rest)}")
-            from tasks.textworld.saved import export_adapters
+            from benchmarks.helpers.textworld_saved import export_adapters
 
             for name, path in export_adapters(args.run_dir, args.dest, args.dtype).items():
                 print(f"{name}: {path} ({path.stat().st_size / 1e6:.1f} MB)")
             return 0
         from ad.config import parse_config
         from tasks.textworld.config import GenerateConfig
-        from tasks.textworld.saved import evaluate_saved
+        from benchmarks.helpers.textworld_saved import evaluate_saved
 
         cfg = parse_config(GenerateConfig, rest, prog="textworld_saved.py evaluate")
         results = evaluate_saved(cfg, args.sft, args.ppo)

@@ -50,7 +50,8 @@ def run(seed: int, sets: list[str], out: Path, accuracy_games: int, model_name: 
     from ad.pretrained import load_base
     from tasks.textworld import training
     from tasks.textworld.generate import game_options
-    from tasks.textworld.rollouts import fold_games, gold_demonstrations, move_accuracy, play, summary
+    from benchmarks.helpers.textworld_outcomes import move_accuracy
+    from tasks.textworld.rollouts import fold_games, gold_demonstrations, play, summary
     from tasks.textworld.sft import train_sft
 
     cfg = _config(seed, sets + ([f"model={model_name}"] if model_name else []), out)

@@ -1,9 +1,11 @@
-"""Training helpers shared by every model family: the optimiser schedule and the non-finite-loss stop."""
+"""Training helpers shared by every model family: the Lightning steps, the optimiser and its schedule, the
+non-finite-loss stop."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
+import lightning as L
 import torch
 
 from ad.errors import UserError
@@ -48,6 +50,47 @@ def fast_adamw_kwargs() -> dict:
         return {"fused": True}
     except (RuntimeError, TypeError):
         return {"foreach": True}
+
+
+class StepModule(L.LightningModule):
+    """The training / validation steps and the optimiser (AdamW, :func:`lr_multiplier` per step) of every model
+    family's Lightning module; metrics go to the logger as train/* and val/*. A family sets ``optim`` and
+    ``log_every`` and gives :meth:`losses`, :meth:`batch_size` and :meth:`parameter_groups`."""
+
+    optim: OptimConfig
+    log_every: int
+
+    def losses(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The loss of ``batch`` and its metrics (``loss`` among them)."""
+        raise NotImplementedError
+
+    def batch_size(self, batch: dict[str, torch.Tensor]) -> int:
+        raise NotImplementedError
+
+    def parameter_groups(self) -> list[dict]:
+        """AdamW's parameter groups (a group without ``weight_decay`` gets ``optim.weight_decay``)."""
+        raise NotImplementedError
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        loss, metrics = self.losses(batch)
+        if not torch.isfinite(loss):
+            raise NonFiniteLossError(self.global_step, {k: float(v) for k, v in metrics.items()})
+        self.log("loss", metrics["loss"], prog_bar=True, logger=False)
+        if (self.global_step + 1) % self.log_every == 0:  # the steps the Trainer logs (log_every_n_steps)
+            self.log_dict({f"train/{k}": v for k, v in metrics.items()}, batch_size=self.batch_size(batch),
+                          sync_dist=True)  # mean over DDP ranks (a no-op in one process)
+            self.log("train/lr", self.trainer.optimizers[0].param_groups[0]["lr"], batch_size=1)
+        return loss
+
+    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        _, metrics = self.losses(batch)
+        self.log_dict({f"val/{k}": v for k, v in metrics.items()}, batch_size=self.batch_size(batch))
+
+    def configure_optimizers(self):
+        optimizer = torch.optim.AdamW(self.parameter_groups(), lr=self.optim.lr, betas=(self.optim.beta1,
+                                      self.optim.beta2), weight_decay=self.optim.weight_decay, **fast_adamw_kwargs())
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_multiplier(step, self.optim))
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
 
 def non_finite_error(err: NonFiniteLossError, last_checkpoint) -> UserError:

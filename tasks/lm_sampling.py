@@ -36,11 +36,6 @@ class Samples:
     logprobs: list[torch.Tensor]
     terminated: list[bool]
 
-    @property
-    def generated_tokens(self) -> int:
-        """Tokens sampled in all (EOS tokens included)."""
-        return sum(len(t) for t in self.tokens)
-
 
 def left_pad(prompts: Sequence[Sequence[int]], pad_id: int, device: Any = "cpu"
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

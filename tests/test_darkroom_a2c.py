@@ -34,10 +34,10 @@ class RefAgent(nn.Module):
         self.critic = nn.Linear(H, 1)
         with torch.no_grad():  # start from goal g's initial weights
             self.embed.weight.copy_(agent.embed[g].T)
-            self.actor.weight.copy_(agent.actor_w[g])
-            self.actor.bias.copy_(agent.actor_b[g])
-            self.critic.weight.copy_(agent.critic_w[g][None])
-            self.critic.bias.copy_(agent.critic_b[g][None])
+            self.actor.weight.copy_(agent.heads[g, :agent.A])
+            self.actor.bias.copy_(agent.bias[g, :agent.A])
+            self.critic.weight.copy_(agent.heads[g, agent.A][None])
+            self.critic.bias.copy_(agent.bias[g, agent.A][None])
 
     def forward(self, obs):
         h = F.relu(self.embed(obs))
@@ -112,8 +112,8 @@ def test_batched_a2c_equals_separate_agents(overrides):
     for g, (ref_actions, model) in enumerate(refs):
         np.testing.assert_array_equal(actions[:, :, g * cfg.num_envs:(g + 1) * cfg.num_envs], ref_actions)
         torch.testing.assert_close(agent.embed[g].detach().T, model.embed.weight.detach(), atol=1e-5, rtol=1e-4)
-        torch.testing.assert_close(agent.actor_w[g].detach(), model.actor.weight.detach(), atol=1e-5, rtol=1e-4)
-        torch.testing.assert_close(agent.critic_b[g].detach(), model.critic.bias.detach()[0], atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(agent.heads[g, :agent.A].detach(), model.actor.weight.detach(), atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(agent.bias[g, agent.A].detach(), model.critic.bias.detach()[0], atol=1e-5, rtol=1e-4)
     assert not torch.equal(agent.embed[0], agent.embed[1])  # agents are distinct
 
 

@@ -148,10 +148,10 @@ def test_a_json_number_beyond_the_float_range_is_refused(tmp_path):
 def test_a_marked_fraction_in_a_completion_is_read_whole():
     from fractions import Fraction
 
-    from tasks.math.answers import is_correct, parse_answer
+    from tasks.math.answers import parse_answer
 
     assert parse_answer("half of 3 is\n#### 3/2").value == Fraction(3, 2)
-    assert is_correct("\\boxed{7/2}", Fraction(7, 2)) and not is_correct("#### 7/2", Fraction(7))
+    assert parse_answer("\\boxed{7/2}").value == Fraction(7, 2) and parse_answer("#### 7/2").value != Fraction(7)
 
 
 # ---------------------------------------------------------------------------- Key-to-Door sizes and summaries

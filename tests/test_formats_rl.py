@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from ad.data import RLDataModule, RLTrajectoryDataset
 from ad.errors import UserError
-from ad.formats.rl import build_window_source, reference_windows, select_episodes
+from ad.formats.rl import build_window_source, select_episodes
+from benchmarks.helpers.references import reference_windows
 from ad.history import HistoryReader, Stream
 
 

@@ -31,6 +31,7 @@ def _cfg(out, model, **kw):
 def test_actor_batched_matches_reference_and_is_valid(tiny_model):
     from ad.agents import Actor
     from ad.pretrained import load_base
+    from benchmarks.helpers.references import actor_sequence_logprob
     from tasks.gridworld.actor import LMActor, shared_prefix_length
     from tasks.gridworld.env import parse_moves
     from tasks.gridworld.prompts import make_prompt
@@ -42,7 +43,7 @@ def test_actor_batched_matches_reference_and_is_valid(tiny_model):
     out = actor.act(prompts)
     for p, moves, text, lp in zip(prompts, out.actions, out.texts, out.logprobs):
         assert 1 <= len(moves) <= 3 and parse_moves(text) == moves
-        assert float(lp.sum()) == pytest.approx(actor.sequence_logprob(p, moves), abs=1e-4)
+        assert float(lp.sum()) == pytest.approx(actor_sequence_logprob(actor, p, moves), abs=1e-4)
     ids = [tok(p)["input_ids"] for p in prompts]
     assert len(ids[0]) // 2 < shared_prefix_length(ids) < min(map(len, ids))  # strategy + info run once per batch
     assert shared_prefix_length([[1, 2], [1, 2]]) == 1 and shared_prefix_length([[3], [1, 2]]) == 0

@@ -11,8 +11,8 @@ from ad.errors import UserError
 from tasks.keydoor import GYM_IDS
 from tasks.keydoor.env import KeyDoorEnv
 from ad.registry import env_factory
-from tasks.keydoor.pairs import (all_pairs, draw_pairs, optimal_return, parse_pair, parse_task_name, split_pairs,
-                                 task_name)
+from tasks.grid.room import split_goals
+from tasks.keydoor.pairs import all_pairs, draw_pairs, optimal_return, parse_pair, parse_task_name, task_name
 from tasks.keydoor.vector_env import KeyDoorVectorEnv
 
 
@@ -118,9 +118,9 @@ def test_task_names_draw_and_split():
     drawn = draw_pairs(9, 300, seed=0)
     assert len(set(drawn)) == 300 and drawn == draw_pairs(9, 300, seed=0) and drawn != draw_pairs(9, 300, seed=1)
     assert draw_pairs(3, 0, 0) == all_pairs(3) and draw_pairs(9, 5, 0, ["0,0/1,1", "0,0/1,1"]) == [(0, 0, 1, 1)]
-    train, heldout = split_pairs(drawn, 0.1, seed=0)
+    train, heldout = split_goals(drawn, 0.1, seed=0)
     assert len(heldout) == 30 and sorted(train + heldout) == sorted(drawn)
-    assert split_pairs(drawn, 0.1, seed=1)[1] != heldout
+    assert split_goals(drawn, 0.1, seed=1)[1] != heldout
 
 
 def test_eval_env_plays_the_named_pairs_and_knows_their_optimum():

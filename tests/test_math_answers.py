@@ -4,7 +4,7 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks.math.answers import format_number, is_correct, parse_answer, score, to_number
+from tasks.math.answers import format_number, parse_answer, score, to_number
 
 numbers = st.one_of(st.integers(-10**9, 10**9).map(Fraction),
                     st.decimals(-10**6, 10**6, places=2, allow_nan=False, allow_infinity=False).map(Fraction))
@@ -63,7 +63,7 @@ def test_forms_seen_in_model_output():
     assert parse_answer("20 + 13 = 33 apples").value == 33
     assert parse_answer("12%").value == 12
     assert parse_answer("#### 3.50").value == Fraction(7, 2)
-    assert is_correct("20 - 13 = 7\n#### 7", Fraction(7)) and not is_correct("#### 8", Fraction(7))
+    assert parse_answer("20 - 13 = 7\n#### 7").value == Fraction(7) and parse_answer("#### 8").value != Fraction(7)
 
 
 def test_score_adds_the_format_reward_only_for_marked_answers():

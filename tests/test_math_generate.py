@@ -270,7 +270,7 @@ def test_bfloat16_on_a_cpu_that_emulates_it_warns_with_the_measured_cost(monkeyp
     import ad.options
     from ad.config import make_config
     from tasks.math.config import GenerateConfig
-    from tasks.math.reinforce import resolve_dtype
+    from benchmarks.common import resolve_dtype
 
     monkeypatch.setattr(ad.options, "_cuda_available", lambda: False)
     monkeypatch.setattr(ad.options, "cpu_has_fast_bfloat16", lambda: False)

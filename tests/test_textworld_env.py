@@ -9,7 +9,7 @@ import tasks.textworld  # noqa: F401  (registers ad/CookingWorld-v0)
 from ad.errors import UserError
 from tasks.textworld import java
 from tasks.textworld.env import CookingWorldEnv
-from tasks.textworld.games import GameOptions, game_name, parse_game_name
+from tasks.textworld.games import GameOptions, game_name
 from tasks.textworld.prompts import build_prompt
 
 
@@ -49,10 +49,8 @@ def test_reset_seed_is_reproducible_and_folds_differ():
     assert not set(test.fold_seeds.tolist()) & set(env.fold_seeds.tolist())
 
 
-def test_game_names_round_trip():
-    assert parse_game_name(game_name("cookingworld", "test", 20005)) == ("cookingworld", "test", 20005)
-    with pytest.raises(UserError):
-        parse_game_name("darkroom9-g2")
+def test_game_names():
+    assert game_name("cookingworld", "test", 20005) == "cookingworld-test-20005"
 
 
 @pytest.mark.parametrize("bad", [{"game": "zork"}, {"step_limit": 0}, {"step_limit": -3}, {"num_ingredients": 9},
@@ -143,7 +141,8 @@ def test_a_game_server_that_dies_is_one_user_error_and_a_new_one_starts():
 def test_move_accuracy_counts_agreement_with_the_gold_path():
     from types import SimpleNamespace
 
-    from tasks.textworld.rollouts import fold_games, gold_demonstrations, move_accuracy
+    from benchmarks.helpers.textworld_outcomes import move_accuracy
+    from tasks.textworld.rollouts import fold_games, gold_demonstrations
 
     options = GameOptions(step_limit=32)
     demos = gold_demonstrations(fold_games(options, "test", 2, 0), options, history=1)

@@ -1,5 +1,5 @@
-"""Exported adapters (tasks/textworld/saved.py): evaluating them elsewhere plays exactly the run's own evaluation
-games, and bad adapter files are one-line user errors."""
+"""Exported adapters (benchmarks/helpers/textworld_saved.py): evaluating them elsewhere plays exactly the run's own
+evaluation games, and bad adapter files are one-line user errors."""
 from __future__ import annotations
 
 import numpy as np
@@ -29,7 +29,7 @@ def test_exported_adapters_replay_the_runs_evaluations(tmp_path, tiny_model):
 
     from tasks.textworld.generate import generate
     from benchmarks.helpers.textworld_outcomes import game_outcomes
-    from tasks.textworld.saved import evaluate_saved, export_adapters
+    from benchmarks.helpers.textworld_saved import evaluate_saved, export_adapters
 
     run = make_config(GenerateConfig, {"out": str(tmp_path / "run"), "model": tiny_model, **TINY})
     generate(run)
@@ -61,7 +61,7 @@ def test_exported_adapters_replay_the_runs_evaluations(tmp_path, tiny_model):
 
 
 def test_missing_or_foreign_adapter_files_are_user_errors(tmp_path):
-    from tasks.textworld.saved import load_adapter
+    from benchmarks.helpers.textworld_saved import load_adapter
 
     with pytest.raises(UserError, match="does not exist"):
         load_adapter(tmp_path / "nope.safetensors")
@@ -76,7 +76,7 @@ def test_an_adapter_of_another_rank_or_no_lora_weights_is_a_user_error(tmp_path,
 
     from ad.options import peft_lora_config
     from ad.pretrained import load_base
-    from tasks.textworld.saved import with_adapter
+    from benchmarks.helpers.textworld_saved import with_adapter
 
     cfg = make_config(GenerateConfig, {"model": tiny_model, **TINY})
     model, _ = load_base(tiny_model)
@@ -93,7 +93,7 @@ def test_an_adapter_of_another_rank_or_no_lora_weights_is_a_user_error(tmp_path,
 def test_a_ppo_file_must_be_a_ppo_adapter_of_the_same_lora(tmp_path):
     from safetensors.torch import save_file
 
-    from tasks.textworld.saved import evaluate_saved
+    from benchmarks.helpers.textworld_saved import evaluate_saved
 
     lora = {"base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight": torch.zeros(2, 8)}
     save_file(lora, str(tmp_path / "sft.safetensors"))

@@ -7,7 +7,8 @@ import torch
 
 from tasks.textworld.games import GameOptions
 from tasks.textworld.policy import TextWorldPolicy
-from tasks.textworld.rollouts import fold_games, gold_demonstrations, move_accuracy, play
+from benchmarks.helpers.textworld_outcomes import move_accuracy
+from tasks.textworld.rollouts import fold_games, gold_demonstrations, play
 from tasks.textworld.scoring import encode_commands, full_recompute
 from tasks.textworld.sft import sft_rows
 from tasks.textworld.transcript import TranscriptScorer, encode_transcript, split_extension

@@ -9,7 +9,7 @@ _LAZY = {**{name: "ad.formats.language" for name in ("TEMPLATES", "Template", "C
                                                     "RolloutTemplate", "VectorTemplate", "WordTemplate",
                                                     "get_template", "register_template", "tokenize_segments")},
          **{name: "ad.formats.rl" for name in ("RL_COLUMNS", "WindowSource", "build_window_source",
-                                               "load_window_source", "reference_windows", "select_episodes")}}
+                                               "load_window_source", "select_episodes")}}
 
 __all__ = list(_LAZY)
 __getattr__ = lazy_exports(__name__, _LAZY)

@@ -140,17 +140,6 @@ def load_window_source(reader: HistoryReader, tasks: Sequence[str], window: int,
                                targets=targets)
 
 
-def reference_windows(streams: Sequence[Stream], window: int, stride: int = 1) -> list[dict[str, np.ndarray]]:
-    """Slow, obviously-correct window extraction (one Python loop per window), for tests."""
-    out = []
-    for stream in streams:
-        n = len(stream.columns["episode"])
-        for start in range(0, n - window + 1, stride):
-            out.append({key: np.asarray(stream.columns[col][start:start + window])
-                        for key, col in RL_COLUMNS.items()})
-    return out
-
-
 def to_torch(batch: dict[str, np.ndarray]) -> dict[str, Any]:
     """numpy RL batch -> torch tensors (int64 for discrete, float32 otherwise)."""
     import torch

@@ -119,8 +119,7 @@ def _import_export(dataset: Any, ours: dict[str, Any], out: str) -> dict[str, An
         if writer.is_complete(task, run):
             continue
         episodes.sort()  # by stream, episode, then Minari order (= time order of the export)
-        unit = writer.open_unit(task, run)
-        try:
+        with writer.unit(task, run) as unit:  # aborted on any exception
             batched = _Batched(unit)
             for (stream, episode, _), data in zip(episodes, dataset.iterate_episodes([e[2] for e in episodes])):
                 count = len(data.rewards)
@@ -135,9 +134,6 @@ def _import_export(dataset: Any, ours: dict[str, Any], out: str) -> dict[str, An
                 batched.add(columns)
             batched.flush()
             rows += unit.commit((ours.get("units", {}).get(f"{task}|{run}") or {}).get("info"))["rows"]
-        except BaseException:
-            unit.abort()
-            raise
     writer.close()
     return {"family": ours["family"], "units": len(groups), "rows": rows, "exact": True}
 
@@ -175,8 +171,7 @@ def _import_foreign(dataset: Any, out: str, streams: str, task: str | None) -> d
     writer = HistoryWriter(out, HistorySpec(state, action), "minari", metadata)
     rows = 0
     if not writer.is_complete(task, 0):
-        unit = writer.open_unit(task, 0)
-        try:
+        with writer.unit(task, 0) as unit:  # aborted on any exception
             batched = _Batched(unit)
             for position, data in enumerate(dataset.iterate_episodes(indices)):
                 count = len(data.rewards)
@@ -193,8 +188,5 @@ def _import_foreign(dataset: Any, out: str, streams: str, task: str | None) -> d
                               "logprob": np.zeros(count, np.float32)})
             batched.flush()
             rows = unit.commit({"minari_episodes": len(indices)})["rows"]
-        except BaseException:
-            unit.abort()
-            raise
     writer.close()
     return {"family": "minari", "units": 1, "rows": rows, "exact": False}

@@ -157,18 +157,10 @@ def track(items: Iterable[T], desc: str = "", unit: str = "it", total: int | Non
     """Iterate ``items`` with a :func:`progress_bar` (``total`` defaults to ``len(items)``)."""
     if total is None and hasattr(items, "__len__"):
         total = len(items)  # type: ignore[arg-type]
-    bar = progress_bar(total, desc=desc, unit=unit)
-    finished = False
-    try:
+    with Progress(total, desc=desc, unit=unit) as bar:  # "stopped after" in a log where the loop did not finish
         for item in items:
             yield item
             bar.update(1)
-        finished = True
-    finally:
-        if isinstance(bar, PlainProgress):
-            bar.close(done=finished)
-        else:
-            bar.close()
 
 
 class Progress:

@@ -11,12 +11,50 @@ cached policy is.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
+import numpy as np
 import torch
 
+from ad.formats.rl import RL_COLUMNS
+from ad.lm_scoring import full_recompute
 from models.lm.policy import _LMActor
 from models.rl.policy import ADPolicy
+
+
+def reference_windows(streams: Sequence[Any], window: int, stride: int = 1) -> list[dict[str, np.ndarray]]:
+    """Slow, obviously-correct RL-format window extraction (one Python loop per window)."""
+    out = []
+    for stream in streams:
+        n = len(stream.columns["episode"])
+        for start in range(0, n - window + 1, stride):
+            out.append({key: np.asarray(stream.columns[col][start:start + window])
+                        for key, col in RL_COLUMNS.items()})
+    return out
+
+
+def sequence_logprob(model: Any, prefix: Sequence[int], continuation: Sequence[int]) -> float:
+    """log p(continuation | prefix) by a full forward without cache (the reference for ``LMPolicy``)."""
+    with torch.no_grad():
+        return float(full_recompute(model, prefix, continuation).sum())
+
+
+@torch.no_grad()
+def actor_sequence_logprob(actor: Any, prompt: str, moves: Sequence[int]) -> float:
+    """A grid-world ``LMActor``'s constrained log-probability of one move list after one prompt, by a full forward
+    without cache (the reference its batched ``act`` is compared with; temperature 1 assumed by the caller)."""
+    index = actor.trie.candidates.index(tuple(moves))
+    cont = actor.trie.token_ids[index]
+    prefix = actor.tokenizer(prompt)["input_ids"]
+    ids = torch.as_tensor(prefix + cont, dtype=torch.long)[None]  # (1, L)
+    logits = actor.model(input_ids=ids.to(actor.device)).logits[0].float().cpu() / actor.temperature  # (L, V)
+    total, node = 0.0, 0
+    for j, tok in enumerate(cont):
+        allowed = actor.trie.allowed[node]
+        scores = torch.log_softmax(logits[len(prefix) - 1 + j, allowed], -1)
+        total += float(scores[int((allowed == tok).nonzero())])
+        node = actor.trie.children[node][tok]
+    return total
 
 
 class ADPolicyReference(ADPolicy):

@@ -1,10 +1,11 @@
 """How the games of a TextWorld dataset ended, read back from its history units: per evaluation unit each game's
 seed, moves, end ("success", "failed": the game ended it otherwise, "limit": the step limit, "context": a full
-transcript ended it early), final normalised score and commands; and the command loops of a game."""
+transcript ended it early), final normalised score and commands; the command loops of a game; a policy's agreement
+with the gold path, move by move."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -64,3 +65,24 @@ def paired(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> dict[st
             "after_only": only_after, "neither": sum(not x and not y for x, y in won), "mcnemar_p": p,
             "score_change": float(np.mean(delta)) if delta else float("nan"),
             "score_rose": sum(d > 1e-9 for d in delta), "score_fell": sum(d < -1e-9 for d in delta)}
+
+
+def move_accuracy(policy: Any, demos: Sequence[Any]) -> dict[str, float]:
+    """Teacher-forced agreement with the gold path: at every demonstrated move (the gold prompt and the game's
+    valid commands), does the greedy policy pick the gold command? ``accuracy`` is over moves, ``all_moves`` the
+    share of games whose every move it gets right. Cheap next to playing (one scoring pass per move, no env), and
+    it bounds play: a game of n moves is won greedily only if, off the gold path or on it, every move is right.
+    The games advance in lockstep, move by move, as in :func:`tasks.textworld.rollouts.play` (so a transcript policy can cache them)."""
+    if any(len(ep.valid_actions) != len(ep) for ep in demos):
+        raise ValueError("demonstrations without their valid commands (gold_demonstrations records them)")
+    hits = [[False] * len(ep) for ep in demos]
+    policy.begin()
+    for t in range(max((len(ep) for ep in demos), default=0)):
+        active = [i for i, ep in enumerate(demos) if len(ep) > t]
+        choices = policy.act([demos[i].prompts[t] for i in active], [demos[i].valid_actions[t] for i in active],
+                             greedy=True, keys=active)
+        for i, choice in zip(active, choices):
+            hits[i][t] = choice.action == demos[i].actions[t]
+    flat = [h for game in hits for h in game]
+    return {"moves": len(flat), "accuracy": float(np.mean(flat)) if flat else float("nan"),
+            "all_moves": float(np.mean([all(game) for game in hits])) if hits else float("nan")}

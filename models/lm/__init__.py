@@ -13,7 +13,6 @@ from models.lm.demo_config import LMDemoConfig
 _LAZY = {
     "LMPolicy": "models.lm.policy",
     "GeneratePolicy": "models.lm.policy",
-    "sequence_logprob": "models.lm.policy",
     "LMLightningModule": "models.lm.module",
     "LMDataModule": "models.lm.data",
     "load_base": "ad.pretrained",

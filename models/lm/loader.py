@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ad.registry import register_policy_loader
+from models import saved_model_dir
 
 MODEL_TYPE = "ad-lm"
 #: folder of a model trained from scratch inside model/ (all weights; LoRA runs have adapter/ instead)
@@ -15,17 +16,7 @@ WEIGHTS_DIR = "weights"
 
 def model_dir(path: Any) -> Path | None:
     """The saved-model folder inside an ``ad train lm`` run folder (or the folder itself)."""
-    for candidate in (Path(path) / "model", Path(path)):
-        info = candidate / "lm.json"
-        if info.is_file():
-            try:
-                if json.loads(info.read_text()).get("model_type") == MODEL_TYPE:
-                    return candidate
-            except ValueError as err:
-                from models.trainer import corrupt_model_file
-
-                raise corrupt_model_file(info, err) from None
-    return None
+    return saved_model_dir(path, "lm.json", MODEL_TYPE)
 
 
 def detect(path: Any) -> bool:

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import lightning as L
 import torch
 
-from models.training import NonFiniteLossError, OptimConfig, fast_adamw_kwargs, lr_multiplier
+from models.training import OptimConfig, StepModule
 
 def add_lora(model: Any, lora: dict[str, Any]) -> Any:
     """Wrap ``model`` in a peft ``PeftModel`` with LoRA adapters; only the adapters are trainable.
@@ -41,7 +40,7 @@ def sequence_loss(model: Any, batch: dict[str, torch.Tensor]) -> tuple[torch.Ten
                   "tokens": batch["attention_mask"].sum().float()}
 
 
-class LMLightningModule(L.LightningModule):
+class LMLightningModule(StepModule):
     """Trains the LoRA adapters of a ``PeftModel``; metrics go to the logger as train/* and val/*."""
 
     def __init__(self, model: Any, optim: dict, log_every: int = 10):
@@ -53,20 +52,14 @@ class LMLightningModule(L.LightningModule):
         self.strict_loading = False  # checkpoints hold the trainable weights only
         self._sharded = False
 
-    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        loss, metrics = sequence_loss(self.model, batch)
-        if not torch.isfinite(loss):
-            raise NonFiniteLossError(self.global_step, {k: float(v) for k, v in metrics.items()})
-        self.log("loss", metrics["loss"], prog_bar=True, logger=False)
-        if (self.global_step + 1) % self.log_every == 0:
-            self.log_dict({f"train/{k}": v for k, v in metrics.items()}, batch_size=batch["input_ids"].size(0),
-                          sync_dist=True)  # mean over DDP ranks (a no-op in one process)
-            self.log("train/lr", self.trainer.optimizers[0].param_groups[0]["lr"], batch_size=1)
-        return loss
+    def losses(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        return sequence_loss(self.model, batch)
 
-    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
-        _, metrics = sequence_loss(self.model, batch)
-        self.log_dict({f"val/{k}": v for k, v in metrics.items()}, batch_size=batch["input_ids"].size(0))
+    def batch_size(self, batch: dict[str, torch.Tensor]) -> int:
+        return batch["input_ids"].size(0)
+
+    def parameter_groups(self) -> list[dict]:
+        return [{"params": [p for p in self.model.parameters() if p.requires_grad]}]
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         trainable = {f"model.{n}" for n, p in self.model.named_parameters() if p.requires_grad}
@@ -86,10 +79,3 @@ class LMLightningModule(L.LightningModule):
             fully_shard(layer, mesh=data_parallel)
         fully_shard(self.model, mesh=data_parallel)
         self._sharded = True
-
-    def configure_optimizers(self):
-        params = [p for p in self.model.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(params, lr=self.optim.learning_rate, betas=(self.optim.beta1, self.optim.beta2),
-                                      weight_decay=self.optim.weight_decay, **fast_adamw_kwargs())
-        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_multiplier(step, self.optim))
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}

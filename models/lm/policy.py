@@ -27,7 +27,7 @@ import torch
 
 from ad.errors import UserError
 from ad.formats.language import Template, get_template
-from ad.lm_scoring import CachedContexts, full_recompute, left_pad
+from ad.lm_scoring import CachedContexts, left_pad
 from ad.pretrained import position_limit
 from models.lm.context import (TransitionTokens, TruncationWarner, encode_action, encode_prompt, encode_transition,
                                keep_newest)
@@ -267,13 +267,3 @@ class GeneratePolicy(_LMActor):
         if all(isinstance(a, (int, np.integer)) for a in chosen):
             return torch.as_tensor(chosen)
         return chosen
-
-    @property
-    def invalid_rate(self) -> float:
-        return self.invalid / max(1, self.decisions)
-
-
-def sequence_logprob(model: Any, prefix: Sequence[int], continuation: Sequence[int]) -> float:
-    """log p(continuation | prefix) by a full forward without cache (the reference for :class:`LMPolicy`)."""
-    with torch.no_grad():
-        return float(full_recompute(model, prefix, continuation).sum())

@@ -7,6 +7,7 @@ from typing import Any
 
 from ad.errors import UserError
 from ad.registry import register_policy_loader
+from models import saved_model_dir
 
 #: In a saved model's folder: the task family and task spec of the dataset it was trained on (``ad train rl``).
 TRAINING_DATA_FILE = "training_data.json"
@@ -14,17 +15,7 @@ TRAINING_DATA_FILE = "training_data.json"
 
 def model_dir(path: Any) -> Path | None:
     """The saved-model folder inside an ``ad train rl`` run folder (or the folder itself)."""
-    for candidate in (Path(path) / "model", Path(path)):
-        config = candidate / "config.json"
-        if config.is_file():
-            try:
-                if json.loads(config.read_text()).get("model_type") == "ad-rl":
-                    return candidate
-            except ValueError as err:
-                from models.trainer import corrupt_model_file
-
-                raise corrupt_model_file(config, err) from None
-    return None
+    return saved_model_dir(path, "config.json", "ad-rl")
 
 
 def detect(path: Any) -> bool:

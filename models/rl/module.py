@@ -3,15 +3,14 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-import lightning as L
 import torch
 
-from models.training import NonFiniteLossError, OptimConfig, fast_adamw_kwargs, lr_multiplier  # noqa: F401
+from models.training import OptimConfig, StepModule
 from models.rl.config import ADConfig
 from models.rl.model import ADTransformer
 
 
-class ADLightningModule(L.LightningModule):
+class ADLightningModule(StepModule):
     """Trains an :class:`ADTransformer`; metrics go to the logger as train/* and val/*."""
 
     def __init__(self, model_config: dict, optim: dict, log_every: int = 25):
@@ -21,28 +20,14 @@ class ADLightningModule(L.LightningModule):
         self.optim = OptimConfig(**optim)
         self.log_every = log_every
 
-    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        loss, metrics = self.model.compute_loss(batch)
-        if not torch.isfinite(loss):
-            raise NonFiniteLossError(self.global_step, {k: float(v) for k, v in metrics.items()})
-        self.log("loss", metrics["loss"], prog_bar=True, logger=False)
-        if (self.global_step + 1) % self.log_every == 0:  # only on the steps the Trainer writes logs (log_every_n_steps)
-            self.log_dict({f"train/{k}": v for k, v in metrics.items()}, batch_size=batch["actions"].size(0),
-                          sync_dist=True)  # mean over DDP ranks (a no-op in one process)
-            self.log("train/lr", self.trainer.optimizers[0].param_groups[0]["lr"], batch_size=1)
-        return loss
+    def losses(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        return self.model.compute_loss(batch)
 
-    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
-        _, metrics = self.model.compute_loss(batch)
-        self.log_dict({f"val/{k}": v for k, v in metrics.items()}, batch_size=batch["actions"].size(0),
-                      prog_bar=False)
+    def batch_size(self, batch: dict[str, torch.Tensor]) -> int:
+        return batch["actions"].size(0)
 
-    def configure_optimizers(self):
-        optimizer = torch.optim.AdamW(parameter_groups(self.model, self.optim.weight_decay),
-                                      lr=self.optim.learning_rate, betas=(self.optim.beta1, self.optim.beta2),
-                                      **fast_adamw_kwargs())
-        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_multiplier(step, self.optim))
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+    def parameter_groups(self) -> list[dict]:
+        return parameter_groups(self.model, self.optim.weight_decay)
 
 
 def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:

@@ -162,7 +162,7 @@ def source_histories(cfg: GenerateConfig) -> Iterator[tuple[str, dict[str, np.nd
 def generate(cfg: GenerateConfig) -> Path | str:
     """Run the source algorithm on every instance of ``cfg``, write the histories to ``cfg.out``; returns its path
     (a ``Path`` for a local dataset, else the ``--out`` URL)."""
-    from ad.progress import progress_bar
+    from ad.progress import Progress
 
     if cfg.source == "noise":  # an unreachable cap is refused before anything is written
         noise_schedule(cfg, np.stack([arm_means(cfg.kind, cfg.arms, i) for i in range(cfg.instances)]),
@@ -179,9 +179,8 @@ def generate(cfg: GenerateConfig) -> Path | str:
     if len(missing) < cfg.instances:
         print(f"resuming: {cfg.instances - len(missing)} of {cfg.instances} instances already in {out}")
     started = time.time()
-    bar = progress_bar(len(missing), desc=f"{cfg.source} on {cfg.kind} bandits", unit="instance") \
-        if cfg.progress else None
-    try:
+    with writer, Progress(len(missing), desc=f"{cfg.source} on {cfg.kind} bandits", unit="instance",
+                          show=cfg.progress) as bar:  # the writer's close records every committed unit
         for b in todo:
             hist = block_histories(cfg, b)
             actions = hist["action"].reshape(len(hist["ids"]), -1)  # (N, histories * pulls)
@@ -189,8 +188,7 @@ def generate(cfg: GenerateConfig) -> Path | str:
             for j, i in enumerate(hist["ids"]):
                 if writer.is_complete(names[i], cfg.seed):
                     continue
-                unit = writer.open_unit(names[i], cfg.seed)
-                try:
+                with writer.unit(names[i], cfg.seed) as unit:  # aborted on any exception
                     unit.append(instance_columns(cfg, hist, j))
                     info = {"means": hist["means"][j].tolist(), "regret": float(regret[j]),
                             "optimal_return": float(optimal_return(hist["means"][j])), "pulls": cfg.pulls}
@@ -199,15 +197,7 @@ def generate(cfg: GenerateConfig) -> Path | str:
                     if cfg.source == "random":
                         info["behaviour_probs"] = hist["probs"][j].tolist()  # (histories, arms)
                     unit.commit(info=info)
-                except BaseException:
-                    unit.abort()
-                    raise
-                if bar is not None:
-                    bar.update(1)
-    finally:
-        if bar is not None:
-            bar.close()
-        writer.close()  # records every committed unit in dataset.json, also when interrupted
+                bar.update(1)
     summary = summarize(cfg, location, metadata, time.time() - started)
     run_dir = Path(local) / "_run" if local is not None else Path("runs") / "generate-bandit"
     run_dir.mkdir(parents=True, exist_ok=True)

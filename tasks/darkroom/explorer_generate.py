@@ -46,7 +46,7 @@ def explorer_metadata(cfg: GenerateConfig, goals: list[tuple[int, int]]) -> dict
 
 def generate_explorer(cfg: GenerateConfig) -> Path | str:
     """Run the explorer on every goal of ``cfg`` and write its histories to ``cfg.out``; returns the dataset path."""
-    from ad.progress import progress_bar
+    from ad.progress import Progress
 
     if cfg.backend != "local":
         raise UserError("--source explorer runs in this process only (seconds for every goal); drop --backend")
@@ -62,8 +62,8 @@ def generate_explorer(cfg: GenerateConfig) -> Path | str:
         print(f"resuming: {len(goals) - len(todo)} of {len(goals)} goals already in {out}")
     episodes = episodes_per_stream(cfg)
     started = time.time()
-    bar = progress_bar(len(todo), desc="explorer on DarkRoom goals", unit="goal") if cfg.progress and todo else None
-    try:
+    with writer, Progress(len(todo), desc="explorer on DarkRoom goals", unit="goal",
+                          show=cfg.progress and bool(todo)) as bar:  # the writer's close records committed units
         for goal in todo:
             name = task_name(cfg.size, goal)
             columns, returns = explore_goal(cfg.size, goal, cfg.num_envs, episodes, cfg.episode_length, cfg.epsilon,
@@ -75,12 +75,7 @@ def generate_explorer(cfg: GenerateConfig) -> Path | str:
                 ratios = [finite_or_none(returns[:, i].mean() / optimum) if optimum > 0 else None
                           for i in (slice(-last, None), 0)]
                 unit.commit(info={"final_ratio": ratios[0], "first_ratio": ratios[1], "optimal_return": optimum})
-            if bar is not None:
-                bar.update(1)
-    finally:
-        if bar is not None:
-            bar.close()
-        writer.close()  # records every committed unit in dataset.json, also when interrupted
+            bar.update(1)
     summary = summarize(cfg, location, metadata, time.time() - started)
     run_dir = run_folder(cfg.out, location, cfg.run_dir)
     write_json_atomic(run_dir / "summary.json", summary)

@@ -234,27 +234,6 @@ class BatchedA2C:
             return (torch.rand(*shape, generator=gen) * 2 - 1) * bound
         return [torch.randn(H, S, generator=gen), uniform(A, H), uniform(A), uniform(H), uniform(())]
 
-    # ------------------------------------------------------------------ parameters by layer
-    @property
-    def actor_w(self) -> torch.Tensor:
-        """(G, A, H) actor weights, like ``nn.Linear.weight`` (a view of ``heads``)."""
-        return self.heads[:, :self.A]
-
-    @property
-    def critic_w(self) -> torch.Tensor:
-        """(G, H) critic weights (a view of ``heads``)."""
-        return self.heads[:, self.A]
-
-    @property
-    def actor_b(self) -> torch.Tensor:
-        """(G, A) actor biases (a view of ``bias``)."""
-        return self.bias[:, :self.A]
-
-    @property
-    def critic_b(self) -> torch.Tensor:
-        """(G,) critic biases (a view of ``bias``)."""
-        return self.bias[:, self.A]
-
     # ------------------------------------------------------------------ policy table
     def _forward(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Hidden features ``(G, H, S)``, log-policy ``(G, A, S)`` and values ``(G, S)`` of every goal and cell."""

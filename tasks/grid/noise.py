@@ -158,7 +158,7 @@ def run_noise(cfg: Any, grid: GridFamily, demo: Demonstrator, tasks: list[tuple[
 
 def generate_noise(cfg: Any, grid: GridFamily, demo: Demonstrator) -> Path | str:
     """Run the noisy demonstrator on every task of ``cfg`` and write its histories to ``cfg.out``; returns the path."""
-    from ad.progress import progress_bar
+    from ad.progress import Progress
 
     if cfg.backend != "local":
         raise UserError("--source noise runs in this process only (seconds for every task); drop --backend")
@@ -183,9 +183,8 @@ def generate_noise(cfg: Any, grid: GridFamily, demo: Demonstrator) -> Path | str
         print(f"resuming: {len(tasks) - len(todo)} of {len(tasks)} {grid.noun} already in {out}")
     started = time.time()
     what = "random contexts" if random else "noisy demonstrator"
-    bar = progress_bar(len(todo), desc=f"{what} on {grid.family} {grid.noun}", unit="task") \
-        if cfg.progress and todo else None
-    try:
+    with writer, Progress(len(todo), desc=f"{what} on {grid.family} {grid.noun}", unit="task",
+                          show=cfg.progress and bool(todo)) as bar:  # the writer's close records committed units
         for b in range(0, len(todo), TASKS_PER_BATCH):
             batch = todo[b:b + TASKS_PER_BATCH]
             histories, returns = run_noise(cfg, grid, demo, [tasks[i] for i in batch], eps[batch],
@@ -197,12 +196,7 @@ def generate_noise(cfg: Any, grid: GridFamily, demo: Demonstrator) -> Path | str
                     unit.commit(info={**record, "behaviour_probs": behaviour[i].tolist()} if random else
                                 {**record, "noise_floor": float(floor[i]), "expected_best_return": float(best[i]),
                                  "expected_best_fraction": float(best[i] / optimum[i]) if optimum[i] > 0 else None})
-                if bar is not None:
-                    bar.update(1)
-    finally:
-        if bar is not None:
-            bar.close()
-        writer.close()  # records every committed unit in dataset.json, also when interrupted
+                bar.update(1)
     summary = summarize(cfg, location, time.time() - started, episodes_per_stream(cfg, grid))
     write_json_atomic(run_folder(cfg.out, location, cfg.run_dir) / "summary.json", summary)
     print(noise_line(summary, grid.noun, out) if not random else

@@ -116,20 +116,3 @@ class LMActor:
         actions = [list(self.trie.candidates[self.trie.leaf[n]]) for n in node]
         return ActorOutput(texts=[moves_text(a) for a in actions], actions=actions,
                            logprobs=[np.asarray(lp, np.float32) for lp in logps])
-
-    @torch.no_grad()
-    def sequence_logprob(self, prompt: str, moves: Sequence[int]) -> float:
-        """Constrained log-probability of one move list after one prompt, by a full forward without cache
-        (the reference that tests compare :meth:`act` against; temperature 1 assumed by the caller)."""
-        index = self.trie.candidates.index(tuple(moves))
-        cont = self.trie.token_ids[index]
-        prefix = self.tokenizer(prompt)["input_ids"]
-        ids = torch.as_tensor(prefix + cont, dtype=torch.long)[None]  # (1, L)
-        logits = self.model(input_ids=ids.to(self.device)).logits[0].float().cpu() / self.temperature  # (L, V)
-        total, node = 0.0, 0
-        for j, tok in enumerate(cont):
-            allowed = self.trie.allowed[node]
-            scores = torch.log_softmax(logits[len(prefix) - 1 + j, allowed], -1)
-            total += float(scores[int((allowed == tok).nonzero())])
-            node = self.trie.children[node][tok]
-        return total

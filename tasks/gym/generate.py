@@ -60,7 +60,7 @@ def generate(cfg: GymGenerateConfig) -> dict[str, Any]:
     import torch
     import stable_baselines3
 
-    from ad.progress import progress_bar
+    from ad.progress import Progress
 
     torch.set_num_threads(1)  # small MLPs: one thread is fastest, and units stay reproducible
     tasks, reference = load_tasks(cfg.tasks, cfg.seed)
@@ -73,8 +73,7 @@ def generate(cfg: GymGenerateConfig) -> dict[str, Any]:
                            metadata)
     started = time.time()
     todo = [(i, run) for i in range(len(names)) for run in range(cfg.runs) if not writer.is_complete(names[i], run)]
-    bar = progress_bar(len(todo), desc=f"gym {cfg.env} {cfg.algo}", unit="run") if cfg.progress else None
-    try:
+    with writer, Progress(len(todo), desc=f"gym {cfg.env} {cfg.algo}", unit="run", show=cfg.progress) as bar:
         for i, run in todo:
             env = make_env(cfg.env, tasks[i], f"task {i}")
             check_same_spaces(env, first, f"task {i} {json.dumps(tasks[i])}")
@@ -88,11 +87,6 @@ def generate(cfg: GymGenerateConfig) -> dict[str, Any]:
                 raise
             recorder.close(info={"kwargs": tasks[i]})
             env.close()
-            if bar is not None:
-                bar.update(1)
-    finally:
-        if bar is not None:
-            bar.close()
-        writer.close()
+            bar.update(1)
     return {"out": str(writer.location), "tasks": len(names), "runs": cfg.runs, "units_written": len(todo),
             "seconds": round(time.time() - started, 1)}

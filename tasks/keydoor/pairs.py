@@ -11,7 +11,7 @@ import re
 import numpy as np
 
 from ad.errors import UserError
-from tasks.grid.room import check_size, split_goals, start_cell, transition_table
+from tasks.grid.room import check_size, start_cell, transition_table
 
 #: A task: (key row, key col, door row, door col).
 Pair = tuple[int, int, int, int]
@@ -92,11 +92,6 @@ def steps_needed(size: int, pair: Pair, random_start: bool = False) -> int:
         sr, sc = start_cell(size)
         to_key = abs(sr - kr) + abs(sc - kc) or 1  # starting on the key: "stay" steps onto it
     return to_key + abs(kr - dr) + abs(kc - dc)
-
-
-def split_pairs(pairs: list[Pair], heldout_fraction: float, seed: int) -> tuple[list[Pair], list[Pair]]:
-    """Deterministic train / held-out split (the grid families' seeded permutation; at least one pair trains)."""
-    return split_goals(pairs, heldout_fraction, seed)
 
 
 def optimal_return(size: int, pair: Pair, episode_length: int, random_start: bool = False) -> float:

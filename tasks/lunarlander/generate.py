@@ -90,7 +90,7 @@ def run_batch(cfg: GenerateConfig, todo: list[int], kwargs: list[dict[str, Any]]
               probe: Any) -> dict[str, float]:
     """One batched PPO over the tasks ``todo`` x ``cfg.streams`` envs, recorded; commits each task's unit at the
     end (an exception aborts every unit of the batch: nothing partial is visible)."""
-    from ad.progress import progress_bar
+    from ad.progress import Progress
     from tasks.lunarlander.ppo import BatchedPPO
 
     T, E, R = len(todo), cfg.streams, cfg.rollout
@@ -102,8 +102,8 @@ def run_batch(cfg: GenerateConfig, todo: list[int], kwargs: list[dict[str, Any]]
     obs, _ = env.reset(seed=[env_seed(cfg.seed, i, s) for i in todo for s in range(E)])
     ep_return = np.zeros(T * E)
     finished: list[list[float]] = [[] for _ in range(T)]
-    bar = progress_bar(cfg.updates * R * E * T, desc=f"batched PPO on {T} LunarLander tasks", unit="step") \
-        if cfg.progress else None
+    bar = Progress(cfg.updates * R * E * T, desc=f"batched PPO on {T} LunarLander tasks", unit="step",
+                   show=cfg.progress)
     try:
         for _ in range(cfg.updates):
             u = learner.uniforms(R, E)  # (R, T, E)
@@ -127,8 +127,7 @@ def run_batch(cfg: GenerateConfig, todo: list[int], kwargs: list[dict[str, Any]]
                                 ("done", ended.reshape(T, E))):
                     buf[name].append(x)
             learner.update({k: np.stack(v) for k, v in buf.items()}, learner.value(obs.reshape(T, E, -1)))
-            if bar is not None:
-                bar.update(R * E * T)
+            bar.update(R * E * T)
         last = {}
         for j, (i, rec) in enumerate(zip(todo, recorders)):
             tail = finished[j][-10:]
@@ -142,8 +141,7 @@ def run_batch(cfg: GenerateConfig, todo: list[int], kwargs: list[dict[str, Any]]
         raise
     finally:
         env.close()
-        if bar is not None:
-            bar.close()
+        bar.close()
 
 
 def _bootstrap(learner: Any, info: dict[str, Any], truncated: np.ndarray, T: int, E: int) -> np.ndarray:

@@ -145,11 +145,6 @@ def format_number(value: Fraction) -> str:
     return text.rstrip("0").rstrip(".")
 
 
-def is_correct(completion: str, answer: Fraction) -> bool:
-    """Whether the final answer of ``completion`` equals ``answer`` exactly."""
-    return parse_answer(completion).value == answer
-
-
 def score(completion: str, answer: Fraction, format_reward: float = 0.0) -> float:
     """Reward of one completion: 1 for a correct final answer, else 0; plus ``format_reward`` if the answer was
     marked as final (``####`` / boxed / "answer is"), whether right or wrong."""

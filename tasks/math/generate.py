@@ -8,7 +8,6 @@ re-running the same command resumes from the checkpoint of the last committed un
 """
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
@@ -16,9 +15,7 @@ from typing import Any
 
 import torch
 
-from ad.files import run_folder, write_json_atomic
 from ad.config import data_options
-from ad.history import HistoryWriter, Location
 from ad.pretrained import load_base, position_limit
 from tasks.math.answers import format_number, score
 from tasks.math.config import GenerateConfig
@@ -96,19 +93,13 @@ def build_trainer(cfg: GenerateConfig, model: Any, tokenizer: Any, train: list[d
 
     from ad.progress.hf import trainer_progress
     from tasks.math.trainer import LoggingRLOOTrainer, RefreshReference
+    from tasks.trl_runs import trainer_args
 
     disable_tqdm, progress_callbacks = trainer_progress(cfg.progress, "RLOO")
     k = cfg.refresh_every
-    args = RLOOConfig(
-        output_dir=str(ckpt_dir), max_steps=cfg.max_steps, learning_rate=cfg.learning_rate, beta=cfg.beta,
-        seed=cfg.seed,
-        per_device_train_batch_size=cfg.completions_per_step, gradient_accumulation_steps=1,
-        num_generations=cfg.num_generations, max_completion_length=cfg.max_new_tokens, temperature=cfg.temperature,
-        top_k=0, top_p=1.0, logging_steps=1, save_strategy="no", report_to="none",
-        use_cpu=not torch.cuda.is_available(), bf16=False, disable_tqdm=disable_tqdm, dataloader_num_workers=0,
-        log_completions=False, save_only_model=False, gradient_checkpointing=False, activation_checkpointing=False,
-        sync_ref_model=bool(k) and not cfg.lora, ref_model_sync_steps=k or 1, ref_model_mixup_alpha=1.0,
-    )
+    args = RLOOConfig(**trainer_args(cfg, ckpt_dir, disable_tqdm), use_cpu=not torch.cuda.is_available(),
+                      gradient_checkpointing=False, sync_ref_model=bool(k) and not cfg.lora,
+                      ref_model_sync_steps=k or 1, ref_model_mixup_alpha=1.0)
     if cfg.lora:
         from peft import get_peft_model
 
@@ -136,7 +127,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     from ad.progress.hf import library_bars_off_in_logs
     from tasks.math.evaluate import evaluate_policy
     from tasks.trl_runs.callbacks import ChunkCallback
-    from tasks.trl_runs.checkpoints import load_policy, resume_point
+    from tasks.trl_runs.checkpoints import load_policy, open_run
 
     library_bars_off_in_logs()
     if cfg.threads:
@@ -148,24 +139,15 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     if torch.cuda.is_available():
         model = model.cuda()
     shots = split["shots"]
-    location = Location.of(cfg.out)
-    writer = HistoryWriter(location, spec=SPEC, family="math", metadata=dataset_metadata(cfg, split, shots))
-    local = location.local_path()
-    out: Path | str = Path(local) if local is not None else cfg.out
-    run_dir = run_folder(cfg.out, location, cfg.run_dir)
-    ckpt_dir = run_dir / "checkpoints"
-    resume = resume_point(writer, out=cfg.out, seed=cfg.seed, chunk_steps=cfg.chunk_steps, steps=cfg.max_steps,
-                          ckpt_dir=ckpt_dir)
-    summary_path = run_dir / "summary.json"
-    summary: dict[str, Any] = json.loads(summary_path.read_text()) if summary_path.is_file() and resume else {}
+    run = open_run(cfg, SPEC, "math", dataset_metadata(cfg, split, shots))
+    writer, out, run_dir, ckpt_dir, resume, summary = run
     heldout = split["heldout"][:cfg.eval_problems]
     heldout_prompts = [render_prompt(tokenizer, p.question, shots) for p in heldout]
 
     if heldout and "before" not in summary:  # the base policy, once per dataset
         summary["before"] = evaluate_policy(model, tokenizer, heldout, heldout_prompts, cfg.max_new_tokens,
                                             "held-out before", cfg.progress)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(summary_path, summary)
+        run.save(summary)
 
     eos = {int(t) for t in ([tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else [])}
     if cfg.engine == "fast":  # it stops at every EOS token of the model's generation config too
@@ -174,13 +156,9 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
         eos = eos_ids(model, tokenizer)
     log = MathRolloutLog(writer, run=cfg.seed, num_generations=cfg.num_generations, eos_ids=eos)
     trainer_ref: dict[str, Any] = {}
-
-    def on_commit(chunk: int, rows: int) -> None:
-        if cfg.progress:
-            print(f"\ncommitted unit {chunk_task(chunk)}: {rows} rows", flush=True)
-
+    on_commit = log.printer(cfg.progress)
     elapsed = 0.0
-    if resume is not None and int(Path(resume).name.split("-")[1]) >= cfg.max_steps:
+    if run.done(cfg.max_steps):
         policy = load_policy(model, resume, cfg.lora)  # everything is committed: the final policy, for evaluation
     elif cfg.engine == "fast":
         from tasks.math import reinforce
@@ -208,12 +186,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
                                            "held-out after", cfg.progress)
     summary.update(train_seconds_this_run=elapsed, rows_this_run=log.rows_logged, iterations=cfg.max_steps,
                    refresh_every=cfg.refresh_every, level=cfg.level if not cfg.problems else None)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(summary_path, summary)
-    if cfg.plots:
-        from tasks.trl_runs.plots import plot_reward_curve
-
-        plot_reward_curve(out, run_dir / "reward_curve.png", title="math reward per training iteration")
+    run.save(summary, "math reward per training iteration" if cfg.plots else None)
     if heldout:
         b, a = summary["before"], summary["after"]
         print(f"held-out greedy accuracy ({len(heldout)} problems): before {b['accuracy']:.3f}, after "

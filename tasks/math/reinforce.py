@@ -54,17 +54,6 @@ def eos_ids(model: Any, tokenizer: Any) -> set[int]:
     return {int(i) for i in ids}
 
 
-def resolve_dtype(name: str) -> torch.dtype:
-    """The torch dtype of a ``--dtype`` value; ``auto`` (benchmarks): bfloat16 on a GPU or on a CPU that multiplies
-    it in hardware (AMX / AVX512-BF16), else float32. (Asking for bfloat16 on a CPU that emulates it warns when the
-    option is parsed: :class:`ad.options.WeightsDtypeOptions`.)"""
-    from ad.options import cpu_has_fast_bfloat16
-
-    if name == "auto":
-        return torch.bfloat16 if torch.cuda.is_available() or cpu_has_fast_bfloat16() else torch.float32
-    return getattr(torch, name)
-
-
 def iteration_problems(n: int, per_step: int, seed: int, iteration: int) -> list[int]:
     """Indices of the training problems of ``iteration``: consecutive slices of one seeded permutation of the
     ``n`` problems per epoch (the same for a resumed run)."""
@@ -258,14 +247,12 @@ def train(cfg: GenerateConfig, model: Any, tokenizer: Any, problems: list[Proble
           ckpt_dir: Path, resume: str | None, on_commit: Callable[[int, int], None]) -> tuple[Any, dict[str, Any]]:
     """Run (or resume) the iterations of ``cfg``; commits a unit every ``chunk_steps`` iterations after saving
     its checkpoint. Returns (the trained policy, per-phase seconds of the iterations run now)."""
-    from ad.progress import progress_bar
+    from ad.progress import Progress
 
     engine = Reinforce(cfg, model, tokenizer, problems, shots, log.add)
     if resume is not None:
         engine.load(Path(resume))
-    bar = progress_bar(total=cfg.max_steps, desc="REINFORCE", unit="it", initial=engine.step) if cfg.progress \
-        else None
-    try:
+    with Progress(cfg.max_steps, desc="REINFORCE", unit="it", initial=engine.step, show=cfg.progress) as bar:
         while engine.step < cfg.max_steps:
             stats = engine.iteration()
             clock = time.perf_counter()
@@ -276,11 +263,6 @@ def train(cfg: GenerateConfig, model: Any, tokenizer: Any, problems: list[Proble
                                           "checkpoint": f"checkpoint-{engine.step}"})
                 on_commit(chunk, rows)
             engine.timings["logging"][-1] += time.perf_counter() - clock
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(reward=f"{stats['reward']:.3f}", kl=f"{stats['kl']:.3f}")
-    finally:
-        if bar is not None:
-            bar.close()
+            bar.update(1, reward=f"{stats['reward']:.3f}", kl=f"{stats['kl']:.3f}")
     engine.policy.eval()
     return engine.policy, engine.timings

@@ -202,7 +202,7 @@ def generate(cfg: GenerateConfig) -> Path | str:
     """Run the noisy expert on every goal x run of ``cfg`` not yet in ``cfg.out``; returns the dataset's path."""
     import warnings
 
-    from ad.progress import progress_bar
+    from ad.progress import Progress
 
     warnings.filterwarnings("ignore", message="Constant\\(s\\) may be too high")  # the experts' own clipping note
     goals = recorded_goals(cfg)
@@ -225,24 +225,16 @@ def generate(cfg: GenerateConfig) -> Path | str:
     if len(todo) < len(units):
         print(f"resuming: {len(units) - len(todo)} of {len(units)} histories already in {out}")
     started = time.time()
-    bar = progress_bar(len(todo), desc=f"noisy {cfg.skill} expert", unit="history") if cfg.progress else None
     try:
-        for block, histories in block_histories(cfg, env, todo, policy):
-            for (split, goal, run), columns in zip(block, histories):
-                unit = writer.open_unit(task_name(cfg.skill, split, goal), run)
-                try:
-                    unit.append(columns)
-                    unit.commit(info={"episode_success": episode_success(columns["success"],
-                                                                         cfg.episode_length).tolist()})
-                except BaseException:
-                    unit.abort()
-                    raise
-                if bar is not None:
+        with writer, Progress(len(todo), desc=f"noisy {cfg.skill} expert", unit="history", show=cfg.progress) as bar:
+            for block, histories in block_histories(cfg, env, todo, policy):
+                for (split, goal, run), columns in zip(block, histories):
+                    with writer.unit(task_name(cfg.skill, split, goal), run) as unit:  # aborted on any exception
+                        unit.append(columns)
+                        unit.commit(info={"episode_success": episode_success(columns["success"],
+                                                                             cfg.episode_length).tolist()})
                     bar.update(1)
     finally:
-        if bar is not None:
-            bar.close()
-        writer.close()
         env.close()
     summary = summarize(cfg, location, time.time() - started)
     write_json_atomic(run_folder(cfg.out, location) / "summary.json", summary)

@@ -21,13 +21,6 @@ def noise_schedule(episodes: int, noise_max: float, noise_min: float) -> np.ndar
     return np.geomspace(noise_max, noise_min, episodes)
 
 
-def noisy_actions(mean: np.ndarray, sigma: np.ndarray, rng: np.random.Generator,
-                  low: float = -1.0, high: float = 1.0) -> np.ndarray:
-    """``clip(mean + sigma * z, low, high)`` for each row: mean (N, D), sigma (N,)."""
-    z = rng.standard_normal(mean.shape)
-    return np.clip(mean + sigma[:, None] * z, low, high)
-
-
 def clipped_gaussian_logprob(action: np.ndarray, mean: np.ndarray, sigma: np.ndarray,
                              low: float = -1.0, high: float = 1.0) -> np.ndarray:
     """(N,) log-density of ``action`` (N, D) under ``clip(N(mean, sigma^2 I), low, high)``: per dimension the normal

@@ -13,7 +13,6 @@ folder, which holds the training state).
 """
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
@@ -21,16 +20,14 @@ from typing import Any
 
 import torch
 
-from ad.files import run_folder, write_json_atomic
 from ad.config import data_options
-from ad.history import HistoryWriter, Location
 from ad.pretrained import load_base
 from tasks.rlhf.config import GenerateConfig
 from tasks.rlhf.evaluate import evaluate_policy
 from tasks.rlhf.prompts import load_prompts, split_prompts
 from tasks.rlhf.reward import checked_reward, load_reward
 from tasks.rlhf.rollouts import SPEC, RolloutLog, chunk_task
-from tasks.trl_runs.checkpoints import load_policy, resume_point
+from tasks.trl_runs.checkpoints import load_policy, open_run
 
 #: In a run folder outside the dataset: the --out whose training state the folder holds.
 
@@ -64,17 +61,10 @@ def build_trainer(cfg: GenerateConfig, model: Any, tokenizer: Any, train_prompts
 
     from ad.progress.hf import trainer_progress
     from tasks.rlhf.trainer import LoggingGRPOTrainer
+    from tasks.trl_runs import trainer_args
 
     disable_tqdm, progress_callbacks = trainer_progress(cfg.progress, "GRPO")  # plain lines in a log
-    args = GRPOConfig(
-        output_dir=str(ckpt_dir), max_steps=cfg.max_steps, learning_rate=cfg.learning_rate, beta=cfg.beta,
-        seed=cfg.seed,
-        per_device_train_batch_size=cfg.completions_per_step, gradient_accumulation_steps=1,
-        num_generations=cfg.num_generations, max_completion_length=cfg.max_new_tokens, temperature=cfg.temperature,
-        top_k=0, top_p=1.0, logging_steps=1, save_strategy="no", report_to="none", use_cpu=True, bf16=False,
-        disable_tqdm=disable_tqdm, dataloader_num_workers=0, log_completions=False, save_only_model=False,
-        activation_checkpointing=False,  # trl turns it on to save GPU memory; here it only re-runs every forward
-    )
+    args = GRPOConfig(**trainer_args(cfg, ckpt_dir, disable_tqdm), use_cpu=True)
     peft_config = None
     if cfg.lora:
         from ad.options import peft_lora_config
@@ -101,25 +91,14 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     user_reward = load_reward(cfg.reward)
     model, tokenizer = load_base(cfg.model)
 
-    location = Location.of(cfg.out)
-    writer = HistoryWriter(location, spec=SPEC, family="rlhf", metadata=dataset_metadata(cfg, train, heldout))
-    local = location.local_path()
-    out: Path | str = Path(local) if local is not None else cfg.out
-    run_dir = run_folder(cfg.out, location, cfg.run_dir)
-    ckpt_dir = run_dir / "checkpoints"
-    resume = resume_point(writer, out=cfg.out, seed=cfg.seed, chunk_steps=cfg.chunk_steps, steps=cfg.max_steps,
-                          ckpt_dir=ckpt_dir)
-    summary_path = run_dir / "summary.json"
-    # a fresh start (no committed unit) does not trust a summary left in the run folder (a remote dataset's run
-    # folder outlives the dataset)
-    summary: dict[str, Any] = json.loads(summary_path.read_text()) if summary_path.is_file() and resume else {}
+    run = open_run(cfg, SPEC, "rlhf", dataset_metadata(cfg, train, heldout))
+    writer, out, run_dir, ckpt_dir, resume, summary = run
     eval_set = heldout[:cfg.eval_prompts]
 
     if eval_set and "before" not in summary:  # the base policy, once per dataset
         summary["before"] = evaluate_policy(model, tokenizer, eval_set, user_reward, cfg.max_new_tokens,
                                             cfg.temperature, cfg.seed)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(summary_path, summary)
+        run.save(summary)
 
     log = RolloutLog(writer, run=cfg.seed, num_generations=cfg.num_generations)
     trainer_ref: dict[str, Any] = {}
@@ -130,12 +109,9 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
 
     reward_fn = checked_reward(user_reward, cfg.reward, lambda *batch: trainer_ref["trainer"].scored(*batch), where)
 
-    def on_commit(chunk: int, rows: int) -> None:
-        if cfg.progress:
-            print(f"\ncommitted unit {chunk_task(chunk)}: {rows} rows", flush=True)
-
+    on_commit = log.printer(cfg.progress)
     elapsed = 0.0
-    if resume is not None and int(Path(resume).name.split("-")[1]) >= cfg.max_steps:
+    if run.done(cfg.max_steps):
         policy = load_policy(model, resume, cfg.lora)  # everything is committed: the final policy, for evaluation
     else:
         callbacks: list[Any] = [ChunkCallback(log, cfg.chunk_steps, on_commit)]
@@ -155,12 +131,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     summary["train_seconds_this_run"] = elapsed
     summary["rows_this_run"] = log.rows_logged
     summary["steps"] = cfg.max_steps
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(summary_path, summary)
-    if cfg.plots:
-        from tasks.trl_runs.plots import plot_reward_curve
-
-        plot_reward_curve(out, run_dir / "reward_curve.png", title="RLHF reward per training iteration")
+    run.save(summary, "RLHF reward per training iteration" if cfg.plots else None)
     if eval_set:
         print(f"held-out mean reward ({len(eval_set)} prompts): before {summary['before']['mean_reward']:+.3f}, "
               f"after {summary['after']['mean_reward']:+.3f}; distinct-word ratio (fluency check) before "

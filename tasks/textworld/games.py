@@ -6,7 +6,6 @@ Importing this module imports no torch and starts no JVM.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -18,7 +17,6 @@ from ad.options import continue_post_init
 GAME_NAMES = ("cookingworld",)
 #: Folds of TextWorldExpress's seed split.
 FOLDS = ("train", "dev", "test")
-_NAME = re.compile(r"^(?P<game>[a-z]+)-(?P<fold>train|dev|test)-(?P<seed>\d+)$")
 
 
 @dataclass
@@ -67,14 +65,6 @@ def game_params(num_locations: int, include_doors: bool, num_distractors: int, n
 def game_name(game: str, fold: str, seed: int) -> str:
     """Task name of one game: ``cookingworld-test-20005``."""
     return f"{game}-{fold}-{int(seed):05d}"
-
-
-def parse_game_name(name: str) -> tuple[str, str, int]:
-    """(game, fold, seed) of a task name; UserError if it is not one."""
-    match = _NAME.match(name)
-    if not match:
-        raise UserError(f"{name!r} is not a TextWorld game name (expected e.g. cookingworld-test-20005)")
-    return match["game"], match["fold"], int(match["seed"])
 
 
 Fold = Literal["train", "dev", "test"]

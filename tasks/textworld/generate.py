@@ -102,27 +102,19 @@ class Run:
               extra: dict[str, Any] | None = None) -> dict[str, Any]:
         """Commit one unit of episodes; returns its summary (also recorded in the unit)."""
         info = {**summary(episodes), "phase": phase, "update": update, **(extra or {})}
-        unit = self.writer.open_unit(name, self.cfg.seed)
-        try:
+        with self.writer.unit(name, self.cfg.seed) as unit:  # aborted on any exception
             unit.append(episode_columns(episodes, phase, update))
             unit.commit(info=info)
-        except BaseException:
-            unit.abort()
-            raise
         return info
 
     def play(self, policy: Any, games: Sequence[Game], desc: str, **kwargs: Any) -> list[Episode]:
         """Play games with a progress bar over moves."""
-        from ad.progress import progress_bar
+        from ad.progress import Progress
 
-        bar = progress_bar(None, desc=desc, unit="move") if self.cfg.progress else None
-        try:
+        with Progress(None, desc=desc, unit="move", show=self.cfg.progress) as bar:
             history, pinned = self.cfg.prompt_window()
             return play(policy, games, self.options, history, pinned=pinned,
-                        on_move=(lambda n: bar.update(n)) if bar is not None else None, **kwargs)
-        finally:
-            if bar is not None:
-                bar.close()
+                        on_move=bar.update if self.cfg.progress else None, **kwargs)
 
     def evaluate(self, phase: str, update: int, policy_fn: Callable[[], Any]) -> None:
         """Greedy play on the held-out test games and the train-fold evaluation games (skips complete units)."""

@@ -143,26 +143,6 @@ def gold_demonstrations(games: Sequence[Game], options: GameOptions, history: in
     return episodes
 
 
-def move_accuracy(policy: Any, demos: Sequence[Episode]) -> dict[str, float]:
-    """Teacher-forced agreement with the gold path: at every demonstrated move (the gold prompt and the game's
-    valid commands), does the greedy policy pick the gold command? ``accuracy`` is over moves, ``all_moves`` the
-    share of games whose every move it gets right. Cheap next to playing (one scoring pass per move, no env), and
-    it bounds play: a game of n moves is won greedily only if, off the gold path or on it, every move is right.
-    The games advance in lockstep, move by move, as in :func:`play` (so a transcript policy can cache them)."""
-    if any(len(ep.valid_actions) != len(ep) for ep in demos):
-        raise ValueError("demonstrations without their valid commands (gold_demonstrations records them)")
-    hits = [[False] * len(ep) for ep in demos]
-    policy.begin()
-    for t in range(max((len(ep) for ep in demos), default=0)):
-        active = [i for i, ep in enumerate(demos) if len(ep) > t]
-        choices = policy.act([demos[i].prompts[t] for i in active], [demos[i].valid_actions[t] for i in active],
-                             greedy=True, keys=active)
-        for i, choice in zip(active, choices):
-            hits[i][t] = choice.action == demos[i].actions[t]
-    flat = [h for game in hits for h in game]
-    return {"moves": len(flat), "accuracy": float(np.mean(flat)) if flat else float("nan"),
-            "all_moves": float(np.mean([all(game) for game in hits])) if hits else float("nan")}
-
 
 def fold_games(options: GameOptions, fold: str, count: int, seed: int, salt: int = 0) -> list[Game]:
     """``count`` distinct games of ``fold`` drawn with (seed, salt): the seed picks the held-out / training games."""

@@ -2,7 +2,7 @@
 history unit (task ``<prefix>-c<chunk>``, run = the run's seed)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -35,9 +35,12 @@ class ChunkLog:
         """Buffer one batch of rows (every column the dataset's spec has, all of one length)."""
         self._parts.append(columns)
 
-    @property
-    def pending_rows(self) -> int:
-        return sum(len(part["stream"]) for part in self._parts)
+    def printer(self, show: bool) -> Callable[[int, int], None]:
+        """An ``on_commit(chunk, rows)`` that prints each committed unit (nothing unless ``show``)."""
+        def on_commit(chunk: int, rows: int) -> None:
+            if show:
+                print(f"\ncommitted unit {chunk_task(self.prefix, chunk)}: {rows} rows", flush=True)
+        return on_commit
 
     def columns(self) -> dict[str, Any]:
         """The buffered rows as one column batch, in the order they were added."""
@@ -53,14 +56,10 @@ class ChunkLog:
         """Write the buffered rows as unit ``chunk`` (atomically) and clear the buffer; returns the row count."""
         cols = self.columns()
         rows = len(cols.get("stream", ()))
-        unit = self.writer.open_unit(chunk_task(self.prefix, chunk), self.run)
-        try:
+        with self.writer.unit(chunk_task(self.prefix, chunk), self.run) as unit:  # aborted on any exception
             if rows:
                 unit.append(cols)
             unit.commit(info={**info, "rows": rows})
-        except BaseException:
-            unit.abort()
-            raise
         self._parts.clear()
         self.rows_logged += rows
         return rows

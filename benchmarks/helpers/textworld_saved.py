@@ -8,7 +8,7 @@ back when its time budget stops ``ad generate textworld`` after PPO but before t
 ``ppo-train`` of a new dataset (resumable, read by ``benchmarks/textworld_games.py`` and ``benchmarks/textworld.py
 --recorded``); ``_run/saved.json`` records which files they came from.
 
-    from tasks.textworld.saved import export_adapters, evaluate_saved
+    from benchmarks.helpers.textworld_saved import export_adapters, evaluate_saved
     export_adapters(Path("data/textworld/_run"), Path("back"))      # back/sft-adapter.safetensors, ppo-adapter...
     evaluate_saved(cfg, Path("back/sft-adapter.safetensors"), Path("back/ppo-adapter.safetensors"))
 """
