@@ -41,7 +41,6 @@ register_family(TaskFamily(
     gym_id="ad/BernoulliBandit-v0",  # eval_kwargs set the dataset's reward kind
     eval_kwargs=lazy_function("tasks.bandit.vector_env:eval_kwargs"),
     demo_config=BanditDemoConfig,
-    demo=lazy_function("tasks.bandit.demo:run"),
     optimal_actions=lazy_function("tasks.bandit.optimal:optimal_actions"),
     task_kwargs=("arms", "kind"),
 ))

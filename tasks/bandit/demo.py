@@ -3,95 +3,46 @@
     from tasks.bandit.demo import run_demo
     summary = run_demo("data/demo-bandit", seed=0)          # report.md, regret.json, regret.png in that folder
 
+The demo pipeline (:mod:`ad.demo_pipeline`) with the bandit's options and hooks (:class:`BanditDemoConfig`):
+
 1. ``ad generate bandit``: UCB1 (c = 0.3 on Bernoulli, 0.5 on Gaussian bandits; or Thompson sampling) on
-   ``instances`` bandits, every pull recorded.
+   ``instances`` bandits, every pull recorded (``<out>/data``).
 2. ``ad train rl`` twice on the training instances: AD on whole histories (context = ``pulls`` by default, so one
    window holds a whole run and the evaluation never slides it), and ED (expert distillation: the same model
    trained on the last 10% of each history only, so its context is that long); with ``--methods`` also DPT, on the
    same histories or (``--dpt-data random``) on random contexts of the same instances (``<out>/data-random``).
-3. In context on the held-out instances (``eval_envs`` runs each, the same reward noise for every policy): AD, ED,
-   and the bandit algorithms themselves (Thompson sampling, UCB1, the UCB1 source where its coefficient is another,
-   uniformly random pulls) for ``pulls`` pulls.
+3. In context on the held-out instances (:func:`evaluate_regret`: ``eval_envs`` runs each, the same reward noise
+   for every policy): AD, ED, and the bandit algorithms themselves (Thompson sampling, UCB1, the UCB1 source where
+   its coefficient is another, uniformly random pulls) for ``pulls`` pulls.
    The figure is the expected cumulative regret, sum over pulls of ``max(means) - means[arm]``.
 
 Every stage resumes: re-running the same call skips finished work (delete ``<out>/ad`` or ``<out>/ed`` to retrain).
 """
 from __future__ import annotations
 
+import json
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ad.files import write_json_atomic, write_text_atomic
 from ad.config import make_config
-from ad.demo_pipeline import METHODS, dpt_runs_on_random, method_runs, stage, train_policies
 from ad.errors import UserError
+from ad.files import write_json_atomic
 from tasks.bandit.demo_config import POLICIES, BanditDemoConfig
 
-__all__ = ["POLICIES", "BanditDemoConfig", "run_demo", "run", "demo", "evaluate_regret", "plot_regret", "write_report"]
+__all__ = ["POLICIES", "BanditDemoConfig", "run_demo", "evaluate_regret", "plot_regret", "write_results"]
 
 
 def run_demo(out: str | Path = "data/demo-bandit", seed: int = 0, **options: Any) -> dict[str, Any]:
     """Run the bandit demo into ``out`` with ``seed`` (and any :class:`BanditDemoConfig` option); returns the summary
-    (also written to ``<out>/regret.json``)."""
-    return demo(make_config(BanditDemoConfig, {"out": str(out), "seed": seed, **options}, source="bandit demo options"))
+    (``<out>/regret.json``)."""
+    from ad.demo_pipeline import run_ad_demo
 
-
-def run(config: BanditDemoConfig) -> int:
-    """``ad demo --task bandit`` entry point."""
-    demo(config)
-    return 0
-
-
-def demo(config: BanditDemoConfig) -> dict[str, Any]:
-    """The whole pipeline (see the module docstring); returns the summary."""
-    from ad import registry
-
-    out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
-    data = out / "data"
-    timings: dict[str, float] = {}
-
-    generate = registry.get("generate", "bandit")
-    gen_cfg = make_config(generate.config_cls, {"out": str(data), "kind": config.kind, "arms": config.arms,
-                                                "instances": config.instances, "pulls": config.pulls,
-                                                "source": config.source, "ucb_c": config.ucb_c, "seed": config.seed,
-                                                "heldout_fraction": config.heldout_fraction},
-                          source="bandit demo generate options")
-    stage(f"generate {config.source} histories", timings, generate.run, gen_cfg)
-    dpt_data: dict[str, str] = {}
-    if dpt_runs_on_random(config):  # the same instances and split, random contexts for DPT
-        random_cfg = make_config(generate.config_cls, {**asdict(gen_cfg), "source": "random", "histories": config.random_histories,
-                                                       "out": str(out / "data-random")},
-                                 source="bandit demo generate options (random contexts)")
-        stage("generate random contexts for DPT", timings, generate.run, random_cfg)
-        dpt_data["data"] = random_cfg.out
-
-    common = {"seed": config.seed, "threads": config.threads, "n_layer": config.n_layer, "lr": config.lr,
-              "val_every": 0,
-              "reward_kind": "discrete" if config.kind == "bernoulli" else "continuous", **config.train_overrides}
-    whole = {"context": config.context or config.pulls, "batch_size": config.batch_size}
-    runs = method_runs(config.methods, {"ad": {"max_steps": config.ad_steps, **whole},
-                                        "ed": {"max_steps": config.ed_steps, "context": config.expert_context,
-                                               "batch_size": 4 * config.batch_size},
-                                        "dpt": {"max_steps": config.dpt_steps or config.ad_steps, **whole,
-                                                **dpt_data}})
-    folders = train_policies(data, out, runs, common, timings)
-
-    results = stage("evaluate in context", timings, evaluate_regret, data, folders,
-                    config.eval_envs, config.seed, config.threads)
-    timings["total"] = sum(timings.values())
-    summary = {"settings": asdict(config), "timings": timings, **results}
-    write_json_atomic(out / "regret.json", summary, indent=1)
-    plot_regret(results, out / "regret.png",
-                title=f"{config.arms}-armed {config.kind} bandits: {results['instances']} held-out instances x "
-                      f"{config.eval_envs} runs")
-    report = write_report(out, summary)
-    print(f"\nwrote {report}")
-    return summary
+    config = make_config(BanditDemoConfig, {"out": str(out), "seed": seed, **options}, source="bandit demo options")
+    run_ad_demo(config)
+    return json.loads((Path(config.out) / "regret.json").read_text())
 
 
 def evaluate_regret(data: str | Path, checkpoints: dict[str, str | Path], envs_per_task: int = 2, seed: int = 0,
@@ -180,26 +131,26 @@ def source_lines(summary: dict[str, Any]) -> list[str]:
     return ["", f"AD's regret is {ratio:.2f}x its source's ({source}: {own:.2f}): {verdict}."]
 
 
-def write_report(out: Path, summary: dict[str, Any]) -> Path:
-    """``out/report.md``: the regret table, the plot and the time each stage took."""
-    from ad.report import machine_description
-
-    labels = [METHODS[m] for m in summary["settings"].get("methods", ["ad", "ed"])]
-    heading = "Algorithm Distillation" if set(labels) <= {"AD", "ED"} else f"In-context methods ({', '.join(labels)})"
-    lines = [f"# {heading} on k-armed bandits: in-context regret", "",
-             f"Held-out instances: {summary['instances']} (never in the transformer's training data), "
+def regret_lines(summary: dict[str, Any]) -> list[str]:
+    """The body of the bandit demo's report: the held-out setting, the regret table, AD next to its source."""
+    lines = [f"Held-out instances: {summary['instances']} (never in the transformer's training data), "
              f"{summary['runs_per_instance']} runs each, {summary['pulls']} pulls in context.", "",
              "| policy | cumulative regret | +- s.e. | / Thompson sampling |", "|---|---|---|---|"]
     for name, row in summary["policies"].items():
         lines.append(f"| {name} | {row['final_regret']:.2f} | {row['final_regret_se']:.2f} | "
                      f"{summary['ratio_to_thompson'][name]:.2f} |")
-    lines += source_lines(summary)
-    lines += ["", "![cumulative regret](regret.png)", "", f"## Time ({machine_description()})", "",
-              "| stage | seconds |", "|---|---|"]
-    lines += [f"| {stage} | {seconds:.0f} |" for stage, seconds in summary["timings"].items()]
-    lines += ["", "## Settings", "", "```"]
-    lines += [f"{key}: {value}" for key, value in summary["settings"].items()]
-    lines += ["```", ""]
-    path = out / "report.md"
-    write_text_atomic(path, "\n".join(lines))
-    return path
+    return lines + source_lines(summary)
+
+
+def write_results(out: Path, summary: dict[str, Any], methods: list[str]) -> Path:
+    """``out/regret.json`` (the summary: settings, timings, every policy's regret), ``out/regret.png`` and
+    ``out/report.md`` (``methods``: the trained policies' labels); returns the report's path."""
+    from ad.report import methods_heading, write_report
+
+    write_json_atomic(out / "regret.json", summary, indent=1)
+    settings = summary["settings"]
+    plot_regret(summary, out / "regret.png",
+                title=f"{settings['arms']}-armed {settings['kind']} bandits: {summary['instances']} held-out "
+                      f"instances x {summary['runs_per_instance']} runs")
+    return write_report(out / "report.md", f"{methods_heading(methods)} on k-armed bandits: in-context regret",
+                        regret_lines(summary), {"cumulative regret": "regret.png"}, summary["timings"], settings)

@@ -1,12 +1,17 @@
-"""Options of ``ad demo --task bandit`` (light to import: ``ad --help`` reads them)."""
+"""``ad demo --task bandit``: its options and where the bandit differs in the demo pipeline (:mod:`ad.demo_pipeline`).
+
+Light to import (``ad --help`` reads the options); the regret evaluation and its report are in
+:mod:`tasks.bandit.demo`.
+"""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Literal
 
 from ad.config import option
-from ad.demo_pipeline import MethodsOptions, parse_methods
+from ad.demo_pipeline import DemoConfig, MethodsOptions, method_runs, parse_methods
 from ad.errors import UserError
 from tasks.bandit.instances import check_arms
 
@@ -19,8 +24,12 @@ POLICIES = ("AD", "ED", "Thompson", "UCB1", "random")
 
 
 @dataclass
-class BanditDemoConfig(MethodsOptions):
+class BanditDemoConfig(DemoConfig, MethodsOptions):
     """Algorithm Distillation on k-armed bandits end to end (generate -> train AD and ED -> regret -> report.md)."""
+
+    FAMILY: ClassVar[str] = "bandit"
+    TITLE: ClassVar[str] = "k-armed bandits"
+    DATA: ClassVar[str] = "data"
 
     out: str = option("data/demo-bandit", "folder for the dataset, both runs, the evaluation and report.md")
     kind: Literal["bernoulli", "gaussian"] = option("bernoulli", "reward distribution of the bandits")
@@ -74,3 +83,40 @@ class BanditDemoConfig(MethodsOptions):
     def expert_context(self) -> int:
         """ED's context: the expert part of a history (what ``--expert-only`` keeps of ``pulls`` pulls)."""
         return max(1, int(round(self.pulls * EXPERT_FRACTION)))
+
+    def generate_options(self) -> dict[str, Any]:
+        """Options of ``ad generate bandit``: the source on every instance."""
+        return {"kind": self.kind, "arms": self.arms, "instances": self.instances, "pulls": self.pulls,
+                "source": self.source, "ucb_c": self.ucb_c, "seed": self.seed,
+                "heldout_fraction": self.heldout_fraction}
+
+    def random_context_options(self) -> dict[str, Any]:
+        """DPT's random contexts: ``--random-histories`` random histories per instance."""
+        return {"histories": self.random_histories}
+
+    def train_options(self) -> dict[str, Any]:
+        """``ad train rl`` options of every run: rewards as tokens on Bernoulli bandits, as floats on Gaussian ones."""
+        return {"seed": self.seed, "threads": self.threads, "n_layer": self.n_layer, "lr": self.lr, "val_every": 0,
+                "reward_kind": "discrete" if self.kind == "bernoulli" else "continuous"}
+
+    def runs(self) -> list[tuple[str, dict[str, Any]]]:
+        """AD and DPT on whole histories (one window holds a run: the evaluation never slides it), ED on the expert
+        part of each history (4x the windows per step, being 10x shorter)."""
+        whole = {"context": self.context or self.pulls, "batch_size": self.batch_size}
+        return method_runs(self.methods, {"ad": {"max_steps": self.ad_steps, **whole},
+                                          "ed": {"max_steps": self.ed_steps, "context": self.expert_context,
+                                                 "batch_size": 4 * self.batch_size},
+                                          "dpt": {"max_steps": self.dpt_steps or self.ad_steps, **whole}})
+
+    def evaluate(self, folders: dict[str, Path]) -> dict[str, Any]:
+        """The expected cumulative regret of the trained policies and of the bandit algorithms on the held-out
+        instances (:func:`tasks.bandit.demo.evaluate_regret`)."""
+        from tasks.bandit.demo import evaluate_regret
+
+        return evaluate_regret(self.data_folder(), folders, self.eval_envs, self.seed, self.threads)
+
+    def report(self, summary: dict[str, Any], timings: dict[str, float], methods: list[str]) -> Path:
+        """``regret.json`` (settings, timings, the regret of every policy), ``regret.png`` and ``report.md``."""
+        from tasks.bandit.demo import write_results
+
+        return write_results(Path(self.out), {"settings": asdict(self), "timings": timings, **summary}, methods)

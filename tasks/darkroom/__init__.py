@@ -30,7 +30,6 @@ register_family(TaskFamily(
     gym_id="ad/DarkRoom-9x9-v0",
     eval_kwargs=lazy_function("tasks.darkroom.vector_env:eval_kwargs"),
     demo_config=DarkRoomDemoConfig,
-    demo=lazy_function("ad.demo_pipeline:run"),
     optimal_actions=lazy_function("tasks.darkroom.optimal:optimal_actions"),
     task_kwargs=("size",),
     default=True,

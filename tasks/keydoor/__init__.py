@@ -40,7 +40,6 @@ register_family(TaskFamily(
     gym_id="ad/DarkKeyToDoor-9x9-v0",
     eval_kwargs=lazy_function("tasks.keydoor.vector_env:eval_kwargs"),
     demo_config=KeyDoorDemoConfig,
-    demo=lazy_function("ad.demo_pipeline:run"),
     optimal_actions=lazy_function("tasks.keydoor.optimal:optimal_actions"),
     task_kwargs=("size",),
 ))
