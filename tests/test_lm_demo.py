@@ -160,3 +160,30 @@ def test_lm_stages_use_every_core_unless_threads_is_set(tmp_path, monkeypatch, t
         "lm-scratch": lm_threads, "lm-scratch-ed": lm_threads}
     assert {name: cfg.threads for name, cfg in seen["eval"].items()} == {"lm-scratch": lm_threads,
                                                                          "lm-scratch-ed": lm_threads}
+
+
+#: The table of a tiny `ad demo --model lm` (below) as main gave it at commit fb12b6c, before the LM demo ran through
+#: the shared demo pipeline: the RL-format rows, both LM runs, random and the source.
+MAIN_FB12B6C = ["| AD | 0.040 | - | 0.039 | 0.75 |", "| ED (RL format) | 0.042 | - | 0.038 | 0.72 |",
+                "| LM AD (Llama from scratch) | 0.042 | - | 0.043 | 0.81 |",
+                "| LM ED (from scratch) | 0.042 | - | 0.043 | 0.81 |", "| random | 0.071 | - | 0.071 | 1.36 |",
+                "| source | 0.862 | - | 0.883 | 16.65 |"]
+
+
+@pytest.mark.slow
+def test_tiny_lm_demo_gives_the_figures_main_gave(tmp_path, capsys):
+    """The tiny RL-format demo, then the LM demo beside it (the RL-format one is found finished and kept)."""
+    from ad import cli
+
+    out = str(tmp_path / "demo")
+    rl = {"n_embd": 16, "n_head": 2, "n_ff": 32, "warmup_steps": 1, "progress": False, "batch_size": 2}
+    lm = {"n_layer": 1, "n_embd": 32, "n_head": 2, "n_ff": 64, "progress": False}
+    assert cli.run(["demo", "--task", "darkroom", "--out", out, "--size", "5", "--seed", "1", "--streams", "4",
+                    "--steps-per-goal", "800", "--ad-steps", "3", "--ed-steps", "2", "--episodes", "6", "--seeds", "1",
+                    "--context", "20", "--methods", "ad,dpt,ed", "--train-overrides", json.dumps(rl)]) == 0
+    assert cli.run(["demo", "--model", "lm", "--out", out, "--steps", "3", "--ed-steps", "2", "--context", "20",
+                    "--episodes", "6", "--seeds", "1", "--watch-every", "0", "--threads", "1",
+                    "--train-overrides", json.dumps(lm)]) == 0
+    capsys.readouterr()
+    text = (tmp_path / "demo" / "report-lm.md").read_text().split("## Time")[0]
+    assert [line for line in text.splitlines() if line.startswith("| ") and "policy" not in line] == MAIN_FB12B6C
