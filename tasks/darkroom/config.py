@@ -9,8 +9,7 @@ from ad.errors import UserError
 from tasks.darkroom.goals import resolve_goals
 from tasks.grid.family import GridOptions, check_a2c_options, check_batches
 from tasks.grid.room import check_size, start_cell
-from tasks.noise import NoiseOptions, check_noise_options
-from tasks.random_source import RandomOptions, check_random_options
+from tasks.source_options import NoiseOptions, RandomOptions, check_noise_options, check_random_options
 
 N = NoiseOptions
 G = GridOptions

@@ -13,8 +13,7 @@ from ad.errors import UserError
 from tasks.grid.family import GridOptions, check_a2c_options, check_batches
 from tasks.grid.room import check_size
 from tasks.keydoor.pairs import draw_pairs, steps_needed, task_name
-from tasks.noise import NoiseOptions, check_noise_options
-from tasks.random_source import RandomOptions, check_random_options
+from tasks.source_options import NoiseOptions, RandomOptions, check_noise_options, check_random_options
 
 D = GridOptions
 
