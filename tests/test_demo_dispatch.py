@@ -13,7 +13,7 @@ from ad.errors import UserError
 
 def test_darkroom_and_bandit_are_task_families_with_generate_eval_and_demo():
     from tasks.bandit.config import GenerateConfig as BanditGenerate
-    from tasks.bandit.demo_config import BanditDemoConfig
+    from tasks.bandit.demo import BanditDemoConfig
     from tasks.darkroom.config import GenerateConfig as DarkRoomGenerate
     from tasks.darkroom.demo import DarkRoomDemoConfig
 

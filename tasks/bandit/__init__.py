@@ -21,7 +21,7 @@ import gymnasium
 from ad.families import TaskFamily, register_family
 from ad.registry import lazy_function
 from tasks.bandit.config import GenerateConfig
-from tasks.bandit.demo_config import BanditDemoConfig
+from tasks.bandit.demo import BanditDemoConfig
 
 #: gymnasium ids registered here (the one place): id -> reward kind. Means are drawn from U(0, 1) at every reset
 #: unless ``means=`` is passed; ``arms=`` sets their number (default 5).
