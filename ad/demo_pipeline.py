@@ -1,15 +1,22 @@
-"""The Algorithm Distillation demo pipeline, the same for every task family with an ``ad eval`` environment.
+"""The demo pipeline: one for every in-context task family and both model families (``ad demo --task T --model M``).
 
-generate the source algorithm's learning histories on every task (``ad generate <family>``) -> train AD (the
-``models/rl`` transformer on subsampled histories of the training tasks) and the expert-distillation (ED) baseline
-(the same model on the histories' last episodes only) -> evaluate both in context on the held-out tasks
-(``ad eval``) -> ``report.md`` with the table and the plot. Every stage resumes: re-running the command skips
-finished work. ``--methods`` picks the in-context methods trained on the same histories (:data:`METHODS`: AD, ED
-and DPT, the Decision-Pretrained Transformer, which learns the optimal action of every state in context).
+1. the data: the family's ``ad generate <FAMILY>`` (:meth:`DemoConfig.generate_options`) into ``<out>/<DATA>``, and
+   with ``--methods dpt --dpt-data random`` its random contexts on the same tasks and split (``<out>/<DATA>-random``);
+   a demo built on another demo's data runs that demo instead (:meth:`DemoConfig.make_data`);
+2. each trained policy (:meth:`DemoConfig.train_runs`: AD, ED, DPT ...) with its model family's ``ad train <model>``
+   into ``<out>/<folder>``; every run's options are checked before anything runs;
+3. the policies in context on the held-out tasks (:meth:`DemoConfig.evaluate`; default: ``ad eval``);
+4. the report (:meth:`DemoConfig.report`, written by :func:`ad.report.write_report`).
 
-A family plugs in by subclassing :class:`ADDemoConfig` (its ``FAMILY`` and :meth:`ADDemoConfig.generate_options`,
-plus the options of its own source) and registering the subclass with :func:`run` through
-:func:`ad.families.register_family` (``demo_config=..., demo=lazy_function("ad.demo_pipeline:run")``).
+Every stage resumes: re-running the command skips finished work. ``--methods`` picks the in-context methods trained
+on the same histories (:data:`METHODS`: AD, ED and DPT, the Decision-Pretrained Transformer, which learns the optimal
+action of every state in context).
+
+A demo is a :class:`DemoConfig` subclass: its options, a few class attributes (``FAMILY``, ``TITLE``, ``DATA``,
+``REPORT`` ...) and the hooks above where its family or model differs; grid-like families subclass
+:class:`ADDemoConfig` (the shared AD options) and define only ``generate_options``. A task family registers it
+with :func:`ad.families.register_family` (``demo_config=...``), a model family with :func:`ad.registry.register_demo`
+and :func:`run`.
 """
 from __future__ import annotations
 
@@ -62,7 +69,7 @@ RANDOM_CONTEXTS = {"random_start": True}
 
 def dpt_runs_on_random(config: Any) -> bool:
     """Whether ``config`` (a demo's options) trains DPT on random contexts instead of the demo's histories."""
-    return "dpt" in config.methods and config.dpt_data == "random"
+    return "dpt" in getattr(config, "methods", ()) and config.dpt_data == "random"
 
 
 def method_runs(methods: list[str], options: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -70,16 +77,107 @@ def method_runs(methods: list[str], options: dict[str, dict[str, Any]]) -> list[
     return [(METHODS[name], {**options[name], "objective": name}) for name in methods]
 
 
+@dataclass(frozen=True)
+class DemoRun:
+    """One trained policy of a demo."""
+
+    label: str  #: its row in the report
+    folder: str  #: its run folder under the demo's ``out``
+    options: dict[str, Any]  #: its ``ad train <model>`` options but ``out`` and ``resume``
+    model: str = "rl"  #: the model family whose ``ad train <model>`` trains it
+    done: str = "model/config.json"  #: the file a finished run has (its training is then skipped)
+
+
 @dataclass
-class ADDemoConfig(MethodsOptions, run_options("out", "seed", "threads")):
-    """Options every AD demo shares (a family's subclass adds its source's options and sets ``FAMILY``)."""
+class DemoConfig:
+    """The pipeline's hooks; a demo's subclass declares its options (``out``, ``seed``, ``train_overrides`` ...; with
+    :class:`MethodsOptions` the ``--methods`` choice) and overrides what its family or model does differently (the
+    defaults are those of the RL-format AD demo, :class:`ADDemoConfig`)."""
 
     #: the task family whose ``ad generate`` command and ``ad eval`` environment the demo uses
     FAMILY: ClassVar[str] = ""
     #: how the report names the task
     TITLE: ClassVar[str] = ""
+    #: the dataset folder under ``out`` (default: the family's name)
+    DATA: ClassVar[str] = ""
+    #: the report's file name under ``out``
+    REPORT: ClassVar[str] = "report.md"
     #: episode ranges of the report's table beside the first 5 and the last 10 (the figures the family's docs quote)
     REPORT_WINDOWS: ClassVar[tuple[tuple[int, int], ...]] = ((36, 40),)
+
+    def data_folder(self, random: bool = False) -> Path:
+        """The dataset the demo's policies train on (``random``: the random contexts DPT trains on)."""
+        return Path(self.out) / f"{self.DATA or self.FAMILY}{'-random' if random else ''}"
+
+    def generate_options(self) -> dict[str, Any]:
+        """Options of ``ad generate <FAMILY>`` for this demo (``out`` is set by the pipeline)."""
+        raise NotImplementedError(f"{type(self).__name__} must define generate_options()")
+
+    def random_context_options(self) -> dict[str, Any]:
+        """``ad generate <FAMILY> --source random`` options of DPT's contexts beside :meth:`generate_options`."""
+        return dict(RANDOM_CONTEXTS)
+
+    def make_data(self, timings: dict[str, float]) -> None:
+        """Stage 1: the histories (and DPT's random contexts) with the family's ``ad generate``."""
+        from ad import registry
+
+        generate = registry.get("generate", self.FAMILY)
+        gen_cfg = make_config(generate.config_cls, {**self.generate_options(), "out": str(self.data_folder())},
+                              source="demo generate options")
+        stage("generate the source's learning histories", timings, generate.run, gen_cfg)
+        if dpt_runs_on_random(self):  # the same tasks and split, random contexts for DPT
+            random_cfg = make_config(generate.config_cls, {**self.generate_options(), "source": "random",
+                                                           **self.random_context_options(),
+                                                           "out": str(self.data_folder(random=True))},
+                                     source="demo generate options (random contexts)")
+            stage("generate random contexts for DPT", timings, generate.run, random_cfg)
+
+    def train_options(self) -> dict[str, Any]:
+        """``ad train rl`` options every run shares (``data`` and ``out`` are set by the pipeline)."""
+        raise NotImplementedError(f"{type(self).__name__} must define train_options()")
+
+    def runs(self) -> list[tuple[str, dict[str, Any]]]:
+        """(label, ``ad train rl`` options beside :meth:`train_options`) of each method of ``methods``."""
+        raise NotImplementedError(f"{type(self).__name__} must define runs()")
+
+    def train_runs(self) -> list[DemoRun]:
+        """Stage 2's runs: each of :meth:`runs` on the demo's histories with :meth:`train_options` and
+        ``train_overrides`` (DPT on random contexts with ``--dpt-data random``: all of them, no subsampling)."""
+        common = {**self.train_options(), **self.train_overrides}
+        data = str(self.data_folder())
+        runs = []
+        for label, extra in self.runs():
+            if label == METHODS["dpt"] and dpt_runs_on_random(self):
+                extra = {**extra, "data": str(self.data_folder(random=True)), "subsample": 1}
+            runs.append(DemoRun(label, label.lower(), {**common, "data": data, **extra}))
+        return runs
+
+    def evaluate(self, folders: dict[str, Path]) -> dict[str, Any]:
+        """Stage 3: ``ad eval`` of the trained policies (label -> run folder) on the held-out tasks into
+        ``<out>/eval``; returns its summary (``eval.json``)."""
+        from ad.commands.evaluate import EvalConfig, evaluate
+
+        (first, first_run), *others = folders.items()
+        return evaluate(EvalConfig(ckpt=str(first_run), name=first, data=str(self.data_folder()),
+                                   models=[f"{label}={path}" for label, path in others], episodes=self.episodes,
+                                   seeds=self.seeds, seed=self.seed, out=str(Path(self.out) / "eval")))
+
+    def report(self, summary: dict[str, Any], timings: dict[str, float], methods: list[str]) -> Path:
+        """Stage 4: ``<out>/<REPORT>`` of :meth:`evaluate`'s summary (``methods``: the trained policies' labels)."""
+        from ad.report import in_context_lines, methods_heading, write_report
+
+        images = {"in-context return on held-out tasks": "eval/in_context.png"}
+        if (self.data_folder() / "learning_curves.png").is_file():
+            images["source learning curves"] = f"{self.data_folder().name}/learning_curves.png"
+        heading = f"{methods_heading(methods)} on {self.TITLE or self.FAMILY}: in-context evaluation"
+        return write_report(Path(self.out) / self.REPORT, heading,
+                            in_context_lines(summary, self.REPORT_WINDOWS, methods), images, timings, asdict(self))
+
+
+@dataclass
+class ADDemoConfig(DemoConfig, MethodsOptions, run_options("out", "seed", "threads")):
+    """Options every AD demo of a grid-like family shares (a family's subclass adds its source's options, sets
+    ``FAMILY`` and defines ``generate_options``)."""
 
     out: str = override(RunOptions, "out", "data/demo", "the folder of the dataset, the runs, the evaluation and "
                                                         "report.md")
@@ -106,10 +204,6 @@ class ADDemoConfig(MethodsOptions, run_options("out", "seed", "threads")):
             raise UserError(f"--threads and --dpt-steps must be >= 0, got {self.threads} and {self.dpt_steps}")
         if not (0.0 <= self.dropout < 1.0 or self.dropout == -1.0):  # also refuses NaN
             raise UserError(f"--dropout must be in [0, 1), or -1 for the task family's default, got {self.dropout}")
-
-    def generate_options(self) -> dict[str, Any]:
-        """Options of ``ad generate <FAMILY>`` for this demo (``out`` is set by the pipeline)."""
-        raise NotImplementedError(f"{type(self).__name__} must define generate_options()")
 
     def family_dropout(self) -> float:
         """The dropout ``--dropout -1`` stands for (a family overrides it with its measured choice)."""
@@ -139,72 +233,54 @@ def stage(name: str, timings: dict[str, float], fn: Callable[..., Any], *args: A
     return result
 
 
-def train_policies(data: Path, out: Path, runs: list[tuple[str, dict[str, Any]]], common: dict[str, Any],
-                   timings: dict[str, float]) -> dict[str, Path]:
-    """``ad train rl`` once per (label, options) of ``runs`` into ``out/<label lowercased>`` on ``data`` (or the
-    run's own ``data`` option); a finished run is
-    skipped, an interrupted one resumes from its last checkpoint. Returns label -> run folder."""
+def plan_training(runs: list[DemoRun], out: Path) -> list[tuple[DemoRun, Path, Any]]:
+    """(run, run folder ``out/<folder>``, its checked ``ad train <model>`` config) of each of ``runs``: a bad option
+    stops the demo before anything runs; an interrupted run resumes from its last checkpoint."""
     from ad import registry
 
-    train = registry.get("train", "rl")
+    planned = []
+    for run in runs:
+        run_dir = out / run.folder
+        cfg = make_config(registry.get("train", run.model).config_cls,
+                          {**run.options, "out": str(run_dir),
+                           "resume": (run_dir / "checkpoints" / "last.ckpt").is_file()},
+                          source=f"demo train {run.label} options")
+        planned.append((run, run_dir, cfg))
+    return planned
+
+
+def train_policies(planned: list[tuple[DemoRun, Path, Any]], timings: dict[str, float]) -> dict[str, Path]:
+    """Train each run of :func:`plan_training` with its model family's ``ad train <model>`` (a finished run is
+    skipped); returns label -> run folder."""
+    from ad import registry
+
     folders: dict[str, Path] = {}
-    for label, extra in runs:
-        run_dir = folders[label] = out / label.lower()
-        if (run_dir / "model" / "config.json").is_file():
-            print(f"{label}: {run_dir / 'model'} exists, skipping training (delete it to retrain)")
-            timings[f"train {label}"] = 0.0
+    for run, run_dir, cfg in planned:
+        folders[run.label] = run_dir
+        if (run_dir / run.done).is_file():
+            print(f"{run.label}: {run_dir / 'model'} exists, skipping training (delete it to retrain)")
+            timings[f"train {run.label}"] = 0.0
             continue
-        cfg = make_config(train.config_cls, {**common, "data": str(data), **extra, "out": str(run_dir),
-                                             "resume": (run_dir / "checkpoints" / "last.ckpt").is_file()},
-                          source=f"demo train {label} options")
-        stage(f"train {label}", timings, train.run, cfg)
+        stage(f"train {run.label}", timings, registry.get("train", run.model).run, cfg)
     return folders
 
 
-def run_ad_demo(config: ADDemoConfig) -> Path:
-    """The whole pipeline for ``config.FAMILY``; returns the path of ``report.md``."""
-    from ad import registry
-    from ad.commands.evaluate import EvalConfig, evaluate
-    from ad.report import write_report
-
-    family = config.FAMILY
+def run_ad_demo(config: DemoConfig) -> Path:
+    """The whole pipeline of one demo (module docstring); returns the path of its report."""
     out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
-    data = out / family
+    planned = plan_training(config.train_runs(), out)
     timings: dict[str, float] = {}
-
-    generate = registry.get("generate", family)
-    gen_cfg = make_config(generate.config_cls, {**config.generate_options(), "out": str(data)},
-                          source="demo generate options")
-    stage("generate the source's learning histories", timings, generate.run, gen_cfg)
-    planned = config.runs()
-    if dpt_runs_on_random(config):  # the same tasks and split, random contexts for DPT (all of them, no subsampling)
-        random_cfg = make_config(generate.config_cls, {**config.generate_options(), "source": "random",
-                                                       **RANDOM_CONTEXTS, "out": str(out / f"{family}-random")},
-                                 source="demo generate options (random contexts)")
-        stage("generate random contexts for DPT", timings, generate.run, random_cfg)
-        planned = [(label, {**extra, "data": random_cfg.out, "subsample": 1} if label == METHODS["dpt"] else extra)
-                   for label, extra in planned]
-
-    common = {**config.train_options(), **config.train_overrides}
-    runs = train_policies(data, out, planned, common, timings)
-
-    (first, first_run), *others = runs.items()
-    eval_cfg = EvalConfig(ckpt=str(first_run), name=first, models=[f"{label}={path}" for label, path in others],
-                          data=str(data), episodes=config.episodes, seeds=config.seeds, seed=config.seed,
-                          out=str(out / "eval"))
-    summary = stage("evaluate in context", timings, evaluate, eval_cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    config.make_data(timings)
+    folders = train_policies(planned, timings)
+    summary = stage("evaluate in context", timings, config.evaluate, folders)
     timings["total"] = sum(timings.values())
-    images = {"in-context return on held-out tasks": "eval/in_context.png"}
-    if (data / "learning_curves.png").is_file():
-        images["source learning curves"] = f"{family}/learning_curves.png"
-    report = write_report(out, summary, timings, asdict(config), images, task=config.TITLE or family,
-                          windows=config.REPORT_WINDOWS, methods=list(runs))
+    report = config.report(summary, timings, list(folders))
     print(f"\nwrote {report}")
     return report
 
 
-def run(config: ADDemoConfig) -> int:
-    """``ad demo --task <family>`` entry point."""
+def run(config: DemoConfig) -> int:
+    """``ad demo --task <family> --model <model>`` entry point."""
     run_ad_demo(config)
     return 0

@@ -36,7 +36,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ad.registry import (register, register_default_family, register_demo, register_eval_env,
+from ad.registry import (lazy_function, register, register_default_family, register_demo, register_eval_env,
                          register_optimal_actions)
 
 
@@ -55,8 +55,9 @@ class TaskFamily:
     #: task spec (default: each task's recorded ``kwargs``, passed as ``tasks=[...]``). A family that gives
     #: ``gym_id`` or ``eval_kwargs`` is evaluated in context (:func:`ad.evaluate.make_eval_env`)
     eval_kwargs: Callable[[dict, list], dict] | None = None
-    demo_config: type | None = None  #: options of ``ad demo --task <name>`` (the RL-format transformer)
-    demo: Callable[[Any], Any] | None = None  #: ``demo(config)``: generate -> train AD / ED -> evaluate -> report
+    #: ``ad demo --task <name>`` (the RL-format transformer): an :class:`ad.demo_pipeline.DemoConfig` subclass, its
+    #: options and the hooks where the family differs, run by the demo pipeline (generate -> train -> evaluate -> report)
+    demo_config: type | None = None
     #: ``task_spec`` keys that parametrise the eval envs (e.g. a grid's size): ``ad eval`` refuses a checkpoint whose
     #: training data recorded other values for them
     task_kwargs: tuple[str, ...] = ()
@@ -68,10 +69,6 @@ class TaskFamily:
     #: the family ``ad demo`` runs without ``--task``; its ``ad generate`` folder is the default ``--data``
     default: bool = False
 
-    def __post_init__(self) -> None:
-        if (self.demo is None) != (self.demo_config is None):
-            raise ValueError(f"task family {self.name!r}: give both demo and demo_config, or neither")
-
 
 def register_family(family: TaskFamily) -> None:
     """Register a task family: its ``ad generate`` command, its ``ad eval`` env and its ``ad demo --task`` entry."""
@@ -80,8 +77,8 @@ def register_family(family: TaskFamily) -> None:
         register_eval_env(family.name, family.gym_id, family.eval_kwargs, family.task_kwargs)
     if family.optimal_actions is not None:
         register_optimal_actions(family.name, family.optimal_actions)
-    if family.demo is not None:
-        register_demo(family.name, "rl", family.demo_config, family.demo,
+    if family.demo_config is not None:
+        register_demo(family.name, "rl", family.demo_config, lazy_function("ad.demo_pipeline:run"),
                       help=f"Algorithm Distillation on {family.name} end to end (writes report.md)")
     if family.default:
         out = {f.name: f.default for f in fields(family.generate_config)}.get("out")

@@ -1,4 +1,8 @@
-"""`report.md` of a demo run: settings, timings, the in-context table and the plots."""
+"""The report of a demo run (`report.md`): the demo's own table, its plots, the time each stage took, its settings.
+
+:func:`write_report` writes every demo's report; :func:`in_context_lines` is the table of the demos evaluated by
+``ad eval`` (return / optimal per episode window, when each method reaches 90% of the optimum).
+"""
 from __future__ import annotations
 
 import os
@@ -72,30 +76,36 @@ def reach_lines(policies: dict[str, Any], level: float = 0.9, names: Sequence[st
     return lines
 
 
-def write_report(out: Path, summary: dict[str, Any], timings: dict[str, float], settings: dict[str, Any],
-                 images: dict[str, str], task: str,
-                 windows: Sequence[tuple[int, int]] = ((36, 40),), methods: Sequence[str] = ("AD", "ED")) -> Path:
-    """Write ``out/report.md`` from an ``ad eval`` summary of a demo on ``task``; ``windows`` are the episode
-    ranges shown beside the first 5 and the last 10 (the figures a family's docs quote); ``methods`` are the
-    labels of the trained policies (each but ED gets a line saying when it reaches 90% of the optimum)."""
-    heading = ("Algorithm Distillation" if set(methods) <= {"AD", "ED"} else
-               f"In-context methods ({', '.join(methods)})")
-    lines = [f"# {heading} on {task}: in-context evaluation", "",
-             f"Held-out tasks: {len(summary['tasks'])} (never in the transformer's training data), "
+def methods_heading(methods: Sequence[str]) -> str:
+    """What a demo of the trained policies ``methods`` (labels) compares: "Algorithm Distillation" for AD and ED."""
+    return "Algorithm Distillation" if set(methods) <= {"AD", "ED"} else f"In-context methods ({', '.join(methods)})"
+
+
+def in_context_lines(summary: dict[str, Any], windows: Sequence[tuple[int, int]] = ((36, 40),),
+                     methods: Sequence[str] = ("AD", "ED")) -> list[str]:
+    """The body of an ``ad eval`` summary's report: the held-out setting, the table (:func:`table_lines`; ``windows``
+    are the episode ranges shown beside the first 5 and the last 10, the figures a family's docs quote) and, for each
+    of ``methods`` (the trained policies' labels) but ED, when it first reaches 90% of the optimum."""
+    lines = [f"Held-out tasks: {len(summary['tasks'])} (never in the transformer's training data), "
              f"{summary['seeds']} seeds each, {summary['episodes']} episodes in context, "
              f"{'greedy' if summary['greedy'] else 'sampled'} actions. "
              f"Mean optimal return: {summary['optimal_mean_return']:.2f}.", ""]
     lines += table_lines(summary, windows)
     reach = reach_lines(summary["policies"], names=[m for m in methods if m != "ED"])
-    lines += ["", *reach] if reach else []
-    lines += ["", "## Plots", ""]
-    lines += [f"![{title}]({path})" for title, path in images.items()]
+    return lines + (["", *reach] if reach else [])
+
+
+def write_report(path: Path, heading: str, body: Sequence[str], images: dict[str, str], timings: dict[str, float],
+                 settings: dict[str, Any]) -> Path:
+    """Write a demo's report to ``path``: ``# heading``, the demo's ``body`` lines (its table), the plots (title ->
+    path relative to the report), the time of each stage and the settings."""
+    lines = [f"# {heading}", "", *body, "", "## Plots", ""]
+    lines += [f"![{title}]({image})" for title, image in images.items()]
     lines += ["", f"## Time ({machine_description()})", "", "| stage | seconds |", "|---|---|"]
     lines += [f"| {stage} | {seconds:.0f} |" for stage, seconds in timings.items()]
     lines += ["", "## Settings", "", "```"]
     lines += [f"{key}: {_fmt(value)}" for key, value in settings.items()]
     lines += ["```", ""]
-    path = out / "report.md"
     write_text_atomic(path, "\n".join(lines))
     return path
 

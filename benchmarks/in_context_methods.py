@@ -86,14 +86,7 @@ def run_demo(family: str, out: Path, seed: int, methods: str, demo: dict) -> dic
     if summary.is_file() and (out / FINISHED).is_file() and finished_options(out, config) == asdict(config):
         print(f"{out}: finished with the same options, reading {summary}")
         return json.loads(summary.read_text())
-    if family == "bandit":
-        from tasks.bandit.demo import demo as bandit_demo
-
-        bandit_demo(config)
-    else:
-        from ad.demo_pipeline import run_ad_demo
-
-        run_ad_demo(config)
+    command.run(config)  # the demo pipeline, whichever the family
     (out / FINISHED).write_text(json.dumps(asdict(config)))
     return json.loads(summary.read_text())
 

@@ -4,8 +4,8 @@ reinforcement learning from noise distillation").
 
 The engine every family's ``--source noise`` shares (DarkRoom, Key-to-Door, bandits):
 
-* the options (:class:`NoiseOptions`, declared once; a family's config takes them with :func:`ad.config.override`)
-  and their checks (:func:`check_noise_options`);
+* the options (:class:`tasks.source_options.NoiseOptions`, declared once with the random source's, light to import)
+  and their checks;
 * the schedule (:func:`epsilon_schedule`): one noise level per episode of a stream, from ``noise_start`` down to
   ``noise_end`` over the first ``noise_decay_fraction`` of the history (linear for ``noise_power`` 1, the paper's
   curriculum from a random policy to the demonstrator), never below a per-task floor;
@@ -24,65 +24,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ad.config import option
 from ad.errors import UserError
 
-#: Options of the noise source (left out of the other sources' dataset metadata, which stays what it was).
-NOISE_OPTIONS = ("noise_start", "noise_end", "noise_decay_fraction", "noise_power", "max_return_fraction")
 #: Bisection steps of :func:`epsilon_floor` (epsilon to within 2^-30).
 _BISECTIONS = 30
 #: Slack of the cap check for float rounding in the expected returns.
 _TOLERANCE = 1e-9
-
-
-#: The ``--help`` section of the noise source's options.
-NOISE_GROUP = "noise source"
-
-
-@dataclass
-class NoiseOptions:
-    """The noise source's options (declared here once; each family's config takes them with ``override``)."""
-
-    noise_start: float = option(1.0, "epsilon (probability of a uniformly random action instead of the "
-                                     "demonstrator's) of each history's first episode; 1 = a random policy (the "
-                                     "paper's start)", group=NOISE_GROUP)
-    noise_end: float = option(0.0, "epsilon the schedule reaches at the end of its decay; 0 = the demonstrator "
-                                   "itself (the paper's end)", group=NOISE_GROUP)
-    noise_decay_fraction: float = option(1.0, "fraction of each history (its episodes) over which epsilon falls "
-                                              "from --noise-start to --noise-end, then stays; 1 = the whole history",
-                                         group=NOISE_GROUP)
-    noise_power: float = option(1.0, "shape of the decay, epsilon = end + (start - end) * (1 - progress)^power; 1 = "
-                                     "linear (the paper's), > 1 falls faster early", group=NOISE_GROUP)
-    max_return_fraction: float = option(1.0, "cap on the data's best expected episode return, as a fraction of each "
-                                             "task's optimum, in (0, 1]: epsilon never falls below the level whose "
-                                             "exact expected return is this fraction; 1 = no cap", group=NOISE_GROUP)
-
-
-def check_noise_options(cfg: Any) -> None:
-    """UserError for a noise option out of range (NaN and infinities included), naming the option."""
-    for name in ("noise_start", "noise_end"):
-        value = getattr(cfg, name)
-        if not 0.0 <= value <= 1.0:  # also refuses NaN
-            raise UserError(f"--{name.replace('_', '-')} must be an epsilon in [0, 1], got {value}")
-    if cfg.noise_end > cfg.noise_start:
-        raise UserError(f"--noise-end ({cfg.noise_end}) must not exceed --noise-start ({cfg.noise_start}): the noise "
-                        "falls over a history")
-    if not 0.0 < cfg.noise_decay_fraction <= 1.0:
-        raise UserError(f"--noise-decay-fraction must be in (0, 1], got {cfg.noise_decay_fraction}")
-    if not 0.0 < cfg.noise_power < math.inf:
-        raise UserError(f"--noise-power must be positive and finite, got {cfg.noise_power}")
-    if not 0.0 < cfg.max_return_fraction <= 1.0:
-        raise UserError(f"--max-return-fraction must be in (0, 1] (1 = no cap), got {cfg.max_return_fraction}")
-
-
-def noise_config(cfg: Any) -> dict[str, float]:
-    """The schedule's options of ``cfg`` (recorded in the dataset's source config)."""
-    return {name: getattr(cfg, name) for name in NOISE_OPTIONS}
-
-
-def without_noise_options(options: dict[str, Any]) -> dict[str, Any]:
-    """``options`` without the noise source's (for another source's metadata, unchanged by their addition)."""
-    return {k: v for k, v in options.items() if k not in NOISE_OPTIONS}
 
 
 def epsilon_schedule(levels: int, start: float = 1.0, end: float = 0.0, decay_fraction: float = 1.0,

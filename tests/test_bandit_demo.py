@@ -99,3 +99,19 @@ def test_demo_source_defaults_to_ucb_with_the_coefficient_of_the_reward_kind():
     assert (bernoulli.source, bernoulli.ucb_c, gaussian.source, gaussian.ucb_c) == ("ucb", 0.3, "ucb", 0.5)
     assert make_config(BanditDemoConfig, {"kind": "gaussian", "source": "thompson"}).source == "thompson"
     assert make_config(BanditDemoConfig, {"ucb_c": 1.0}).ucb_c == 1.0
+
+
+#: The regret table and source line of the tiny demo above as main gave them at commit fb12b6c, before the bandit
+#: demo ran through the shared demo pipeline (`ad demo --task bandit --seed 3` with the TINY options).
+MAIN_FB12B6C = ["| AD | 6.68 | 0.41 | 1.45 |", "| ED | 6.68 | 0.41 | 1.45 |", "| Thompson | 4.60 | 0.51 | 1.00 |",
+                "| UCB1 | 5.41 | 0.33 | 1.18 |", "| UCB1 c=0.3 | 4.27 | 0.70 | 0.93 |", "| random | 6.81 | 0.55 | 1.48 |",
+                "AD's regret is 1.56x its source's (UCB1 c=0.3: 4.27): AD trails its own source (more regret than the "
+                "algorithm it distils)."]
+
+
+def test_report_figures_are_the_ones_main_gave(tiny_demo):
+    out, _ = tiny_demo
+    text = (out / "report.md").read_text().split("## Time")[0]
+    figures = [line for line in text.splitlines() if line.startswith(("| AD", "| ED", "| Thompson", "| UCB1",
+                                                                       "| random", "AD's regret"))]
+    assert figures == MAIN_FB12B6C

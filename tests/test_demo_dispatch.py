@@ -13,7 +13,7 @@ from ad.errors import UserError
 
 def test_darkroom_and_bandit_are_task_families_with_generate_eval_and_demo():
     from tasks.bandit.config import GenerateConfig as BanditGenerate
-    from tasks.bandit.demo_config import BanditDemoConfig
+    from tasks.bandit.demo import BanditDemoConfig
     from tasks.darkroom.config import GenerateConfig as DarkRoomGenerate
     from tasks.darkroom.demo import DarkRoomDemoConfig
 
@@ -133,3 +133,15 @@ def test_demo_dropout_out_of_range_is_a_user_error(bad):
 
     with pytest.raises(UserError, match="dropout"):
         make_config(DarkRoomDemoConfig, {"dropout": bad})
+
+
+@pytest.mark.parametrize("task", ["darkroom", "bandit", "keydoor"])
+def test_a_misspelt_train_override_stops_every_demo_before_any_work(task, capsys, tmp_path):
+    """The pipeline checks every run's `ad train` options before the first stage (nothing generated, no folder)."""
+    out = tmp_path / "demo"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["demo", "--task", task, "--out", str(out), "--train-overrides", '{"n_layers": 2}'])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "n_layers" in err and "Traceback" not in err
+    assert not out.exists()

@@ -3,13 +3,16 @@ and Language-format evaluations of the same held-out goals into one table and on
 import json
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from ad.config import make_config
+from ad.demo_pipeline import plan_training
 from ad.errors import UserError
+from models.lm.config import TrainLMConfig
 from models.lm.demo_config import LMDemoConfig
 
 
@@ -52,23 +55,38 @@ def test_the_pretrained_lm_reads_the_scratch_lms_text_in_bfloat16(tmp_path):
             train.batch_size, train.warmup_steps) == ("smollm2-135m", "grid9", "bfloat16", "all", 40, 400, 8, 16)
 
 
-def test_the_rl_format_demo_gets_the_same_source_context_and_subsampling(tmp_path, monkeypatch):
-    from ad import registry
+def _run_without_work(config, monkeypatch):
+    """Run the LM demo through the pipeline with every stage's work replaced: returns what each stage was given (the
+    RL-format demo's config, each `ad train` config by run folder, each `ad eval` config by run folder)."""
+    from ad import demo_pipeline, registry
     from models.lm import demo as lm_demo
 
-    seen = {}
+    seen = {"train": {}, "eval": {}}
     rl = registry.get_demo("darkroom", "rl")
     monkeypatch.setattr(registry, "get_demo", lambda family, model: SimpleNamespace(
         config_cls=rl.config_cls, run=lambda cfg: seen.setdefault("rl", cfg)))
-    monkeypatch.setattr(lm_demo, "train_lms", lambda cfgs, timings: seen.setdefault("train", cfgs))
-    monkeypatch.setattr(lm_demo, "evaluate_lms", lambda cfg, data, out, timings: {})
+    monkeypatch.setattr(demo_pipeline, "stage", lambda name, timings, fn, *args: fn(*args))
+    monkeypatch.setattr(registry, "get", lambda group, name: SimpleNamespace(
+        config_cls=TrainLMConfig, run=lambda cfg: seen["train"].setdefault(Path(cfg.out).name, cfg)))
+    for run in config.train_runs():  # finished runs, so that the evaluation sees them
+        (Path(config.out) / run.folder / "model").mkdir(parents=True)
+        (Path(config.out) / run.folder / "model" / "lm.json").write_text("{}")
+    monkeypatch.setattr("ad.commands.evaluate.evaluate", lambda cfg: seen["eval"].setdefault(Path(cfg.ckpt).name, cfg))
     monkeypatch.setattr(lm_demo, "combined_summary", lambda rl_summary, lms: {})
-    monkeypatch.setattr(lm_demo, "write_lm_report", lambda out, summary, timings, cfg: out / "report-lm.md")
-    lm_demo.demo(make_config(LMDemoConfig, {"out": str(tmp_path), "source": "a2c"}))
+    monkeypatch.setattr(lm_demo, "write_lm_report", lambda cfg, summary, timings: Path(cfg.out) / "report-lm.md")
+    demo_pipeline.run_ad_demo(config)
+    return seen
+
+
+def test_the_rl_format_demo_gets_the_same_source_context_and_subsampling(tmp_path, monkeypatch):
+    seen = _run_without_work(make_config(LMDemoConfig, {"out": str(tmp_path), "source": "a2c"}), monkeypatch)
     assert (seen["rl"].source, seen["rl"].context, seen["rl"].subsample) == ("a2c", 80, 40)
-    lm, ed = seen["train"].values()
-    assert (lm.context, lm.subsample, lm.max_steps, lm.expert_only) == (80, 40, 2000, False)
-    assert (ed.subsample, ed.max_steps, ed.expert_only) == (1, 1000, True)
+    assert seen["train"] == {}  # finished runs are not trained again
+    lm, ed = plan_training(make_config(LMDemoConfig, {"out": str(tmp_path), "source": "a2c"}).train_runs(), tmp_path)
+    assert (lm[2].context, lm[2].subsample, lm[2].max_steps, lm[2].expert_only) == (80, 40, 2000, False)
+    assert (ed[2].subsample, ed[2].max_steps, ed[2].expert_only) == (1, 1000, True)
+    assert lm[2].data == ed[2].data == str(tmp_path / "darkroom")  # the RL-format demo's histories
+    assert sorted(seen["eval"]) == ["lm-scratch", "lm-scratch-ed"]
 
 
 def _summary(names, level, episodes=100):
@@ -91,7 +109,7 @@ def test_report_has_every_model_of_both_formats(tmp_path):
     assert list(summary["policies"]) == ["AD", "ED (RL format)", "LM AD (Llama from scratch)",
                                          "LM ED (from scratch)", "LM AD (SmolLM2-135M + LoRA)", "random", "source"]
     (tmp_path / "report.md").write_text("the RL-format demo's report")
-    report = write_lm_report(tmp_path, summary, {"total": 1.0}, make_config(LMDemoConfig, {"out": str(tmp_path)}))
+    report = write_lm_report(make_config(LMDemoConfig, {"out": str(tmp_path)}), summary, {"total": 1.0})
     assert report == tmp_path / "report-lm.md"
     assert (tmp_path / "report.md").read_text() == "the RL-format demo's report"  # not overwritten
     text = report.read_text()
@@ -133,19 +151,40 @@ def test_lm_stages_use_every_core_unless_threads_is_set(tmp_path, monkeypatch, t
     import torch
 
     from ad import registry
-    from models.lm import demo as lm_demo
 
-    seen = {}
-    rl = registry.get_demo("darkroom", "rl")
-    fake_rl = SimpleNamespace(config_cls=rl.config_cls, run=lambda cfg: seen.setdefault("rl", cfg.threads))
-    monkeypatch.setattr(registry, "get_demo", lambda family, model: fake_rl)
-    monkeypatch.setattr(lm_demo, "train_lms", lambda cfgs, timings: seen.setdefault("train", {
-        name: cfg.threads for name, cfg in cfgs.items()}))
-    monkeypatch.setattr(lm_demo, "evaluate_lms", lambda cfg, data, out, timings: seen.setdefault("eval", cfg.threads))
-    monkeypatch.setattr(lm_demo, "combined_summary", lambda rl_summary, lms: {})
-    monkeypatch.setattr(lm_demo, "write_lm_report", lambda out, summary, timings, cfg: out / "report-lm.md")
-    lm_demo.demo(make_config(LMDemoConfig, {"out": str(tmp_path), "threads": threads}))
+    rl_default = make_config(registry.get_demo("darkroom", "rl").config_cls, {}).threads
+    config = make_config(LMDemoConfig, {"out": str(tmp_path), "threads": threads})
+    seen = _run_without_work(config, monkeypatch)
     lm_threads = threads or torch.get_num_threads()
-    assert seen["rl"] == (threads or make_config(rl.config_cls, {}).threads)
-    assert seen["train"] == {"lm-scratch": lm_threads, "lm-scratch-ed": lm_threads}
-    assert seen["eval"] == lm_threads
+    assert seen["rl"].threads == (threads or rl_default)
+    assert {run.folder: run_cfg.threads for run, _, run_cfg in plan_training(config.train_runs(), tmp_path)} == {
+        "lm-scratch": lm_threads, "lm-scratch-ed": lm_threads}
+    assert {name: cfg.threads for name, cfg in seen["eval"].items()} == {"lm-scratch": lm_threads,
+                                                                         "lm-scratch-ed": lm_threads}
+
+
+#: The table of a tiny `ad demo --model lm` (below) as main gave it at commit fb12b6c, before the LM demo ran through
+#: the shared demo pipeline: the RL-format rows, both LM runs, random and the source.
+MAIN_FB12B6C = ["| AD | 0.040 | - | 0.039 | 0.75 |", "| ED (RL format) | 0.042 | - | 0.038 | 0.72 |",
+                "| LM AD (Llama from scratch) | 0.042 | - | 0.043 | 0.81 |",
+                "| LM ED (from scratch) | 0.042 | - | 0.043 | 0.81 |", "| random | 0.071 | - | 0.071 | 1.36 |",
+                "| source | 0.862 | - | 0.883 | 16.65 |"]
+
+
+@pytest.mark.slow
+def test_tiny_lm_demo_gives_the_figures_main_gave(tmp_path, capsys):
+    """The tiny RL-format demo, then the LM demo beside it (the RL-format one is found finished and kept)."""
+    from ad import cli
+
+    out = str(tmp_path / "demo")
+    rl = {"n_embd": 16, "n_head": 2, "n_ff": 32, "warmup_steps": 1, "progress": False, "batch_size": 2}
+    lm = {"n_layer": 1, "n_embd": 32, "n_head": 2, "n_ff": 64, "progress": False}
+    assert cli.run(["demo", "--task", "darkroom", "--out", out, "--size", "5", "--seed", "1", "--streams", "4",
+                    "--steps-per-goal", "800", "--ad-steps", "3", "--ed-steps", "2", "--episodes", "6", "--seeds", "1",
+                    "--context", "20", "--methods", "ad,dpt,ed", "--train-overrides", json.dumps(rl)]) == 0
+    assert cli.run(["demo", "--model", "lm", "--out", out, "--steps", "3", "--ed-steps", "2", "--context", "20",
+                    "--episodes", "6", "--seeds", "1", "--watch-every", "0", "--threads", "1",
+                    "--train-overrides", json.dumps(lm)]) == 0
+    capsys.readouterr()
+    text = (tmp_path / "demo" / "report-lm.md").read_text().split("## Time")[0]
+    assert [line for line in text.splitlines() if line.startswith("| ") and "policy" not in line] == MAIN_FB12B6C

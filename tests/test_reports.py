@@ -22,10 +22,11 @@ def _summary(policies, episodes=100):
             "policies": policies}
 
 
-def _report(tmp_path, summary, **kwargs) -> str:
-    from ad.report import write_report
+def _report(tmp_path, summary, windows=((36, 40),)) -> str:
+    from ad.report import in_context_lines, write_report
 
-    return write_report(tmp_path, summary, {"total": 1.0}, {}, {}, **{"task": "DarkRoom", **kwargs}).read_text()
+    return write_report(tmp_path / "report.md", "Algorithm Distillation on DarkRoom", in_context_lines(summary, windows),
+                        {}, {"total": 1.0}, {}).read_text()
 
 
 def test_the_report_says_which_episodes_are_the_last_10(tmp_path):
@@ -73,13 +74,14 @@ def test_the_report_says_when_ad_trails_its_own_source(tmp_path):
 
 
 def test_the_bandit_report_says_when_ad_trails_its_source(tmp_path):
-    from tasks.bandit.demo import write_report
+    from ad.report import write_report
+    from tasks.bandit.demo import regret_lines
 
     row = lambda regret: {"final_regret": regret, "final_regret_se": 0.1}  # noqa: E731
     summary = {"instances": 4, "runs_per_instance": 2, "pulls": 100, "source_policy": "UCB1 c=0.3",
                "policies": {"AD": row(13.1), "UCB1 c=0.3": row(10.0), "Thompson": row(9.0)},
                "ratio_to_thompson": {"AD": 1.46, "UCB1 c=0.3": 1.11, "Thompson": 1.0}, "timings": {}, "settings": {}}
-    text = write_report(tmp_path, summary).read_text()
+    text = write_report(tmp_path / "report.md", "bandits", regret_lines(summary), {}, {}, {}).read_text()
     assert "AD's regret is 1.31x its source's (UCB1 c=0.3: 10.00)" in text and "trails its own source" in text
 
 

@@ -26,6 +26,6 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 register("train", "lm", TrainLMConfig, lazy_function("models.lm.train:run"),
          help="train a causal LM (pretrained + LoRA, or --model scratch) on a Language-format dataset (acts by "
               "scoring valid actions)")
-register_demo("darkroom", "lm", LMDemoConfig, lazy_function("models.lm.demo:run"),
+register_demo(LMDemoConfig.FAMILY, "lm", LMDemoConfig, lazy_function("ad.demo_pipeline:run"),
               help="Algorithm Distillation in the Language format on DarkRoom: a causal LM on the histories' text, "
                    "in context on the held-out goals beside the RL-format AD (writes report-lm.md)")

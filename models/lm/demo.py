@@ -1,8 +1,10 @@
 """`ad demo --model lm`: Algorithm Distillation in the Language format on DarkRoom, beside the RL-format AD.
 
-1. the RL-format demo (``ad demo --task darkroom --model rl``, skipped when ``<out>/eval/eval.json`` exists):
-   the source's histories in ``<out>/darkroom`` (``--source``: the explorer by default, or A2C), the AD and ED
-   transformers, their in-context evaluation;
+The demo pipeline (:mod:`ad.demo_pipeline`) with the hooks of :class:`models.lm.demo_config.LMDemoConfig`:
+
+1. the data: the RL-format demo (``ad demo --task darkroom --model rl``, skipped when ``<out>/eval/eval.json``
+   exists): the source's histories in ``<out>/darkroom`` (``--source``: the explorer by default, or A2C), the AD and
+   ED transformers, their in-context evaluation;
 2. ``ad train lm`` on the same histories: the LM on every ``--subsample``-th episode (AD, ``<out>/lm-<lm>``) and
    on expert episodes only (this format's ED, ``<out>/lm-<lm>-ed``); finished runs are skipped, interrupted ones
    resume;
@@ -14,16 +16,13 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from ad.config import make_config
-from ad.demo_pipeline import stage
+from ad.demo_pipeline import DemoRun
 from models.lm.demo_config import LMDemoConfig
-
-#: the task family whose RL-format demo this one runs first and whose histories the LM is trained on
-RL_DEMO_TASK = "darkroom"
 
 
 def rl_demo_size() -> int:
@@ -31,7 +30,8 @@ def rl_demo_size() -> int:
     read from the demo the task family registered (models/ import no task)."""
     from ad import registry
 
-    return int(registry.get_demo(RL_DEMO_TASK, "rl").config_cls.size)
+    return int(registry.get_demo(LMDemoConfig.FAMILY, "rl").config_cls.size)
+
 
 #: label of each LM run folder in the report (runs of other --lm values found in <out> are reported too)
 LABELS = {"lm-scratch": "LM AD (Llama from scratch)", "lm-scratch-ed": "LM ED (from scratch)",
@@ -40,10 +40,17 @@ LABELS = {"lm-scratch": "LM AD (Llama from scratch)", "lm-scratch-ed": "LM ED (f
 RL_ROWS = {"AD": "AD", "ED": "ED (RL format)", "random": "random", "source": "source"}
 
 
+def lm_threads(config: LMDemoConfig) -> int:
+    """The torch threads of every LM stage: ``--threads``, or torch's default (every core) for 0."""
+    import torch
+
+    return config.threads or torch.get_num_threads()
+
+
 def lm_options(config: LMDemoConfig, data: Path) -> dict[str, Any]:
     """`ad train lm` options shared by the AD and ED runs of ``config.lm``."""
-    common = {"data": str(data), "context": config.context, "batch_size": config.batch_size, "lr": config.lr,
-              "seed": config.seed, "threads": config.threads, "watch_every": config.watch_every,
+    common = {"data": str(data), "context": config.context, "batch_size": config.batch_size, "learning_rate": config.learning_rate,
+              "seed": config.seed, "threads": lm_threads(config), "watch_every": config.watch_every,
               "watch_seeds": 1, "val_every": 500, "checkpoint_every": 500}
     if config.lm == "scratch":
         model = {"preset": "scratch"}
@@ -61,52 +68,53 @@ def grid_text_options(size: int, context: int, steps: int) -> dict[str, Any]:
             "warmup_steps": max(1, steps // 10), "log_every": 10, "checkpoint_every": 40}
 
 
-def lm_run_configs(config: LMDemoConfig, data: Path, out: Path) -> dict[str, Any]:
-    """The `ad train lm` configs of the LM (AD) and of its expert-only baseline (ED), run name -> config. Built
-    before anything runs, so that a bad option (a misspelt ``--train-overrides`` key) stops the demo at once."""
+def rl_demo_config(config: LMDemoConfig) -> Any:
+    """The options of the RL-format demo this one runs first: the same source, subsampling, held-out split and
+    evaluation, the context ``--rl-context``; its threads are ``--threads`` where given, else its own default."""
     from ad import registry
 
-    train = registry.get("train", "lm")
+    options = {"out": config.out, "seed": config.seed, "source": config.source, "context": config.rl_context,
+               "subsample": config.subsample, "episodes": config.episodes, "seeds": config.seeds}
+    if config.threads:
+        options["threads"] = config.threads
+    return make_config(registry.get_demo(config.FAMILY, "rl").config_cls, options, source="demo RL-format options")
+
+
+def lm_runs(config: LMDemoConfig) -> list[DemoRun]:
+    """The `ad train lm` runs of the LM (AD) and of its expert-only baseline (ED)."""
+    options = lm_options(config, config.data_folder())
     runs = {f"lm-{config.lm}": {"max_steps": config.steps, "subsample": config.subsample},
             f"lm-{config.lm}-ed": {"max_steps": config.ed_steps, "expert_only": True, "subsample": 1}}
-    return {name: make_config(train.config_cls, {**lm_options(config, data), **extra, "out": str(out / name),
-                                                 "resume": (out / name / "checkpoints" / "last.ckpt").is_file()},
-                              source=f"demo train {name} options")
-            for name, extra in runs.items()}
+    return [DemoRun(LABELS.get(name, name), name, {**options, **extra}, model="lm", done="model/lm.json")
+            for name, extra in runs.items()]
 
 
-def train_lms(configs: dict[str, Any], timings: dict[str, float]) -> dict[str, Path]:
-    """Train the runs of :func:`lm_run_configs` (finished ones are skipped); returns run name -> folder."""
-    from ad import registry
+def lm_eval_config(config: LMDemoConfig, run_dir: Path) -> Any:
+    """The `ad eval` options of one LM run: the RL-format demo's held-out goals, seeds and episodes."""
+    from ad.commands.evaluate import EvalConfig
 
-    train = registry.get("train", "lm")
-    folders = {}
-    for name, cfg in configs.items():
-        run_dir = folders[name] = Path(cfg.out)
-        if (run_dir / "model" / "lm.json").is_file():
-            print(f"{name}: {run_dir / 'model'} exists, skipping training (delete it to retrain)")
-            timings[f"train {name}"] = 0.0
-            continue
-        stage(f"train {name}", timings, train.run, cfg)
-    return folders
+    return EvalConfig(ckpt=str(run_dir), data=str(config.data_folder()), name=LABELS.get(run_dir.name, run_dir.name),
+                      episodes=config.episodes, seeds=config.seeds, seed=config.seed,
+                      out=str(Path(config.out) / "eval-lm" / run_dir.name), threads=lm_threads(config), progress=True)
 
 
-def evaluate_lms(config: LMDemoConfig, data: Path, out: Path, timings: dict[str, float]) -> dict[str, dict]:
-    """`ad eval` of every finished LM run in ``out`` on the RL demo's held-out goals and seeds; name -> summary."""
-    from ad.commands.evaluate import EvalConfig, evaluate
+def evaluate_lms(config: LMDemoConfig) -> dict[str, Any]:
+    """`ad eval` of every finished LM run in ``out`` (an evaluation newer than its model is read back), then
+    :func:`combined_summary` with the RL-format demo's rows."""
+    from ad.commands.evaluate import evaluate
 
-    summaries = {}
+    out = Path(config.out)
+    lms = {}
     for run_dir in sorted(p for p in out.glob("lm-*") if (p / "model" / "lm.json").is_file()):
         target = out / "eval-lm" / run_dir.name
         if (target / "eval.json").is_file() and (target / "eval.json").stat().st_mtime > \
                 (run_dir / "model" / "lm.json").stat().st_mtime:
-            summaries[run_dir.name] = json.loads((target / "eval.json").read_text())
+            lms[run_dir.name] = json.loads((target / "eval.json").read_text())
             continue
-        eval_cfg = EvalConfig(ckpt=str(run_dir), data=str(data), name=LABELS.get(run_dir.name, run_dir.name),
-                              episodes=config.episodes, seeds=config.seeds, seed=config.seed, out=str(target),
-                              threads=config.threads, progress=True)
-        summaries[run_dir.name] = stage(f"evaluate {run_dir.name} in context", timings, evaluate, eval_cfg)
-    return summaries
+        print(f"\n--- {run_dir.name} ---", flush=True)
+        lms[run_dir.name] = evaluate(lm_eval_config(config, run_dir))
+    rl_eval = out / "eval" / "eval.json"
+    return combined_summary(json.loads(rl_eval.read_text()) if rl_eval.is_file() else None, lms)
 
 
 def combined_summary(rl: dict[str, Any] | None, lms: dict[str, dict]) -> dict[str, Any]:
@@ -138,56 +146,20 @@ def plot_curves(curves: dict[str, tuple[Any, Any]], optimum: float, path: Path, 
     return plot_in_context(named, optimum, path, title=title, colours=LM_COLOURS)
 
 
-def write_lm_report(out: Path, summary: dict[str, Any], timings: dict[str, float], config: LMDemoConfig) -> Path:
-    """``out/report-lm.md`` (the table, the plot, timings, settings) and ``out/eval-lm/in_context.png``."""
+def write_lm_report(config: LMDemoConfig, summary: dict[str, Any], timings: dict[str, float]) -> Path:
+    """``<out>/report-lm.md`` (the table, the plot, timings, settings) and ``<out>/eval-lm/in_context.png``."""
     import numpy as np
 
-    from ad.report import write_report
+    from ad.report import in_context_lines, methods_heading, write_report
 
+    out = Path(config.out)
     curves = {name: (np.asarray(row["mean"]), np.asarray(row.get("sem", row["std"])))
               for name, row in summary["policies"].items()}
     plot_curves(curves, summary["optimal_mean_return"], out / "eval-lm" / "in_context.png",
                 title=f"In-context return on {len(summary['tasks'])} held-out DarkRoom goals: RL format vs "
                       "Language format")
-    # written inside eval-lm/ (out/report.md is the RL-format demo's), links relative to out/, then moved up
-    report = write_report(out / "eval-lm", summary, timings, asdict(config),
-                          {"in-context return on held-out goals": "eval-lm/in_context.png"},
-                          task="DarkRoom, RL format and Language format")
-    return report.replace(out / "report-lm.md")
-
-
-def demo(config: LMDemoConfig) -> Path:
-    """The whole pipeline (module docstring); returns the path of ``report-lm.md``."""
-    import torch
-
-    from ad import registry
-
-    rl_threads = config.threads  # 0: the RL-format demo's own default
-    config = replace(config, threads=config.threads or torch.get_num_threads())  # every LM stage's
-    out = Path(config.out)
-    data = out / RL_DEMO_TASK
-    timings: dict[str, float] = {}
-    rl_eval = out / "eval" / "eval.json"
-    lm_configs = lm_run_configs(config, data, out)
-    if not config.skip_rl and not rl_eval.is_file():
-        rl = registry.get_demo(RL_DEMO_TASK, "rl")
-        rl_options = {"out": str(out), "seed": config.seed, "source": config.source,
-                      "context": config.rl_context, "subsample": config.subsample, "episodes": config.episodes,
-                      "seeds": config.seeds}
-        if rl_threads:
-            rl_options["threads"] = rl_threads
-        rl_config = make_config(rl.config_cls, rl_options, source="demo RL-format options")
-        stage("RL-format demo (ad demo --task darkroom --model rl)", timings, rl.run, rl_config)
-    train_lms(lm_configs, timings)
-    lms = evaluate_lms(config, data, out, timings)
-    timings["total"] = sum(timings.values())
-    rl_summary = json.loads(rl_eval.read_text()) if rl_eval.is_file() else None
-    report = write_lm_report(out, combined_summary(rl_summary, lms), timings, config)
-    print(f"\nwrote {report}")
-    return report
-
-
-def run(config: LMDemoConfig) -> int:
-    """``ad demo --model lm`` entry point."""
-    demo(config)
-    return 0
+    methods = ("AD", "ED")  # the RL-format AD is the row whose 90% episode the report names
+    return write_report(out / config.REPORT, f"{methods_heading(methods)} on {config.TITLE}: in-context evaluation",
+                        in_context_lines(summary, config.REPORT_WINDOWS, methods),
+                        {"in-context return on held-out goals": "eval-lm/in_context.png"}, timings,
+                        {**asdict(config), "threads": lm_threads(config)})

@@ -1,10 +1,15 @@
-"""Options of `ad demo --model lm` (`LMDemoConfig`). Imports no torch (`ad --help` reads it)."""
+"""`ad demo --model lm`: its options (`LMDemoConfig`) and where the Language-format demo differs in the demo pipeline
+(:mod:`ad.demo_pipeline`): its data is the RL-format demo's, its runs are `ad train lm` runs, each evaluated on its
+own, and its report (`report-lm.md`) has the rows of both formats. Imports no torch (`ad --help` reads it); the
+stages' code is in :mod:`models.lm.demo`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from pathlib import Path
+from typing import Any, ClassVar, Literal
 
 from ad.config import option, override
+from ad.demo_pipeline import DemoConfig, DemoRun
 from ad.errors import UserError
 from ad.options import RunOptions, run_options
 
@@ -25,9 +30,15 @@ SCRATCH_BATCH_SIZE = 16
 
 
 @dataclass
-class LMDemoConfig(run_options("out", "seed", "threads")):
+class LMDemoConfig(DemoConfig, run_options("out", "seed", "threads")):
     """Algorithm Distillation in the Language format on DarkRoom: the RL-format demo's histories as text, a causal
     LM trained on them, evaluated in context on the same held-out goals and seeds beside the RL-format AD."""
+
+    #: the task family whose RL-format demo this one runs first and whose histories the LM is trained on (found
+    #: through the registry: models/ import no task)
+    FAMILY: ClassVar[str] = "darkroom"
+    TITLE: ClassVar[str] = "DarkRoom, RL format and Language format"
+    REPORT: ClassVar[str] = "report-lm.md"
 
     out: str = override(RunOptions, "out", "data/demo", "the folder of the RL-format demo (reused when present: "
                                                         "darkroom/, ad/, ed/, eval/) and of the LM runs lm-<name>/, "
@@ -87,7 +98,32 @@ class LMDemoConfig(run_options("out", "seed", "threads")):
             if getattr(self, name) < 0:
                 raise UserError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
 
-    @property
-    def lr(self) -> float:
-        """--learning-rate under its old name (what models/lm/demo.py reads until it reads learning_rate)."""
-        return self.learning_rate
+    def make_data(self, timings: dict[str, float]) -> None:
+        """The RL-format demo (:func:`models.lm.demo.rl_demo_config`): the histories, the RL-format AD and ED and
+        their evaluation; skipped with ``--skip-rl`` or where ``<out>/eval/eval.json`` exists."""
+        from ad import registry
+        from ad.demo_pipeline import stage
+        from models.lm.demo import rl_demo_config
+
+        if not self.skip_rl and not (Path(self.out) / "eval" / "eval.json").is_file():
+            rl = registry.get_demo(self.FAMILY, "rl")
+            stage(f"RL-format demo (ad demo --task {self.FAMILY} --model rl)", timings, rl.run, rl_demo_config(self))
+
+    def train_runs(self) -> list[DemoRun]:
+        """``ad train lm`` of the LM on every ``--subsample``-th episode (AD) and on expert episodes only (ED)."""
+        from models.lm.demo import lm_runs
+
+        return lm_runs(self)
+
+    def evaluate(self, folders: dict[str, Path]) -> dict[str, Any]:
+        """Every LM run in ``out`` in context on the RL-format demo's held-out goals and seeds, each into
+        ``<out>/eval-lm/<run>``; one summary with the rows of both formats."""
+        from models.lm.demo import evaluate_lms
+
+        return evaluate_lms(self)
+
+    def report(self, summary: dict[str, Any], timings: dict[str, float], methods: list[str]) -> Path:
+        """``<out>/report-lm.md`` with one table and one plot (``<out>/eval-lm/in_context.png``) of both formats."""
+        from models.lm.demo import write_lm_report
+
+        return write_lm_report(self, summary, timings)

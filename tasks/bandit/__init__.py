@@ -21,7 +21,7 @@ import gymnasium
 from ad.families import TaskFamily, register_family
 from ad.registry import lazy_function
 from tasks.bandit.config import GenerateConfig
-from tasks.bandit.demo_config import BanditDemoConfig
+from tasks.bandit.demo import BanditDemoConfig
 
 #: gymnasium ids registered here (the one place): id -> reward kind. Means are drawn from U(0, 1) at every reset
 #: unless ``means=`` is passed; ``arms=`` sets their number (default 5).
@@ -41,7 +41,6 @@ register_family(TaskFamily(
     gym_id="ad/BernoulliBandit-v0",  # eval_kwargs set the dataset's reward kind
     eval_kwargs=lazy_function("tasks.bandit.vector_env:eval_kwargs"),
     demo_config=BanditDemoConfig,
-    demo=lazy_function("tasks.bandit.demo:run"),
     optimal_actions=lazy_function("tasks.bandit.optimal:optimal_actions"),
     task_kwargs=("arms", "kind"),
 ))

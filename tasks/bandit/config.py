@@ -9,8 +9,7 @@ from ad.errors import UserError
 from ad.options import dataset_out, run_options
 from ad.memory import check_memory
 from tasks.bandit.instances import check_arms
-from tasks.noise import NoiseOptions, check_noise_options
-from tasks.random_source import RandomOptions, check_random_options
+from tasks.source_options import NoiseOptions, RandomOptions, check_noise_options, check_random_options
 
 #: Most instances one dataset may hold (each is a unit: a partition folder with one small shard).
 MAX_INSTANCES = 200_000

@@ -3,95 +3,149 @@
     from tasks.bandit.demo import run_demo
     summary = run_demo("data/demo-bandit", seed=0)          # report.md, regret.json, regret.png in that folder
 
+The demo pipeline (:mod:`ad.demo_pipeline`) with the bandit's options and hooks (:class:`BanditDemoConfig`, light to
+import: ``ad --help`` reads its options; torch loads only when a stage runs):
+
 1. ``ad generate bandit``: UCB1 (c = 0.3 on Bernoulli, 0.5 on Gaussian bandits; or Thompson sampling) on
-   ``instances`` bandits, every pull recorded.
+   ``instances`` bandits, every pull recorded (``<out>/data``).
 2. ``ad train rl`` twice on the training instances: AD on whole histories (context = ``pulls`` by default, so one
    window holds a whole run and the evaluation never slides it), and ED (expert distillation: the same model
    trained on the last 10% of each history only, so its context is that long); with ``--methods`` also DPT, on the
    same histories or (``--dpt-data random``) on random contexts of the same instances (``<out>/data-random``).
-3. In context on the held-out instances (``eval_envs`` runs each, the same reward noise for every policy): AD, ED,
-   and the bandit algorithms themselves (Thompson sampling, UCB1, the UCB1 source where its coefficient is another,
-   uniformly random pulls) for ``pulls`` pulls.
+3. In context on the held-out instances (:func:`evaluate_regret`: ``eval_envs`` runs each, the same reward noise
+   for every policy): AD, ED, and the bandit algorithms themselves (Thompson sampling, UCB1, the UCB1 source where
+   its coefficient is another, uniformly random pulls) for ``pulls`` pulls.
    The figure is the expected cumulative regret, sum over pulls of ``max(means) - means[arm]``.
 
 Every stage resumes: re-running the same call skips finished work (delete ``<out>/ad`` or ``<out>/ed`` to retrain).
 """
 from __future__ import annotations
 
+import json
+import math
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from ad.files import write_json_atomic, write_text_atomic
-from ad.config import make_config
-from ad.demo_pipeline import METHODS, dpt_runs_on_random, method_runs, stage, train_policies
+from ad.config import make_config, option, override
+from ad.demo_pipeline import DemoConfig, MethodsOptions, method_runs, parse_methods, run_ad_demo
 from ad.errors import UserError
-from tasks.bandit.demo_config import POLICIES, BanditDemoConfig
+from ad.files import write_json_atomic
+from ad.options import RunOptions, run_options
+from tasks.bandit.instances import check_arms
 
-__all__ = ["POLICIES", "BanditDemoConfig", "run_demo", "run", "demo", "evaluate_regret", "plot_regret", "write_report"]
+#: Fraction of each history that is "expert" data for ED (``ad train rl --expert-only`` keeps this much).
+EXPERT_FRACTION = 0.1
+#: The UCB1 source's exploration coefficient per reward kind (``--ucb-c -1``; docs/experiments/bandit.md).
+UCB_C = {"bernoulli": 0.3, "gaussian": 0.5}
+#: Policies of the figure, in plotting order.
+POLICIES = ("AD", "ED", "Thompson", "UCB1", "random")
+
+
+@dataclass
+class BanditDemoConfig(DemoConfig, MethodsOptions, run_options("out", "seed", "threads")):
+    """Algorithm Distillation on k-armed bandits end to end (generate -> train AD and ED -> regret -> report.md)."""
+
+    FAMILY: ClassVar[str] = "bandit"
+    TITLE: ClassVar[str] = "k-armed bandits"
+    DATA: ClassVar[str] = "data"
+
+    out: str = override(RunOptions, "out", "data/demo-bandit", "the folder of the dataset, the runs, the evaluation "
+                                                               "and report.md")
+    kind: Literal["bernoulli", "gaussian"] = option("bernoulli", "reward distribution of the bandits")
+    arms: int = option(5, "arms per bandit")
+    instances: int = option(1000, "bandit instances (a held-out fraction is never trained on)")
+    pulls: int = option(500, "pulls per source history and per in-context evaluation run")
+    source: Literal["auto", "thompson", "ucb"] = option(
+        "auto", "source algorithm whose histories AD distils; auto = ucb, the one AD distilled best")
+    ucb_c: float = option(-1.0, "exploration coefficient of the UCB1 source (1 = the textbook bonus "
+                                "sqrt(2 ln n / n_j)); -1 = the kind's default: 0.3 on Bernoulli, 0.5 on Gaussian "
+                                "bandits. The evaluation shows UCB1 with this coefficient beside the textbook one")
+    heldout_fraction: float = option(0.1, "fraction of the instances held out for the evaluation")
+    context: int = option(0, "AD context in transitions (pulls); 0 = --pulls, a whole history")
+    ad_steps: int = option(3000, "optimiser steps for AD")
+    ed_steps: int = option(500, "optimiser steps for the expert-distillation baseline")
+    batch_size: int = option(8, "AD windows per optimiser step (ED takes 4x as many, being 10x shorter)")
+    n_layer: int = option(2, "transformer blocks of both models")
+    learning_rate: float = option(1e-3, "peak learning rate of both models", aliases=("lr",))
+    random_histories: int = option(1, "with --dpt-data random: random histories per instance DPT trains on (`ad "
+                                      "generate bandit --source random --histories`)")
+    eval_envs: int = option(10, "evaluation runs per held-out instance (each its own reward noise)")
+    threads: int = override(RunOptions, "threads", 1)
+    train_overrides: dict = option({}, "extra `ad train rl` options for both runs (YAML/JSON config only)")
+
+    def __post_init__(self) -> None:
+        self.methods = parse_methods(self.methods)
+        check_arms(self.arms)
+        for name in ("instances", "pulls", "ad_steps", "ed_steps", "batch_size", "n_layer", "eval_envs",
+                     "random_histories"):
+            if getattr(self, name) <= 0:
+                raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
+        if self.context < 0 or self.context > self.pulls:
+            raise UserError(f"--context must be in 0..--pulls ({self.pulls}), got {self.context}")
+        if self.threads < 0 or self.dpt_steps < 0:
+            raise UserError(f"--threads and --dpt-steps must be >= 0, got {self.threads} and {self.dpt_steps}")
+        if not 0.0 < self.heldout_fraction < 1.0:
+            raise UserError(f"--heldout-fraction must be in (0, 1) (the evaluation needs held-out instances), "
+                            f"got {self.heldout_fraction}")
+        if self.source == "auto":
+            self.source = "ucb"
+        if self.ucb_c == -1.0:
+            self.ucb_c = UCB_C[self.kind]
+        if not 0.0 <= self.ucb_c < math.inf:
+            raise UserError(f"--ucb-c must be >= 0 (0 = greedy after one pull of each arm; -1 = the kind's default), "
+                            f"got {self.ucb_c}")
+        if not self.learning_rate > 0.0:
+            raise UserError(f"--learning-rate must be positive, got {self.learning_rate}")
+
+    @property
+    def expert_context(self) -> int:
+        """ED's context: the expert part of a history (what ``--expert-only`` keeps of ``pulls`` pulls)."""
+        return max(1, int(round(self.pulls * EXPERT_FRACTION)))
+
+    def generate_options(self) -> dict[str, Any]:
+        """Options of ``ad generate bandit``: the source on every instance."""
+        return {"kind": self.kind, "arms": self.arms, "instances": self.instances, "pulls": self.pulls,
+                "source": self.source, "ucb_c": self.ucb_c, "seed": self.seed,
+                "heldout_fraction": self.heldout_fraction}
+
+    def random_context_options(self) -> dict[str, Any]:
+        """DPT's random contexts: ``--random-histories`` random histories per instance."""
+        return {"histories": self.random_histories}
+
+    def train_options(self) -> dict[str, Any]:
+        """``ad train rl`` options of every run: rewards as tokens on Bernoulli bandits, as floats on Gaussian ones."""
+        return {"seed": self.seed, "threads": self.threads, "n_layer": self.n_layer, "learning_rate": self.learning_rate, "val_every": 0,
+                "reward_kind": "discrete" if self.kind == "bernoulli" else "continuous"}
+
+    def runs(self) -> list[tuple[str, dict[str, Any]]]:
+        """AD and DPT on whole histories (one window holds a run: the evaluation never slides it), ED on the expert
+        part of each history (4x the windows per step, being 10x shorter)."""
+        whole = {"context": self.context or self.pulls, "batch_size": self.batch_size}
+        return method_runs(self.methods, {"ad": {"max_steps": self.ad_steps, **whole},
+                                          "ed": {"max_steps": self.ed_steps, "context": self.expert_context,
+                                                 "batch_size": 4 * self.batch_size},
+                                          "dpt": {"max_steps": self.dpt_steps or self.ad_steps, **whole}})
+
+    def evaluate(self, folders: dict[str, Path]) -> dict[str, Any]:
+        """The expected cumulative regret of the trained policies and of the bandit algorithms on the held-out
+        instances (:func:`tasks.bandit.demo.evaluate_regret`)."""
+        return evaluate_regret(self.data_folder(), folders, self.eval_envs, self.seed, self.threads)
+
+    def report(self, summary: dict[str, Any], timings: dict[str, float], methods: list[str]) -> Path:
+        """``regret.json`` (settings, timings, the regret of every policy), ``regret.png`` and ``report.md``."""
+        return write_results(Path(self.out), {"settings": asdict(self), "timings": timings, **summary}, methods)
 
 
 def run_demo(out: str | Path = "data/demo-bandit", seed: int = 0, **options: Any) -> dict[str, Any]:
     """Run the bandit demo into ``out`` with ``seed`` (and any :class:`BanditDemoConfig` option); returns the summary
-    (also written to ``<out>/regret.json``)."""
-    return demo(make_config(BanditDemoConfig, {"out": str(out), "seed": seed, **options}, source="bandit demo options"))
-
-
-def run(config: BanditDemoConfig) -> int:
-    """``ad demo --task bandit`` entry point."""
-    demo(config)
-    return 0
-
-
-def demo(config: BanditDemoConfig) -> dict[str, Any]:
-    """The whole pipeline (see the module docstring); returns the summary."""
-    from ad import registry
-
-    out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
-    data = out / "data"
-    timings: dict[str, float] = {}
-
-    generate = registry.get("generate", "bandit")
-    gen_cfg = make_config(generate.config_cls, {"out": str(data), "kind": config.kind, "arms": config.arms,
-                                                "instances": config.instances, "pulls": config.pulls,
-                                                "source": config.source, "ucb_c": config.ucb_c, "seed": config.seed,
-                                                "heldout_fraction": config.heldout_fraction},
-                          source="bandit demo generate options")
-    stage(f"generate {config.source} histories", timings, generate.run, gen_cfg)
-    dpt_data: dict[str, str] = {}
-    if dpt_runs_on_random(config):  # the same instances and split, random contexts for DPT
-        random_cfg = make_config(generate.config_cls, {**asdict(gen_cfg), "source": "random", "histories": config.random_histories,
-                                                       "out": str(out / "data-random")},
-                                 source="bandit demo generate options (random contexts)")
-        stage("generate random contexts for DPT", timings, generate.run, random_cfg)
-        dpt_data["data"] = random_cfg.out
-
-    common = {"seed": config.seed, "threads": config.threads, "n_layer": config.n_layer, "lr": config.lr,
-              "val_every": 0,
-              "reward_kind": "discrete" if config.kind == "bernoulli" else "continuous", **config.train_overrides}
-    whole = {"context": config.context or config.pulls, "batch_size": config.batch_size}
-    runs = method_runs(config.methods, {"ad": {"max_steps": config.ad_steps, **whole},
-                                        "ed": {"max_steps": config.ed_steps, "context": config.expert_context,
-                                               "batch_size": 4 * config.batch_size},
-                                        "dpt": {"max_steps": config.dpt_steps or config.ad_steps, **whole,
-                                                **dpt_data}})
-    folders = train_policies(data, out, runs, common, timings)
-
-    results = stage("evaluate in context", timings, evaluate_regret, data, folders,
-                    config.eval_envs, config.seed, config.threads)
-    timings["total"] = sum(timings.values())
-    summary = {"settings": asdict(config), "timings": timings, **results}
-    write_json_atomic(out / "regret.json", summary, indent=1)
-    plot_regret(results, out / "regret.png",
-                title=f"{config.arms}-armed {config.kind} bandits: {results['instances']} held-out instances x "
-                      f"{config.eval_envs} runs")
-    report = write_report(out, summary)
-    print(f"\nwrote {report}")
-    return summary
+    (``<out>/regret.json``)."""
+    config = make_config(BanditDemoConfig, {"out": str(out), "seed": seed, **options}, source="bandit demo options")
+    run_ad_demo(config)
+    return json.loads((Path(config.out) / "regret.json").read_text())
 
 
 def evaluate_regret(data: str | Path, checkpoints: dict[str, str | Path], envs_per_task: int = 2, seed: int = 0,
@@ -180,26 +234,26 @@ def source_lines(summary: dict[str, Any]) -> list[str]:
     return ["", f"AD's regret is {ratio:.2f}x its source's ({source}: {own:.2f}): {verdict}."]
 
 
-def write_report(out: Path, summary: dict[str, Any]) -> Path:
-    """``out/report.md``: the regret table, the plot and the time each stage took."""
-    from ad.report import machine_description
-
-    labels = [METHODS[m] for m in summary["settings"].get("methods", ["ad", "ed"])]
-    heading = "Algorithm Distillation" if set(labels) <= {"AD", "ED"} else f"In-context methods ({', '.join(labels)})"
-    lines = [f"# {heading} on k-armed bandits: in-context regret", "",
-             f"Held-out instances: {summary['instances']} (never in the transformer's training data), "
+def regret_lines(summary: dict[str, Any]) -> list[str]:
+    """The body of the bandit demo's report: the held-out setting, the regret table, AD next to its source."""
+    lines = [f"Held-out instances: {summary['instances']} (never in the transformer's training data), "
              f"{summary['runs_per_instance']} runs each, {summary['pulls']} pulls in context.", "",
              "| policy | cumulative regret | +- s.e. | / Thompson sampling |", "|---|---|---|---|"]
     for name, row in summary["policies"].items():
         lines.append(f"| {name} | {row['final_regret']:.2f} | {row['final_regret_se']:.2f} | "
                      f"{summary['ratio_to_thompson'][name]:.2f} |")
-    lines += source_lines(summary)
-    lines += ["", "![cumulative regret](regret.png)", "", f"## Time ({machine_description()})", "",
-              "| stage | seconds |", "|---|---|"]
-    lines += [f"| {stage} | {seconds:.0f} |" for stage, seconds in summary["timings"].items()]
-    lines += ["", "## Settings", "", "```"]
-    lines += [f"{key}: {value}" for key, value in summary["settings"].items()]
-    lines += ["```", ""]
-    path = out / "report.md"
-    write_text_atomic(path, "\n".join(lines))
-    return path
+    return lines + source_lines(summary)
+
+
+def write_results(out: Path, summary: dict[str, Any], methods: list[str]) -> Path:
+    """``out/regret.json`` (the summary: settings, timings, every policy's regret), ``out/regret.png`` and
+    ``out/report.md`` (``methods``: the trained policies' labels); returns the report's path."""
+    from ad.report import methods_heading, write_report
+
+    write_json_atomic(out / "regret.json", summary, indent=1)
+    settings = summary["settings"]
+    plot_regret(summary, out / "regret.png",
+                title=f"{settings['arms']}-armed {settings['kind']} bandits: {summary['instances']} held-out "
+                      f"instances x {summary['runs_per_instance']} runs")
+    return write_report(out / "report.md", f"{methods_heading(methods)} on k-armed bandits: in-context regret",
+                        regret_lines(summary), {"cumulative regret": "regret.png"}, summary["timings"], settings)

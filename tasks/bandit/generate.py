@@ -28,8 +28,8 @@ import numpy as np
 from ad.files import write_json_atomic
 from ad.config import data_options
 from ad.history import ColumnSpec, HistorySpec, HistoryWriter, Location
-from tasks.noise import return_record, summarize_records, without_noise_options
-from tasks.random_source import without_random_options
+from tasks.noise import return_record, summarize_records
+from tasks.source_options import without_noise_options, without_random_options
 from tasks.bandit.algorithms import GAUSSIAN_PRIOR, run_source
 from tasks.bandit.config import BLOCK, GenerateConfig
 from tasks.bandit.noise import noise_schedule, run_noise

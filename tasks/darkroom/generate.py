@@ -24,8 +24,7 @@ from tasks.darkroom.goals import optimal_return, resolve_goals, task_name
 from tasks.darkroom.vector_env import DarkRoomVectorEnv
 from tasks.grid.family import GridFamily, grid_metadata
 from tasks.grid.room import ACTION_NAMES, NUM_ACTIONS, start_cell
-from tasks.noise import NOISE_OPTIONS
-from tasks.random_source import RANDOM_OPTIONS
+from tasks.source_options import NOISE_OPTIONS, RANDOM_OPTIONS
 
 FAMILY = "darkroom"
 #: Options of the explorer, noise and random sources only (left out of an A2C dataset's metadata, which stays what it was before them).

@@ -25,8 +25,7 @@ from ad.errors import UserError
 from ad.memory import check_memory
 from ad.options import RunOptions, continue_post_init, dataset_out, run_options
 from tasks.grid.room import NUM_ACTIONS, split_goals
-from tasks.noise import NoiseOptions, check_noise_options
-from tasks.random_source import RandomOptions, check_random_options
+from tasks.source_options import NoiseOptions, RandomOptions, check_noise_options, check_random_options
 
 #: The ``--help`` sections of the A2C options and of how batches run.
 A2C_GROUP = "A2C source"
@@ -123,7 +122,7 @@ def register_grid_family(name: str, package: str, env_class: str, gym_ids: dict[
         name=name, summary=summary, generate_config=generate_config,
         generate=lazy_function(f"{package}.generate:generate"), gym_id=next(iter(gym_ids)),
         eval_kwargs=lazy_function(f"{package}.vector_env:eval_kwargs"), demo_config=demo_config,
-        demo=lazy_function("ad.demo_pipeline:run"), optimal_actions=lazy_function(f"{package}.optimal:optimal_actions"),
+        optimal_actions=lazy_function(f"{package}.optimal:optimal_actions"),
         task_kwargs=("size",), default=default))
 
 

@@ -29,8 +29,9 @@ from ad.history import HistoryReader, HistoryWriter, Location
 from tasks.grid.family import GridFamily, history_spec
 from tasks.grid.room import NUM_ACTIONS, start_cell
 from tasks.noise import (TabularTasks, epsilon_floor, epsilon_greedy, epsilon_schedule, expected_return,
-                         noise_config, return_record, summarize_records)
-from tasks.random_source import behaviour_distributions, random_config, sample_actions
+                         return_record, summarize_records)
+from tasks.random_source import behaviour_distributions, sample_actions
+from tasks.source_options import noise_config, random_config
 
 #: Tasks simulated together in one vectorised env (the histories do not depend on it).
 TASKS_PER_BATCH = 64

@@ -26,8 +26,7 @@ from tasks.grid.room import ACTION_NAMES, NUM_ACTIONS, start_cell
 from tasks.keydoor.config import GenerateConfig
 from tasks.keydoor.pairs import Pair, optimal_return, task_name
 from tasks.keydoor.vector_env import KeyDoorVectorEnv
-from tasks.noise import without_noise_options
-from tasks.random_source import without_random_options
+from tasks.source_options import without_noise_options, without_random_options
 
 FAMILY = "keydoor"
 

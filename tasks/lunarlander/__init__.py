@@ -34,6 +34,5 @@ register_family(TaskFamily(
     generate=lazy_function("tasks.lunarlander.generate:generate"),
     gym_id="ad/LunarLander-v0",  # each held-out task rebuilt from its recorded kwargs
     demo_config=LunarLanderDemoConfig,
-    demo=lazy_function("ad.demo_pipeline:run"),
     task_kwargs=("env_id",),
 ))

@@ -42,6 +42,5 @@ register_family(TaskFamily(
     gym_id=GYM_ID,
     eval_kwargs=lazy_function("tasks.metaworld.vector_env:eval_kwargs"),
     demo_config=MetaWorldDemoConfig,
-    demo=lazy_function("ad.demo_pipeline:run"),
     task_kwargs=("skill", "ml1_seed", "episode_length"),
 ))
