@@ -87,7 +87,7 @@ class StepModule(L.LightningModule):
         self.log_dict({f"val/{k}": v for k, v in metrics.items()}, batch_size=self.batch_size(batch))
 
     def configure_optimizers(self):
-        optimizer = torch.optim.AdamW(self.parameter_groups(), lr=self.optim.lr, betas=(self.optim.beta1,
+        optimizer = torch.optim.AdamW(self.parameter_groups(), lr=self.optim.learning_rate, betas=(self.optim.beta1,
                                       self.optim.beta2), weight_decay=self.optim.weight_decay, **fast_adamw_kwargs())
         schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_multiplier(step, self.optim))
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
