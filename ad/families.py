@@ -55,7 +55,7 @@ class TaskFamily:
     #: task spec (default: each task's recorded ``kwargs``, passed as ``tasks=[...]``). A family that gives
     #: ``gym_id`` or ``eval_kwargs`` is evaluated in context (:func:`ad.evaluate.make_eval_env`)
     eval_kwargs: Callable[[dict, list], dict] | None = None
-    #: ``ad demo --task <name>`` (the RL-format transformer): an :class:`ad.demo_pipeline.DemoConfig` subclass, its
+    #: ``ad demo --task <name>`` (the RL-format transformer): an :class:`ad.demo.DemoConfig` subclass, its
     #: options and the hooks where the family differs, run by the demo pipeline (generate -> train -> evaluate -> report)
     demo_config: type | None = None
     #: ``task_spec`` keys that parametrise the eval envs (e.g. a grid's size): ``ad eval`` refuses a checkpoint whose
@@ -78,7 +78,7 @@ def register_family(family: TaskFamily) -> None:
     if family.optimal_actions is not None:
         register_optimal_actions(family.name, family.optimal_actions)
     if family.demo_config is not None:
-        register_demo(family.name, "rl", family.demo_config, lazy_function("ad.demo_pipeline:run"),
+        register_demo(family.name, "rl", family.demo_config, lazy_function("ad.demo:run"),
                       help=f"Algorithm Distillation on {family.name} end to end (writes report.md)")
     if family.default:
         out = {f.name: f.default for f in fields(family.generate_config)}.get("out")

@@ -44,7 +44,7 @@ ARGS = options() if __name__ == "__main__" else None
 
 import numpy as np  # noqa: E402
 from ad.config import make_config  # noqa: E402
-from ad.demo_pipeline import run_ad_demo  # noqa: E402
+from ad.demo import run_ad_demo  # noqa: E402
 from tasks.keydoor.demo import KeyDoorDemoConfig  # noqa: E402
 
 

@@ -114,7 +114,7 @@ def lm_parser(description: str, quick_help: str) -> Any:
 
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--quick", action="store_true", help=quick_help)
-    parser.add_argument("--model", default="smollm2-135m", help="base LM (ad.pretrained.load_base name or folder)")
+    parser.add_argument("--model", default="smollm2-135m", help="base LM (ad.lm.pretrained.load_base name or folder)")
     return parser
 
 
@@ -123,7 +123,7 @@ def resolve_dtype(name: str) -> Any:
     (AMX / AVX512-BF16), else float32."""
     import torch
 
-    from ad.options import cpu_has_fast_bfloat16
+    from ad.config.groups import cpu_has_fast_bfloat16
 
     if name == "auto":
         return torch.bfloat16 if torch.cuda.is_available() or cpu_has_fast_bfloat16() else torch.float32

@@ -35,7 +35,7 @@ import torch  # noqa: E402
 
 
 def main(args: argparse.Namespace) -> None:
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
     from tasks.gridworld.actor import LMActor
     from tasks.gridworld.env import split_configs
     from tasks.gridworld.rollouts import Rewards, run_episodes

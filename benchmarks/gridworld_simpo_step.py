@@ -23,7 +23,7 @@ def main() -> None:
 
     from peft import LoraConfig, get_peft_model
 
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
     from tasks.gridworld.actor import all_move_lists
     from tasks.gridworld.env import split_configs
     from tasks.gridworld.prompts import moves_text

@@ -221,7 +221,7 @@ def merge(bench: str, quick: bool, family_tag: str, figures: list[dict], superse
 
 
 def main(args: argparse.Namespace) -> None:
-    from ad.demo_pipeline import METHODS, parse_methods
+    from ad.demo import METHODS, parse_methods
 
     methods = parse_methods(args.methods)
     labels = [METHODS[m] for m in methods]

@@ -260,7 +260,7 @@ def main(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
 
     from ad.history.reader import task_split
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
 
     reader = HistoryReader(args.data)
     figures = []

@@ -58,7 +58,7 @@ def profile_trl(cfg) -> list[dict[str, float]]:
     from transformers import TrainerCallback
 
     from ad.history import HistoryWriter
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
     from tasks.math.generate import build_trainer, load_split, reward_function, training_rows
     from tasks.math.rollouts import SPEC, MathRolloutLog
     from tasks.trl_runs.callbacks import ChunkCallback
@@ -134,7 +134,7 @@ def profile_trl(cfg) -> list[dict[str, float]]:
 def profile_fast(cfg) -> list[dict[str, float]]:
     """Per-iteration phase seconds of a fast-engine run of ``cfg``."""
     from ad.history import HistoryWriter
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
     from tasks.math import reinforce
     from tasks.math.generate import load_split
     from tasks.math.rollouts import SPEC, MathRolloutLog
@@ -151,7 +151,7 @@ def profile_fast(cfg) -> list[dict[str, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a tiny random LM, small sizes (under a minute)")
-    parser.add_argument("--model", default="smollm2-135m", help="base LM (ad.pretrained.load_base name or folder)")
+    parser.add_argument("--model", default="smollm2-135m", help="base LM (ad.lm.pretrained.load_base name or folder)")
     parser.add_argument("--problems-per-step", type=int, default=2)
     parser.add_argument("--num-generations", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=96)

@@ -70,7 +70,7 @@ def heldout_accuracy(args: argparse.Namespace, seed: int, checkpoint: Path | Non
     """Greedy accuracy on the seed's held-out problems of the base policy (``checkpoint=None``) or a trained one."""
     import torch
 
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
     from tasks.math.evaluate import evaluate_policy
     from tasks.math.generate import load_split
     from tasks.math.prompts import render_prompt
@@ -106,7 +106,7 @@ def step_time(args: argparse.Namespace, logging: bool, work: Path, steps: int) -
     from transformers import TrainerCallback
 
     from ad.history import HistoryWriter
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
     from tasks.math.generate import build_trainer, load_split, reward_function, training_rows
     from tasks.math.rollouts import SPEC, MathRolloutLog
 

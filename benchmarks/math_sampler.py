@@ -65,7 +65,7 @@ def run_ours(model, tokenizer, ids, g, new, temperature, top_p, eos, seed) -> in
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a tiny random LM, small sizes (under a minute)")
-    parser.add_argument("--model", default="smollm2-135m", help="base LM (ad.pretrained.load_base name or folder)")
+    parser.add_argument("--model", default="smollm2-135m", help="base LM (ad.lm.pretrained.load_base name or folder)")
     parser.add_argument("--problems", type=int, default=4, help="distinct prompts")
     parser.add_argument("--num-generations", type=int, default=8, help="samples per prompt (batch = problems x this)")
     parser.add_argument("--max-new-tokens", type=int, default=96)
@@ -78,8 +78,8 @@ def main() -> None:
     args = parse_args(parser)
     import torch
 
-    from ad.options import cpu_has_fast_bfloat16
-    from ad.pretrained import load_base
+    from ad.config.groups import cpu_has_fast_bfloat16
+    from ad.lm.pretrained import load_base
     from benchmarks.common import resolve_dtype
     from tasks.math.reinforce import eos_ids
 

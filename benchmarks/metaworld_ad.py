@@ -24,7 +24,7 @@ def run_seed(options: dict[str, Any], out: Path) -> tuple[dict[str, Any], dict[s
     eval.json and the source's summary.json."""
     if not (out / "report.md").is_file():
         from ad.config import make_config
-        from ad.demo_pipeline import run_ad_demo
+        from ad.demo import run_ad_demo
         import tasks.metaworld  # noqa: F401  (registers the family)
         from tasks.metaworld.demo import MetaWorldDemoConfig
 

@@ -25,7 +25,7 @@ def run_side(cfg, logging: bool, workdir: Path) -> float:
     from transformers import TrainerCallback
 
     from ad.history import HistoryWriter
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
     from tasks.rlhf.generate import build_trainer
     from tasks.rlhf.prompts import load_prompts, split_prompts
     from tasks.rlhf.reward import checked_reward, load_reward

@@ -93,7 +93,7 @@ def acting_throughput(model_name: str, games: int, moves: int, history: int, rep
                       dtype: str = "float32") -> dict[str, Any]:
     """Moves/s of the same policy scoring ``games`` games in one batch vs one game at a time (greedy, the first
     ``moves`` moves of each game, so both sides make the same decisions)."""
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
     from tasks.textworld.games import GameOptions
     from tasks.textworld.policy import TextWorldPolicy
     from tasks.textworld.rollouts import fold_games, play
@@ -124,7 +124,7 @@ def transcript_throughput(model_name: str, games: int, moves: int, repeats: int,
     """Moves/s of greedy play with transcript prompts (the whole game, each game's keys and values cached between
     moves) vs windowed prompts (one earlier move, the recipe pinned, 512 tokens: the default), the same ``games``
     games in one batch for their first ``moves`` moves, the same model; the two sides interleaved."""
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
     from tasks.textworld.games import GameOptions
     from tasks.textworld.policy import TextWorldPolicy
     from tasks.textworld.rollouts import fold_games, play
@@ -154,7 +154,7 @@ def sft_throughput(model_name: str, games: int, steps: int, repeats: int, dtype:
     activation checkpointing on), the same rows and steps; a fresh model per run."""
     import tempfile
 
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
     from tasks.textworld.games import GameOptions
     from tasks.textworld.rollouts import fold_games, gold_demonstrations
     from tasks.textworld.sft import sft_rows, sft_trainer

@@ -62,8 +62,8 @@ def main() -> None:
     import torch
     from peft import get_peft_model
 
-    from ad.options import peft_lora_config
-    from ad.pretrained import load_base
+    from ad.config.groups import peft_lora_config
+    from ad.lm.pretrained import load_base
     from tasks.textworld.games import GameOptions
     from tasks.textworld.policy import TextWorldPolicy
     from tasks.textworld.rollouts import fold_games, play

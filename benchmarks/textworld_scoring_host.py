@@ -30,7 +30,7 @@ import json, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 import torch
-from ad.pretrained import load_base
+from ad.lm.pretrained import load_base
 from benchmarks.helpers.tiny_lm import build_tiny
 from tasks.textworld.games import GameOptions
 from tasks.textworld.policy import TextWorldPolicy

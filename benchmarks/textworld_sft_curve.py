@@ -47,7 +47,7 @@ def run(seed: int, sets: list[str], out: Path, accuracy_games: int, model_name: 
     import torch
     from transformers import TrainerCallback
 
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
     from tasks.textworld import training
     from tasks.textworld.generate import game_options
     from benchmarks.helpers.textworld_outcomes import move_accuracy

@@ -1,5 +1,5 @@
 """Sizes, seeds and bytes a command cannot take are refused up front in one ``error:`` line (exit code 2), before
-anything is allocated or written: memory estimates against this machine (``ad.memory``), the seed range, text that
+anything is allocated or written: memory estimates against this machine (``ad.config.memory``), the seed range, text that
 is not UTF-8, a remote store out of reach."""
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_the_default_sizes_fit(tmp_path):
     """The estimates refuse absurd sizes only: every command's defaults (and the large AD preset) fit."""
     from ad.commands.evaluate import eval_memory_bytes
     from ad.config import make_config
-    from ad.memory import MEMORY_SHARE, physical_memory_bytes
+    from ad.config.memory import MEMORY_SHARE, physical_memory_bytes
     from models.rl.config import TrainRLConfig
     from models.rl.config import training_memory_bytes
     from tasks.bandit.config import GenerateConfig, memory_bytes

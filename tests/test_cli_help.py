@@ -115,7 +115,7 @@ DTYPE_COMMANDS = [cmd for cmd in COMMANDS if any(f.name == "dtype" for f in data
 
 
 def test_the_weights_dtype_option_is_declared_once_and_shared():
-    from ad.options import WeightsDtypeOptions
+    from ad.config.groups import WeightsDtypeOptions
 
     names = {" ".join(argv_of(cmd)) for cmd in DTYPE_COMMANDS}
     assert {"train lm", "generate gridworld", "generate textworld"} <= names
@@ -129,7 +129,7 @@ def test_the_weights_dtype_option_is_declared_once_and_shared():
 @pytest.mark.parametrize("cmd", DTYPE_COMMANDS, ids=lambda cmd: " ".join(argv_of(cmd)))
 def test_every_dtype_option_refuses_float16_with_exit_2(cmd, tmp_path, capsys):
     from ad.errors import UserError
-    from ad.options import WEIGHT_DTYPES
+    from ad.config.groups import WEIGHT_DTYPES
 
     with pytest.raises(SystemExit) as exit_info:
         run([*argv_of(cmd), "--dtype", "float16", "--out", str(tmp_path / "out")])

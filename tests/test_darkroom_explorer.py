@@ -144,7 +144,7 @@ def test_tiny_darkroom_demo_distils_the_explorer_end_to_end(tmp_path):
 
     import yaml
 
-    from ad.demo_pipeline import run_ad_demo
+    from ad.demo import run_ad_demo
     from tasks.darkroom.demo import DarkRoomDemoConfig
 
     config = make_config(DarkRoomDemoConfig, {

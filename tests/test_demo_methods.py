@@ -9,7 +9,7 @@ import yaml
 
 from ad import cli
 from ad.config import make_config
-from ad.demo_pipeline import parse_methods, run_ad_demo
+from ad.demo import parse_methods, run_ad_demo
 from ad.errors import UserError
 from tasks.bandit.demo import run_demo as run_bandit_demo
 from tasks.darkroom.demo import DarkRoomDemoConfig

@@ -29,8 +29,8 @@ def _cfg(out, model, **kw):
 
 
 def test_actor_batched_matches_reference_and_is_valid(tiny_model):
-    from ad.agents import Actor
-    from ad.pretrained import load_base
+    from ad.lm.agents import Actor
+    from ad.lm.pretrained import load_base
     from benchmarks.helpers.references import actor_sequence_logprob
     from tasks.gridworld.actor import LMActor, shared_prefix_length
     from tasks.gridworld.env import parse_moves
@@ -153,7 +153,7 @@ def test_simpo_pairs_prefer_higher_score():
     from tasks.gridworld.prompts import moves_text
     from tasks.gridworld.rollouts import Rewards
     from tasks.gridworld.simpo import sample_pairs
-    from ad.agents import ActorOutput
+    from ad.lm.agents import ActorOutput
 
     class Scripted:  # first call half: forward (reaches goal), second half: left (nothing)
         def act(self, prompts, greedy=False):
@@ -170,7 +170,7 @@ def test_simpo_pairs_take_best_and_worst_of_k_samples():
     from tasks.gridworld.prompts import moves_text
     from tasks.gridworld.rollouts import Rewards
     from tasks.gridworld.simpo import sample_pairs
-    from ad.agents import ActorOutput
+    from ad.lm.agents import ActorOutput
 
     # start (0, 0) facing north, goal (0, 1): forward reaches it, left does nothing, left+forward leaves the grid
     scripted = [[1], [0], [1, 0]]
@@ -192,7 +192,7 @@ def test_progress_bonus_prefers_move_lists_that_get_closer():
     from tasks.gridworld.prompts import moves_text
     from tasks.gridworld.rollouts import Rewards
     from tasks.gridworld.simpo import sample_pairs
-    from ad.agents import ActorOutput
+    from ad.lm.agents import ActorOutput
 
     class Scripted:  # sample 0: left (stays 3 cells away), sample 1: forward (2 cells away); neither ends the episode
         def act(self, prompts, greedy=False):
@@ -210,7 +210,7 @@ def test_best_of_all_candidates_chooses_the_best_move_list_the_env_allows():
     from tasks.gridworld.prompts import moves_text
     from tasks.gridworld.rollouts import Rewards
     from tasks.gridworld.simpo import sample_pairs
-    from ad.agents import ActorOutput
+    from ad.lm.agents import ActorOutput
 
     class Scripted:  # both samples turn in place
         def act(self, prompts, greedy=False):
@@ -230,7 +230,7 @@ def test_shared_prefix_simpo_matches_full_sequences_and_learns(tiny_model):
     import torch.nn.functional as F
     from peft import LoraConfig, get_peft_model
 
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
     from tasks.gridworld.prompts import make_prompt
     from tasks.gridworld.actor import completion_ids
     from tasks.gridworld.shared_prefix_simpo import simpo_loss, train_shared_prefix_simpo
@@ -274,7 +274,7 @@ def test_shared_prefix_simpo_matches_full_sequences_and_learns(tiny_model):
 def test_run_episodes_refills_finished_slots():
     from tasks.gridworld.prompts import moves_text
     from tasks.gridworld.rollouts import Rewards, run_episodes
-    from ad.agents import ActorOutput
+    from ad.lm.agents import ActorOutput
 
     calls = []
 

@@ -8,7 +8,7 @@ import yaml
 
 from ad import cli, registry
 from ad.config import make_config
-from ad.demo_pipeline import run_ad_demo
+from ad.demo import run_ad_demo
 from ad.errors import UserError
 from tasks.keydoor.demo import KeyDoorDemoConfig
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ad.config import make_config
-from ad.demo_pipeline import plan_training
+from ad.demo import plan_training
 from ad.errors import UserError
 from models.lm.config import TrainLMConfig
 from models.lm.demo_config import LMDemoConfig
@@ -58,7 +58,8 @@ def test_the_pretrained_lm_reads_the_scratch_lms_text_in_bfloat16(tmp_path):
 def _run_without_work(config, monkeypatch):
     """Run the LM demo through the pipeline with every stage's work replaced: returns what each stage was given (the
     RL-format demo's config, each `ad train` config by run folder, each `ad eval` config by run folder)."""
-    from ad import demo_pipeline, registry
+    from ad import registry
+    from ad import demo as demo_pipeline
     from models.lm import demo as lm_demo
 
     seen = {"train": {}, "eval": {}}

@@ -1,4 +1,4 @@
-"""The shared valid-action scorer (ad.lm_scoring) against a plain full forward pass per action on a tiny random
+"""The shared valid-action scorer (ad.lm.scoring) against a plain full forward pass per action on a tiny random
 Llama: contexts of different lengths in one cache, a shared opening, extensions, dropped contexts, candidates of
 one and several tokens sharing prefixes, with transformers' cache and the growing one."""
 import pytest
@@ -6,7 +6,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from models.lm.kv_cache import growing_cache
-from ad.lm_scoring import CachedContexts, full_recompute
+from ad.lm.scoring import CachedContexts, full_recompute
 
 VOCAB, PAD = 40, 0
 

@@ -86,7 +86,7 @@ def _kl_by_update(tmp_path, tiny_model, **kw):
     """KL column per update of a short run whose reward (the first character's code mod 7: it varies within
     every group) moves the policy."""
     from tasks.math.generate import build_trainer, load_split, training_rows
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
 
     cfg = _cfg(tmp_path / "unused", tiny_model, max_steps=5, chunk_steps=5, max_new_tokens=8,
                learning_rate=0.05 if kw.get("lora", True) else 0.005,
@@ -267,25 +267,25 @@ def test_fast_engine_resume_is_the_uninterrupted_run(tmp_path, tiny_model, monke
 def test_bfloat16_on_a_cpu_that_emulates_it_warns_with_the_measured_cost(monkeypatch, capsys):
     import torch
 
-    import ad.options
+    import ad.config.groups
     from ad.config import make_config
     from tasks.math.config import GenerateConfig
     from benchmarks.common import resolve_dtype
 
-    monkeypatch.setattr(ad.options, "_cuda_available", lambda: False)
-    monkeypatch.setattr(ad.options, "cpu_has_fast_bfloat16", lambda: False)
-    monkeypatch.setattr(ad.options, "bfloat16_slowdown", lambda: 7.25)
+    monkeypatch.setattr(ad.config.groups, "_cuda_available", lambda: False)
+    monkeypatch.setattr(ad.config.groups, "cpu_has_fast_bfloat16", lambda: False)
+    monkeypatch.setattr(ad.config.groups, "bfloat16_slowdown", lambda: 7.25)
     assert make_config(GenerateConfig, {"dtype": "bfloat16", "engine": "fast"}).dtype == "bfloat16"
     err = capsys.readouterr().err
     assert err.count("warning: --dtype bfloat16") == 1 and "measured 7.2x slower than in float32" in err
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert resolve_dtype("auto") == torch.float32 and resolve_dtype("bfloat16") == torch.bfloat16
-    monkeypatch.setattr(ad.options, "cpu_has_fast_bfloat16", lambda: True)
+    monkeypatch.setattr(ad.config.groups, "cpu_has_fast_bfloat16", lambda: True)
     assert resolve_dtype("auto") == torch.bfloat16
 
 
 def test_bfloat16_slowdown_is_a_positive_ratio():
-    from ad.options import bfloat16_slowdown
+    from ad.config.groups import bfloat16_slowdown
 
     ratio = bfloat16_slowdown(size=8, width=16, repeats=1)
     assert np.isfinite(ratio) and ratio > 0

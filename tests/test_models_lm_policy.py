@@ -7,7 +7,7 @@ import torch
 from ad.config import make_config
 from ad.errors import UserError
 from ad.formats.language import get_template
-from ad.pretrained import load_base
+from ad.lm.pretrained import load_base
 from benchmarks.helpers.references import sequence_logprob
 from models.lm.policy import GeneratePolicy, LMPolicy
 from benchmarks.helpers.tiny_lm import build_tiny

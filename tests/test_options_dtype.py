@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from ad import options
-from ad.options import cpu_has_fast_bfloat16
+from ad.config import groups as options
+from ad.config.groups import cpu_has_fast_bfloat16
 
 
 @pytest.mark.parametrize("flags, expected", [("fpu avx2 fma", False), ("avx2 avx512f avx512_bf16", True),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ad.pretrained import models_dir
+from ad.lm.pretrained import models_dir
 
 
 def test_models_dir_follows_the_user_cache_convention(monkeypatch, tmp_path):
@@ -25,7 +25,7 @@ def test_models_dir_follows_the_user_cache_convention(monkeypatch, tmp_path):
 
 
 def test_publish_folder_renames_and_yields_to_a_folder_published_first(tmp_path):
-    from ad.pretrained import publish_folder
+    from ad.lm.pretrained import publish_folder
 
     def written(name):
         folder = tmp_path / name

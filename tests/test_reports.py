@@ -23,7 +23,7 @@ def _summary(policies, episodes=100):
 
 
 def _report(tmp_path, summary, windows=((36, 40),)) -> str:
-    from ad.report import in_context_lines, write_report
+    from ad.demo.report import in_context_lines, write_report
 
     return write_report(tmp_path / "report.md", "Algorithm Distillation on DarkRoom", in_context_lines(summary, windows),
                         {}, {"total": 1.0}, {}).read_text()
@@ -74,7 +74,7 @@ def test_the_report_says_when_ad_trails_its_own_source(tmp_path):
 
 
 def test_the_bandit_report_says_when_ad_trails_its_source(tmp_path):
-    from ad.report import write_report
+    from ad.demo.report import write_report
     from tasks.bandit.demo import regret_lines
 
     row = lambda regret: {"final_regret": regret, "final_regret_se": 0.1}  # noqa: E731

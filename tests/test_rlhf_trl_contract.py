@@ -74,7 +74,7 @@ def test_logprobs_from_logits_when_trl_returns_logits():
 
 
 def test_prompts_tokenised_as_trl_does(tiny_model):
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
     from tasks.rlhf.trainer import tokenize_prompts
 
     _, tokenizer = load_base(tiny_model)

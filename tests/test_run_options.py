@@ -1,4 +1,4 @@
-"""Options every command shares, declared once: the run options (``ad.options.RunOptions``), one name per concept
+"""Options every command shares, declared once: the run options (``ad.config.groups.RunOptions``), one name per concept
 (``learning_rate`` and its phase-prefixed forms, the old ``lr`` names still read), help texts that define an option in
 at most two sentences, and ``--help`` in sections.
 
@@ -19,7 +19,7 @@ import ad.commands
 from ad import cli, registry
 from ad import config as ad_config
 from ad.config import build_parser, parse_config
-from ad.options import RUN_GROUP, RunOptions, run_options
+from ad.config.groups import RUN_GROUP, RunOptions, run_options
 from cli_run import run_cli
 
 ad.commands.load()

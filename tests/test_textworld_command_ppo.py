@@ -24,7 +24,7 @@ LORA = {"lora_r": 4, "lora_alpha": 8.0, "lora_dropout": 0.0, "target_modules": [
 def tiny():
     import tempfile
 
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
     from benchmarks.helpers.tiny_lm import build_tiny
 
     model, tokenizer = load_base(str(build_tiny(tempfile.mkdtemp(), width=32, max_positions=2048)))
@@ -34,7 +34,7 @@ def tiny():
 def _peft(base):
     from peft import get_peft_model
 
-    from ad.options import peft_lora_config
+    from ad.config.groups import peft_lora_config
 
     return get_peft_model(copy.deepcopy(base), peft_lora_config(LORA))
 

@@ -23,7 +23,7 @@ CANDIDATES = [["take knife", "open fridge", "look around"], ["eat meal", "move w
 @pytest.fixture(scope="module")
 def tiny():
     from benchmarks.helpers.tiny_lm import build_tiny
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
 
     torch.manual_seed(0)
     import tempfile
@@ -170,7 +170,7 @@ def test_ppo_loss_matches_a_per_sample_formula():
 def test_one_ppo_update_trains_lora_and_value_head_only(tiny):
     from peft import get_peft_model
 
-    from ad.options import peft_lora_config
+    from ad.config.groups import peft_lora_config
 
     base, tokenizer = tiny
     import copy
@@ -205,7 +205,7 @@ def test_target_kl_stops_the_update_once_the_policy_moved(tiny):
 
     from peft import get_peft_model
 
-    from ad.options import peft_lora_config
+    from ad.config.groups import peft_lora_config
 
     base, tokenizer = tiny
     options = GameOptions(step_limit=3)
@@ -232,7 +232,7 @@ def test_merged_ppo_adapter_acts_like_the_unmerged_one(tiny):
     per-token log-probabilities and values as the unmerged adapter, and the adapter really changed the policy."""
     from peft import get_peft_model
 
-    from ad.options import peft_lora_config
+    from ad.config.groups import peft_lora_config
     from tasks.textworld.training import merge_for_evaluation
 
     base, tokenizer = tiny

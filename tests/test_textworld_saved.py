@@ -74,8 +74,8 @@ def test_missing_or_foreign_adapter_files_are_user_errors(tmp_path):
 def test_an_adapter_of_another_rank_or_no_lora_weights_is_a_user_error(tmp_path, tiny_model):
     from peft import get_peft_model, get_peft_model_state_dict
 
-    from ad.options import peft_lora_config
-    from ad.pretrained import load_base
+    from ad.config.groups import peft_lora_config
+    from ad.lm.pretrained import load_base
     from benchmarks.helpers.textworld_saved import with_adapter
 
     cfg = make_config(GenerateConfig, {"model": tiny_model, **TINY})

@@ -17,7 +17,7 @@ LORA = {"lora_r": 2, "lora_alpha": 4.0, "lora_dropout": 0.0, "target_modules": [
 
 def _tiny(tmp_path):
     from benchmarks.helpers.tiny_lm import build_tiny
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
 
     return load_base(str(build_tiny(tmp_path / "tiny", width=32, max_positions=1024)))
 

@@ -21,7 +21,7 @@ def tiny():
     import tempfile
     from pathlib import Path
 
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
     from benchmarks.helpers.tiny_lm import build_tiny
 
     torch.manual_seed(0)
@@ -156,7 +156,7 @@ def test_game_logprobs_equal_the_per_move_forward_and_ppo_trains_on_whole_games(
     one forward per move; an update by whole games changes the adapter and the value head."""
     from peft import get_peft_model
 
-    from ad.options import peft_lora_config
+    from ad.config.groups import peft_lora_config
     from tasks.textworld.command_tokens import game_logprobs, move_logprobs
     from tasks.textworld.ppo import PPOLearner
     from tasks.textworld.ppo_moves import collect_moves, transcript_games

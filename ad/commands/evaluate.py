@@ -11,8 +11,8 @@ from typing import Any
 from ad.files import write_json_atomic, write_text_atomic
 from ad.config import option, override
 from ad.errors import UserError
-from ad.memory import check_memory
-from ad.options import RunOptions, run_options
+from ad.config.memory import check_memory
+from ad.config.groups import RunOptions, run_options
 from ad.registry import register
 
 #: Labels of the rows the evaluator adds itself (uniformly random actions, the source algorithm's own curve).

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ad.config import option, override
 from ad.errors import UserError
-from ad.options import RunOptions, run_options
+from ad.config.groups import RunOptions, run_options
 from ad.registry import register
 
 DATA_FORMATS = ("hdf5", "parquet", "arrow")  # ad.interop.minari.DATA_FORMATS (not imported: it loads pyarrow)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ad.config import option
 from ad.errors import UserError
-from ad.options import dataset_out, run_options
+from ad.config.groups import dataset_out, run_options
 from ad.registry import register
 
 FOREIGN_STREAMS = ("dataset", "episode")  # ad.interop.minari.FOREIGN_STREAMS (not imported: it loads pyarrow)

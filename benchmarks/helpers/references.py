@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from ad.formats.rl import RL_COLUMNS
-from ad.lm_scoring import full_recompute
+from ad.lm.scoring import full_recompute
 from models.lm.policy import _LMActor
 from models.rl.policy import ADPolicy
 

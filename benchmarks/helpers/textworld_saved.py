@@ -74,7 +74,7 @@ def with_adapter(model: Any, cfg: GenerateConfig, tensors: dict[str, torch.Tenso
     """``model`` with a LoRA of ``cfg``'s options loaded from ``tensors`` and merged into its weights."""
     from peft import get_peft_model, set_peft_model_state_dict
 
-    from ad.options import peft_lora_config
+    from ad.config.groups import peft_lora_config
 
     peft = get_peft_model(model, peft_lora_config(cfg.lora_dict()))
     expected = {k for k, _ in peft.named_parameters() if "lora_" in k}
@@ -114,7 +114,7 @@ def evaluate_saved(cfg: GenerateConfig, sft_file: Path, ppo_file: Path | None = 
     """Greedy play of the SFT policy (and the PPO policy on top of it) on ``cfg``'s evaluation games, written to
     ``cfg.out`` as the units ``sft-test`` / ``sft-train`` (and ``ppo-test`` / ``ppo-train``); returns their
     summaries. The LoRA options (``cfg.lora_*``) must be those of the run that trained the adapters."""
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
     from tasks.textworld import training
     from tasks.textworld.generate import Run
 

@@ -15,7 +15,7 @@ _LAZY = {
     "GeneratePolicy": "models.lm.policy",
     "LMLightningModule": "models.lm.module",
     "LMDataModule": "models.lm.data",
-    "load_base": "ad.pretrained",
+    "load_base": "ad.lm.pretrained",
     "train": "models.lm.train",
 }
 
@@ -26,6 +26,6 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 register("train", "lm", TrainLMConfig, lazy_function("models.lm.train:run"),
          help="train a causal LM (pretrained + LoRA, or --model scratch) on a Language-format dataset (acts by "
               "scoring valid actions)")
-register_demo(LMDemoConfig.FAMILY, "lm", LMDemoConfig, lazy_function("ad.demo_pipeline:run"),
+register_demo(LMDemoConfig.FAMILY, "lm", LMDemoConfig, lazy_function("ad.demo:run"),
               help="Algorithm Distillation in the Language format on DarkRoom: a causal LM on the histories' text, "
                    "in context on the held-out goals beside the RL-format AD (writes report-lm.md)")

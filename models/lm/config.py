@@ -11,7 +11,7 @@ from typing import Literal
 from ad.config import option, override, runtime_fields
 from ad.distributed.options import DistributedOptions, check_distributed_options
 from ad.errors import UserError
-from ad.options import LoRAOptions, RunOptions, TrainingOptions, WeightsDtypeOptions, run_options
+from ad.config.groups import LoRAOptions, RunOptions, TrainingOptions, WeightsDtypeOptions, run_options
 
 __all__ = ["LoRAOptions", "TrainLMConfig", "LOSS_ON", "SCRATCH", "RESUMABLE_CHANGES"]
 

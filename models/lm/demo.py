@@ -1,6 +1,6 @@
 """`ad demo --model lm`: Algorithm Distillation in the Language format on DarkRoom, beside the RL-format AD.
 
-The demo pipeline (:mod:`ad.demo_pipeline`) with the hooks of :class:`models.lm.demo_config.LMDemoConfig`:
+The demo pipeline (:mod:`ad.demo`) with the hooks of :class:`models.lm.demo_config.LMDemoConfig`:
 
 1. the data: the RL-format demo (``ad demo --task darkroom --model rl``, skipped when ``<out>/eval/eval.json``
    exists): the source's histories in ``<out>/darkroom`` (``--source``: the explorer by default, or A2C), the AD and
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ad.config import make_config
-from ad.demo_pipeline import DemoRun
+from ad.demo import DemoRun
 from models.lm.demo_config import LMDemoConfig
 
 
@@ -150,7 +150,7 @@ def write_lm_report(config: LMDemoConfig, summary: dict[str, Any], timings: dict
     """``<out>/report-lm.md`` (the table, the plot, timings, settings) and ``<out>/eval-lm/in_context.png``."""
     import numpy as np
 
-    from ad.report import in_context_lines, methods_heading, write_report
+    from ad.demo.report import in_context_lines, methods_heading, write_report
 
     out = Path(config.out)
     curves = {name: (np.asarray(row["mean"]), np.asarray(row.get("sem", row["std"])))

@@ -1,5 +1,5 @@
 """`ad demo --model lm`: its options (`LMDemoConfig`) and where the Language-format demo differs in the demo pipeline
-(:mod:`ad.demo_pipeline`): its data is the RL-format demo's, its runs are `ad train lm` runs, each evaluated on its
+(:mod:`ad.demo`): its data is the RL-format demo's, its runs are `ad train lm` runs, each evaluated on its
 own, and its report (`report-lm.md`) has the rows of both formats. Imports no torch (`ad --help` reads it); the
 stages' code is in :mod:`models.lm.demo`."""
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from ad.config import option, override
-from ad.demo_pipeline import DemoConfig, DemoRun
+from ad.demo import DemoConfig, DemoRun
 from ad.errors import UserError
-from ad.options import RunOptions, run_options
+from ad.config.groups import RunOptions, run_options
 
 #: --lm choices: a Llama trained from scratch (word tokenizer), or the pretrained default + LoRA
 LMS = ("scratch", "smollm2-135m")
@@ -102,7 +102,7 @@ class LMDemoConfig(DemoConfig, run_options("out", "seed", "threads")):
         """The RL-format demo (:func:`models.lm.demo.rl_demo_config`): the histories, the RL-format AD and ED and
         their evaluation; skipped with ``--skip-rl`` or where ``<out>/eval/eval.json`` exists."""
         from ad import registry
-        from ad.demo_pipeline import stage
+        from ad.demo import stage
         from models.lm.demo import rl_demo_config
 
         if not self.skip_rl and not (Path(self.out) / "eval" / "eval.json").is_file():

@@ -28,7 +28,7 @@ def load_model(path: Any) -> tuple[Any, Any, dict[str, Any]]:
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from ad.pretrained import ensure_pad_token, load_base
+    from ad.lm.pretrained import ensure_pad_token, load_base
 
     folder = model_dir(path)
     info = json.loads((folder / "lm.json").read_text())

@@ -14,12 +14,12 @@ from models.training import OptimConfig, StepModule
 def add_lora(model: Any, lora: dict[str, Any]) -> Any:
     """Wrap ``model`` in a peft ``PeftModel`` with LoRA adapters; only the adapters are trainable.
 
-    ``lora`` holds the :class:`ad.options.LoRAOptions` fields (``LoRAOptions.lora_dict()``)."""
+    ``lora`` holds the :class:`ad.config.groups.LoRAOptions` fields (``LoRAOptions.lora_dict()``)."""
     import warnings
 
     from peft import get_peft_model
 
-    from ad.options import peft_lora_config
+    from ad.config.groups import peft_lora_config
 
     config = peft_lora_config(lora)
     with warnings.catch_warnings():

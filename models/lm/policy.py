@@ -7,7 +7,7 @@ state (``... s40 a2 r0\\ns41 a``). Two ways to act on it:
   context, for all B envs in one batched forward pass, and picks the best (greedy) or samples from the scores
   renormalised over the valid actions. It cannot emit an invalid action. One KV cache holds all B contexts
   (left-padded, pads masked); a step feeds only the new tokens (last action + reward + new state prompt), then the
-  actions' tokens as one prefix tree (the shared scorer, :mod:`ad.lm_scoring`).
+  actions' tokens as one prefix tree (the shared scorer, :mod:`ad.lm.scoring`).
 * :class:`GeneratePolicy` generates text one env at a time and parses it through the template (how seed 002
   and most LLM-agent libraries act). Unparseable or invalid outputs are counted in ``invalid`` and reported,
   never silently replaced: ``on_invalid="error"`` raises, ``"random"`` takes a random valid action and counts it.
@@ -27,8 +27,8 @@ import torch
 
 from ad.errors import UserError
 from ad.formats.language import Template, get_template
-from ad.lm_scoring import CachedContexts, left_pad
-from ad.pretrained import position_limit
+from ad.lm.scoring import CachedContexts, left_pad
+from ad.lm.pretrained import position_limit
 from models.lm.context import (TransitionTokens, TruncationWarner, encode_action, encode_prompt, encode_transition,
                                keep_newest)
 

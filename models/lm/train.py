@@ -89,7 +89,7 @@ def build_model(config: TrainLMConfig, reader: Any) -> tuple[Any, Any]:
     """(model to train, tokenizer): the pretrained base + LoRA adapters, or for ``--model scratch`` a fresh Llama
     (:func:`models.lm.scratch.build_scratch`) on the template's word tokenizer, every weight trainable."""
     from ad.formats.language import get_template
-    from ad.pretrained import load_base
+    from ad.lm.pretrained import load_base
     from models.lm.module import add_lora
     from models.lm.scratch import build_scratch, scratch_tokenizer
 
@@ -135,7 +135,7 @@ def train(config: TrainLMConfig) -> Path:
 
     from ad.progress.hf import library_bars_off_in_logs
     from ad.history import HistoryReader
-    from ad.pretrained import position_limit
+    from ad.lm.pretrained import position_limit
     from ad.registry import env_factory
     from models.trainer import check_resume, fit, load_checkpoint, lock_run, make_trainer, write_config
     from models.training import OptimConfig

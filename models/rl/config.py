@@ -15,7 +15,7 @@ from typing import Any, Literal
 from ad.config import option, override, runtime_fields
 from ad.distributed.options import DistributedOptions, check_distributed_options
 from ad.errors import UserError
-from ad.options import RunOptions, TrainingOptions, continue_post_init, run_options
+from ad.config.groups import RunOptions, TrainingOptions, continue_post_init, run_options
 
 LAYOUTS = ("transition", "separate")
 REWARD_KINDS = ("discrete", "continuous")
@@ -203,7 +203,7 @@ class TrainRLConfig(ADConfig, TrainingOptions, DistributedOptions, run_options("
         self.expert_only = self.objective == "ed"  # one meaning, recorded consistently in config.yaml
         if self.subsample < 1:
             raise UserError(f"--subsample must be at least 1, got {self.subsample}")
-        from ad.memory import check_memory
+        from ad.config.memory import check_memory
 
         check_memory(training_memory_bytes(self), f"training with --batch-size {self.batch_size}, --context "
                      f"{self.context}, --n-layer {self.n_layer}, --n-embd {self.n_embd}, --n-ff {self.n_ff}",

@@ -6,8 +6,8 @@ from typing import Literal
 
 from ad.config import option, override
 from ad.errors import UserError
-from ad.options import dataset_out, run_options
-from ad.memory import check_memory
+from ad.config.groups import dataset_out, run_options
+from ad.config.memory import check_memory
 from tasks.bandit.instances import check_arms
 from tasks.source_options import NoiseOptions, RandomOptions, check_noise_options, check_random_options
 

@@ -3,7 +3,7 @@
     from tasks.bandit.demo import run_demo
     summary = run_demo("data/demo-bandit", seed=0)          # report.md, regret.json, regret.png in that folder
 
-The demo pipeline (:mod:`ad.demo_pipeline`) with the bandit's options and hooks (:class:`BanditDemoConfig`, light to
+The demo pipeline (:mod:`ad.demo`) with the bandit's options and hooks (:class:`BanditDemoConfig`, light to
 import: ``ad --help`` reads its options; torch loads only when a stage runs):
 
 1. ``ad generate bandit``: UCB1 (c = 0.3 on Bernoulli, 0.5 on Gaussian bandits; or Thompson sampling) on
@@ -31,10 +31,10 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from ad.config import make_config, option, override
-from ad.demo_pipeline import DemoConfig, MethodsOptions, method_runs, parse_methods, run_ad_demo
+from ad.demo import DemoConfig, MethodsOptions, method_runs, parse_methods, run_ad_demo
 from ad.errors import UserError
 from ad.files import write_json_atomic
-from ad.options import RunOptions, run_options
+from ad.config.groups import RunOptions, run_options
 from tasks.bandit.instances import check_arms
 
 #: Fraction of each history that is "expert" data for ED (``ad train rl --expert-only`` keeps this much).
@@ -248,7 +248,7 @@ def regret_lines(summary: dict[str, Any]) -> list[str]:
 def write_results(out: Path, summary: dict[str, Any], methods: list[str]) -> Path:
     """``out/regret.json`` (the summary: settings, timings, every policy's regret), ``out/regret.png`` and
     ``out/report.md`` (``methods``: the trained policies' labels); returns the report's path."""
-    from ad.report import methods_heading, write_report
+    from ad.demo.report import methods_heading, write_report
 
     write_json_atomic(out / "regret.json", summary, indent=1)
     settings = summary["settings"]

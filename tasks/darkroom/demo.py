@@ -1,7 +1,7 @@
 """``ad demo`` (``--task darkroom``, the default): Algorithm Distillation on DarkRoom end to end.
 
 Source learning histories on every goal -> AD on (subsampled) histories of the training goals and the ED baseline ->
-both in context on the held-out goals -> report.md (the pipeline: :mod:`ad.demo_pipeline`).
+both in context on the held-out goals -> report.md (the pipeline: :mod:`ad.demo`).
 
 Two sources: the nearest-unvisited explorer (the default; :mod:`tasks.darkroom.explorer`), whose histories search the
 room systematically, and the AD paper's A2C. Options left at 0 (``--streams``, ``--steps-per-goal``, ``--subsample``,
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ad.config import option
-from ad.demo_pipeline import ADDemoConfig
+from ad.demo import ADDemoConfig
 from ad.errors import UserError
 from tasks.darkroom.config import GenerateConfig
 from tasks.darkroom.goals import all_goals

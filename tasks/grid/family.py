@@ -22,8 +22,8 @@ import numpy as np
 from ad.config import option, override
 from ad.distributed import check_backend_options
 from ad.errors import UserError
-from ad.memory import check_memory
-from ad.options import RunOptions, continue_post_init, dataset_out, run_options
+from ad.config.memory import check_memory
+from ad.config.groups import RunOptions, continue_post_init, dataset_out, run_options
 from tasks.grid.room import NUM_ACTIONS, split_goals
 from tasks.source_options import NoiseOptions, RandomOptions, check_noise_options, check_random_options
 

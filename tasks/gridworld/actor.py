@@ -2,7 +2,7 @@
 
 Every move list of 1..``max_moves`` moves is a *candidate*: the tokens of its text (``" forward, left"``) followed
 by EOS. The candidates form a token trie. Decoding runs B prompts in lockstep with one KV cache (the shared
-scorer's :class:`ad.lm_scoring.CachedContexts`: left-padded, pads masked, position ids skip pads); at each
+scorer's :class:`ad.lm.scoring.CachedContexts`: left-padded, pads masked, position ids skip pads); at each
 token the logits of each prompt are restricted to the children of its trie node, so every output is a valid move
 list and the model never runs off the vocabulary. The logged log-probabilities are those of the behaviour policy:
 the restricted, renormalised (and tempered) softmax.
@@ -18,9 +18,9 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from ad.agents import ActorOutput
-from ad.lm_scoring import CachedContexts
-from ad.lm_scoring import shared_prefix_length  # noqa: F401  (the tests' name)
+from ad.lm.agents import ActorOutput
+from ad.lm.scoring import CachedContexts
+from ad.lm.scoring import shared_prefix_length  # noqa: F401  (the tests' name)
 from tasks.gridworld.env import MOVES
 from tasks.gridworld.prompts import moves_text
 
@@ -67,7 +67,7 @@ class MoveTrie:
 
 
 class LMActor:
-    """Implements :class:`ad.agents.Actor`: ``act(prompts, greedy)`` -> valid move lists + per-token logprobs."""
+    """Implements :class:`ad.lm.agents.Actor`: ``act(prompts, greedy)`` -> valid move lists + per-token logprobs."""
 
     def __init__(self, model: Any, tokenizer: Any, max_moves: int = 4, temperature: float = 1.0,
                  generator: torch.Generator | None = None):

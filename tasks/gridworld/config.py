@@ -6,8 +6,8 @@ from typing import Literal
 
 from ad.config import option, override
 from ad.errors import UserError
-from ad.memory import check_memory
-from ad.options import LoRAOptions, WeightsDtypeOptions, dataset_out, run_options
+from ad.config.memory import check_memory
+from ad.config.groups import LoRAOptions, WeightsDtypeOptions, dataset_out, run_options
 
 #: Memory of one start/goal configuration while the split is drawn (a 5-tuple of ints, the lists holding it, the
 #: shuffled order).

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from ad.files import atomic_path
-from ad.lm_scoring import left_pad
+from ad.lm.scoring import left_pad
 
 
 class LMFeatures:
@@ -60,7 +60,7 @@ class ValueHead(nn.Module):
 
 
 class LMCritic:
-    """Implements :class:`ad.agents.Critic`: ``values(prompts)`` -> (B,) estimates."""
+    """Implements :class:`ad.lm.agents.Critic`: ``values(prompts)`` -> (B,) estimates."""
 
     def __init__(self, features: LMFeatures, head: ValueHead):
         self.features, self.head = features, head

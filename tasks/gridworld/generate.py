@@ -31,7 +31,7 @@ from ad.files import run_folder, write_json_atomic
 from ad.config import data_options
 from ad.errors import UserError
 from ad.history import HistoryReader, HistoryWriter, Location
-from ad.pretrained import load_base
+from ad.lm.pretrained import load_base
 from tasks.gridworld.actor import LMActor, all_move_lists
 from tasks.gridworld.config import GenerateConfig
 from tasks.gridworld.critic import LMCritic, LMFeatures, fit_critic
@@ -168,7 +168,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     if "simpo" in cfg.phase_list:
         from peft import get_peft_model, set_peft_model_state_dict
 
-        from ad.options import peft_lora_config
+        from ad.config.groups import peft_lora_config
 
         model = get_peft_model(model, peft_lora_config(cfg.lora_dict()))
         actor.model = model

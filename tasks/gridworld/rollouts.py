@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ad.agents import Actor
+from ad.lm.agents import Actor
 from ad.history import ColumnSpec, HistorySpec, HistoryWriter
 from tasks.gridworld.env import apply_moves
 from tasks.gridworld.prompts import make_prompt

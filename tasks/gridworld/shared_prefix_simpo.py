@@ -21,7 +21,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ad.lm_scoring import base_model, shared_prefix_length
+from ad.lm.scoring import base_model, shared_prefix_length
 from tasks.gridworld.actor import completion_ids
 
 

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ad.agents import Actor, Critic
+from ad.lm.agents import Actor, Critic
 from tasks.gridworld.prompts import moves_text
 from tasks.gridworld.rollouts import Episodes, Rewards
 

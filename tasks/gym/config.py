@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from ad.config import option
 from ad.errors import UserError
-from ad.options import dataset_out, run_options
+from ad.config.groups import dataset_out, run_options
 from tasks.gym.task_file import check_finite
 
 #: Algorithms ``--algo`` takes (``sb3:<Name>``): the ones the recorder's callback supports.

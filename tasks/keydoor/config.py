@@ -10,7 +10,7 @@ from typing import Literal
 
 from ad.config import option, override
 from ad.errors import UserError
-from ad.options import RunOptions
+from ad.config.groups import RunOptions
 from tasks.grid.family import GridOptions, check_batches
 from tasks.grid.room import check_size
 from tasks.keydoor.pairs import draw_pairs, steps_needed, task_name

@@ -1,11 +1,11 @@
-"""``ad demo --task keydoor``: Algorithm Distillation on Dark Key-to-Door end to end (:mod:`ad.demo_pipeline`)."""
+"""``ad demo --task keydoor``: Algorithm Distillation on Dark Key-to-Door end to end (:mod:`ad.demo`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ad.config import option, override
-from ad.demo_pipeline import ADDemoConfig
+from ad.demo import ADDemoConfig
 from ad.errors import UserError
 from tasks.grid.family import GridOptions
 

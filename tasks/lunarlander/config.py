@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from ad.config import option
 from ad.errors import UserError
-from ad.options import dataset_out, run_options
+from ad.config.groups import dataset_out, run_options
 from tasks.lunarlander.instances import GRAVITY, TURBULENCE_POWER, WIND_POWER, check_number
 
 #: Most tasks one generation may hold (all run in one batched learner, one process).

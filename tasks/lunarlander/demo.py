@@ -2,7 +2,7 @@
 
 Batched-PPO learning histories on every gravity / wind task -> AD on subsampled histories of the training tasks and
 the ED baseline -> both in context on the held-out tasks, beside the source's own first episodes -> report.md
-(the pipeline: :mod:`ad.demo_pipeline`).
+(the pipeline: :mod:`ad.demo`).
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ad.config import option, override
-from ad.demo_pipeline import ADDemoConfig
+from ad.demo import ADDemoConfig
 from ad.errors import UserError
 
 

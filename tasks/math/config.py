@@ -6,7 +6,7 @@ from typing import Literal
 
 from ad.config import option, override
 from ad.errors import UserError
-from ad.options import LoRAOptions, WeightsDtypeOptions, cpu_has_fast_bfloat16, dataset_out, run_options
+from ad.config.groups import LoRAOptions, WeightsDtypeOptions, cpu_has_fast_bfloat16, dataset_out, run_options
 from tasks.math.problems import LEVELS
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from ad.config import data_options
-from ad.pretrained import load_base, position_limit
+from ad.lm.pretrained import load_base, position_limit
 from tasks.math.answers import format_number, score
 from tasks.math.config import GenerateConfig
 from tasks.math.problems import Problem, generate_problems, load_jsonl, split_problems, split_templates
@@ -103,7 +103,7 @@ def build_trainer(cfg: GenerateConfig, model: Any, tokenizer: Any, train: list[d
     if cfg.lora:
         from peft import get_peft_model
 
-        from ad.options import peft_lora_config
+        from ad.config.groups import peft_lora_config
 
         model = get_peft_model(model, peft_lora_config(cfg.lora_dict()))  # trl then keeps a "ref" adapter copy
     tokenizer.padding_side = "left"

@@ -108,7 +108,7 @@ class Reinforce:
                  shots: list[Problem], log_batch: Callable[[int, dict[str, Any]], None]) -> None:
         from peft import get_peft_model
 
-        from ad.options import peft_lora_config
+        from ad.config.groups import peft_lora_config
 
         self.cfg, self.tokenizer, self.problems, self.log_batch = cfg, tokenizer, problems, log_batch
         torch.manual_seed(cfg.seed)  # the adapter's random initialisation: one per seed

@@ -6,7 +6,7 @@ from typing import Literal
 
 from ad.config import option
 from ad.errors import UserError
-from ad.options import dataset_out, run_options
+from ad.config.groups import dataset_out, run_options
 from tasks.metaworld.skills import MAX_EPISODE_STEPS, check_skill, parse_goals
 from tasks.metaworld.vector_env import DEFAULT_EPISODE_LENGTH
 

@@ -1,4 +1,4 @@
-"""``ad demo --task metaworld``: Algorithm Distillation on Meta-World ML1 end to end (:mod:`ad.demo_pipeline`).
+"""``ad demo --task metaworld``: Algorithm Distillation on Meta-World ML1 end to end (:mod:`ad.demo`).
 
 The noisy scripted expert's histories on ``--train-goals`` of ML1's 50 training goals (and the held-out goals, for
 the source's own curve) -> AD (the RL-format transformer with the continuous action head, a context of a few
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ad.config import option, override
-from ad.demo_pipeline import ADDemoConfig
+from ad.demo import ADDemoConfig
 from ad.errors import UserError
 
 

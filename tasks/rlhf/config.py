@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ad.config import option, override
 from ad.errors import UserError
-from ad.options import LoRAOptions, dataset_out, run_options
+from ad.config.groups import LoRAOptions, dataset_out, run_options
 
 #: The bundled story openers (written for this project, CC0).
 BUNDLED_PROMPTS = str(Path(__file__).with_name("prompts.txt"))

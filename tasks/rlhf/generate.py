@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from ad.config import data_options
-from ad.pretrained import load_base
+from ad.lm.pretrained import load_base
 from tasks.rlhf.config import GenerateConfig
 from tasks.rlhf.evaluate import evaluate_policy
 from tasks.rlhf.prompts import load_prompts, split_prompts
@@ -67,7 +67,7 @@ def build_trainer(cfg: GenerateConfig, model: Any, tokenizer: Any, train_prompts
     args = GRPOConfig(**trainer_args(cfg, ckpt_dir, disable_tqdm), use_cpu=True)
     peft_config = None
     if cfg.lora:
-        from ad.options import peft_lora_config
+        from ad.config.groups import peft_lora_config
 
         peft_config = peft_lora_config(cfg.lora_dict())
     tokenizer.padding_side = "left"

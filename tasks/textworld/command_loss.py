@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from trl import SFTTrainer
 
-from ad.lm_scoring import base_model
+from ad.lm.scoring import base_model
 
 
 class CommandLossSFTTrainer(SFTTrainer):

@@ -8,7 +8,7 @@ command's score under the current weights, differentiably, not only the chosen c
 A *row* is a token sequence with one or more *branches*, each a point in the row where a move's command starts and
 that move's valid commands: a windowed move is a row (its prompt) with one branch at its end; a transcript game is
 one row (the whole game) with a branch at every move. Each branch's candidate prefix tree
-(:class:`ad.lm_scoring.CandidateTrie`: shared prefixes fed once, no command's last token fed) is appended
+(:class:`ad.lm.scoring.CandidateTrie`: shared prefixes fed once, no command's last token fed) is appended
 after the row, and the row runs once through the decoder with a 4D mask: the row's tokens are causal, a node sees
 the row up to its branch and its own ancestors, at position branch + depth. So every command is scored as if it
 alone followed its prompt, exactly as acting scores it (the tests compare with a full recompute per command).
@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from ad.lm_scoring import additive_mask, base_model, candidate_trie
+from ad.lm.scoring import additive_mask, base_model, candidate_trie
 
 #: Score of a padding slot of the (N, A) candidate tables: exp() of it is 0 in float32, arithmetic stays finite.
 MASKED_SCORE = -1e9

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 import torch
 
-from ad.lm_scoring import base_model
+from ad.lm.scoring import base_model
 
 
 def token_terms(new_logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch.Tensor, token_mask: torch.Tensor

@@ -7,7 +7,7 @@ from typing import Literal
 
 from ad.config import option, override
 from ad.errors import UserError
-from ad.options import LoRAOptions, WeightsDtypeOptions, dataset_out, run_options
+from ad.config.groups import LoRAOptions, WeightsDtypeOptions, dataset_out, run_options
 from tasks.textworld.games import GameOptions
 
 #: What PPO's ratio and KL are taken on (``--ppo-ratio``; :mod:`tasks.textworld.ppo`).

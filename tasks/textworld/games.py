@@ -11,7 +11,7 @@ from typing import Literal
 
 from ad.config import option
 from ad.errors import UserError
-from ad.options import continue_post_init
+from ad.config.groups import continue_post_init
 
 #: TextWorldExpress's games (textworld_express.constants.GAME_NAMES); this family's options are CookingWorld's.
 GAME_NAMES = ("cookingworld",)

@@ -133,8 +133,8 @@ def generate(cfg: GenerateConfig) -> Path | str:
     """Run base -> SFT -> PPO on CookingWorld and log every episode to ``cfg.out``; returns its path."""
     import torch
 
-    from ad.options import peft_lora_config
-    from ad.pretrained import load_base
+    from ad.config.groups import peft_lora_config
+    from ad.lm.pretrained import load_base
     from tasks.textworld import training
 
     if cfg.threads:

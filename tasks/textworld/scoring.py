@@ -1,11 +1,11 @@
 """Scoring every valid command of many games in one batched, cached pass (the acting policy's core).
 
 For B games with prompts of different lengths and different valid-command lists, the shared valid-action scorer
-(:mod:`ad.lm_scoring`) runs the left-padded prompts once, filling a KV cache (the last prompt position gives
+(:mod:`ad.lm.scoring`) runs the left-padded prompts once, filling a KV cache (the last prompt position gives
 each game's hidden state, which the value head reads, and the first command token's distribution), then every
 game's commands as one prefix tree over the cache, so every command is scored as if it alone followed its prompt.
 
-A command's score is the sum of its tokens' log-probabilities; :func:`ad.lm_scoring.full_recompute` scores
+A command's score is the sum of its tokens' log-probabilities; :func:`ad.lm.scoring.full_recompute` scores
 one prompt + command with a plain causal forward and is what the tests compare against. Commands are scored as
 they are written after ``Action:`` in the template: a space, then the command. This module holds what is
 TextWorld's own: how prompts and commands are tokenised, and what a scoring pass returns.
@@ -17,8 +17,8 @@ from typing import Any, Sequence
 
 import torch
 
-from ad.lm_scoring import CachedContexts
-from ad.lm_scoring import candidate_trie, full_recompute, score_candidates_after  # noqa: F401  (tests' names)
+from ad.lm.scoring import CachedContexts
+from ad.lm.scoring import candidate_trie, full_recompute, score_candidates_after  # noqa: F401  (tests' names)
 from tasks.textworld.prompts import split_head
 
 

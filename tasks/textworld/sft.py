@@ -61,7 +61,7 @@ def sft_trainer(model: Any, tokenizer: Any, rows: Sequence[dict[str, list[int]]]
     from trl import SFTConfig, SFTTrainer
 
     from ad.progress.hf import trainer_progress
-    from ad.options import peft_lora_config
+    from ad.config.groups import peft_lora_config
     from tasks.textworld.command_loss import CommandLossSFTTrainer
 
     micro = micro_batch_size or batch_size

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any, Hashable, Sequence
 
 from ad.errors import UserError
-from ad.lm_scoring import CachedContexts
+from ad.lm.scoring import CachedContexts
 from tasks.textworld.scoring import Scored, encode_commands
 
 STEP_MARK = "\n# STEP "

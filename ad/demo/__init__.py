@@ -6,7 +6,7 @@
 2. each trained policy (:meth:`DemoConfig.train_runs`: AD, ED, DPT ...) with its model family's ``ad train <model>``
    into ``<out>/<folder>``; every run's options are checked before anything runs;
 3. the policies in context on the held-out tasks (:meth:`DemoConfig.evaluate`; default: ``ad eval``);
-4. the report (:meth:`DemoConfig.report`, written by :func:`ad.report.write_report`).
+4. the report (:meth:`DemoConfig.report`, written by :func:`ad.demo.report.write_report`).
 
 Every stage resumes: re-running the command skips finished work. ``--methods`` picks the in-context methods trained
 on the same histories (:data:`METHODS`: AD, ED and DPT, the Decision-Pretrained Transformer, which learns the optimal
@@ -27,7 +27,7 @@ from typing import Any, Callable, ClassVar, Literal
 
 from ad.config import make_config, option, override
 from ad.errors import UserError
-from ad.options import RunOptions, run_options
+from ad.config.groups import RunOptions, run_options
 
 
 #: In-context methods a demo can train on the same histories (``--methods``): name -> label in the report. Each is
@@ -164,7 +164,7 @@ class DemoConfig:
 
     def report(self, summary: dict[str, Any], timings: dict[str, float], methods: list[str]) -> Path:
         """Stage 4: ``<out>/<REPORT>`` of :meth:`evaluate`'s summary (``methods``: the trained policies' labels)."""
-        from ad.report import in_context_lines, methods_heading, write_report
+        from ad.demo.report import in_context_lines, methods_heading, write_report
 
         images = {"in-context return on held-out tasks": "eval/in_context.png"}
         if (self.data_folder() / "learning_curves.png").is_file():

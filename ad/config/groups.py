@@ -169,7 +169,7 @@ def _cuda_available() -> bool:
 
 @dataclass
 class WeightsDtypeOptions:
-    """The precision a pretrained LM's weights are loaded in (``ad.pretrained.load_base``)."""
+    """The precision a pretrained LM's weights are loaded in (``ad.lm.pretrained.load_base``)."""
 
     dtype: Literal["float32", "bfloat16"] = option(
         "float32", "weights of the LM: float32, or bfloat16 (faster on GPUs and on CPUs with AMX / AVX512-BF16; "

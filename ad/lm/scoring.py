@@ -17,7 +17,7 @@ the grid world's move-list actor), written once:
 
 :func:`full_recompute` is the reference: one plain causal forward of context + candidate, no cache, no padding.
 
-It lives in the core, beside :mod:`ad.pretrained` (how both load a base LM), because it is the one layer both of its
+It lives in the core, beside :mod:`ad.lm.pretrained` (how both load a base LM), because it is the one layer both of its
 users may import: ``models.lm`` imports no task and tasks import no model. The core still knows no family: this
 module scores token lists, and each family says what its actions' tokens are.
 """
