@@ -34,3 +34,9 @@ def test_the_check_sees_an_upward_import(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("def f():\n    from tasks.darkroom.demo import DarkRoomDemoConfig\n")
     assert "tasks.darkroom.demo" in imported_modules(bad)
+
+
+def test_the_core_keeps_about_ten_top_level_modules():
+    """One concept a module; related modules share a subpackage of ``ad/`` instead of piling up beside the others."""
+    modules = sorted(path.name for path in (ROOT / "ad").glob("*.py"))
+    assert len(modules) <= 10, f"{len(modules)} top-level modules in ad/ (group related ones in a subpackage): {modules}"
