@@ -23,7 +23,7 @@ def test_registered_as_a_demo_without_importing_torch():
     assert out.split() == ["LMDemoConfig", "False"]
 
 
-@pytest.mark.parametrize("bad", [{"lm": "gpt2"}, {"steps": -1}, {"learning_rate": float("nan")},
+@pytest.mark.parametrize("bad", [{"lm": "gpt2"}, {"ad_steps": -1}, {"learning_rate": float("nan")},
                                  {"learning_rate": float("inf")}, {"subsample": -1}, {"watch_every": -1},
                                  {"seeds": 0}, {"source": "ppo"}])
 def test_bad_options_are_refused(bad):
@@ -36,12 +36,12 @@ def test_bad_options_are_refused(bad):
     ({"context": 60, "ed_steps": 7}, ("explorer", 60, 60, 1, 2000, 7, 16)),
     ({"lm": "smollm2-135m"}, ("explorer", 40, 100, 1, 160, 80, 8)),
     ({"lm": "smollm2-135m", "source": "a2c", "context": 20, "batch_size": 2}, ("a2c", 20, 80, 40, 160, 80, 2)),
-    ({"rl_context": 30, "steps": 9}, ("explorer", 100, 30, 1, 9, 500, 16))])
+    ({"rl_context": 30, "ad_steps": 9}, ("explorer", 100, 30, 1, 9, 500, 16))])
 def test_options_left_at_zero_take_the_source_and_lm_default(values, expected):
     """The scratch LM and the RL-format AD read the same windows unless --rl-context says otherwise; the pretrained
     LM gets a CPU budget of its own while the RL-format AD keeps the source's context."""
     config = make_config(LMDemoConfig, values)
-    assert (config.source, config.context, config.rl_context, config.subsample, config.steps, config.ed_steps,
+    assert (config.source, config.context, config.rl_context, config.subsample, config.ad_steps, config.ed_steps,
             config.batch_size) == expected
 
 

@@ -56,7 +56,7 @@ def lm_options(config: LMDemoConfig, data: Path) -> dict[str, Any]:
         model = {"preset": "scratch"}
     else:  # the scratch LM's text and loss, through the pretrained LM's own BPE tokenizer (~9 tokens per transition)
         model = {"model": config.lm, "dtype": "bfloat16", **grid_text_options(rl_demo_size(), config.context,
-                                                                                config.steps)}
+                                                                                config.ad_steps)}
     return {**common, **model, **config.train_overrides}
 
 
@@ -83,7 +83,7 @@ def rl_demo_config(config: LMDemoConfig) -> Any:
 def lm_runs(config: LMDemoConfig) -> list[DemoRun]:
     """The `ad train lm` runs of the LM (AD) and of its expert-only baseline (ED)."""
     options = lm_options(config, config.data_folder())
-    runs = {f"lm-{config.lm}": {"max_steps": config.steps, "subsample": config.subsample},
+    runs = {f"lm-{config.lm}": {"max_steps": config.ad_steps, "subsample": config.subsample},
             f"lm-{config.lm}-ed": {"max_steps": config.ed_steps, "expert_only": True, "subsample": 1}}
     return [DemoRun(LABELS.get(name, name), name, {**options, **extra}, model="lm", done="model/lm.json")
             for name, extra in runs.items()]

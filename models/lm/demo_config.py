@@ -19,12 +19,12 @@ LMS = ("scratch", "smollm2-135m")
 #: histories are near-optimal after ~10 of their 60 episodes, so the LM reads them whole with 5 episodes in context
 #: (the LM from scratch: 0.97-0.98 at episodes 36-40 on 2 seeds, docs/experiments/language-format.md); the A2C's take ~1000 episodes,
 #: so it reads every 40th with 4 in context (0.52-0.66 there).
-SOURCE_DEFAULTS = {"explorer": {"context": 100, "subsample": 1, "steps": 2000, "ed_steps": 500},
-                   "a2c": {"context": 80, "subsample": 40, "steps": 2000, "ed_steps": 1000}}
+SOURCE_DEFAULTS = {"explorer": {"context": 100, "subsample": 1, "ad_steps": 2000, "ed_steps": 500},
+                   "a2c": {"context": 80, "subsample": 40, "ad_steps": 2000, "ed_steps": 1000}}
 #: The pretrained LM's budget when left at 0, sized for 2 CPU cores (a SmolLM2-135M step cost ~90x the scratch LM's
 #: even in bfloat16): 2 episodes in context, 160 steps x 8 windows (docs/experiments/language-format.md, `benchmarks/lm_pretraining.py`,
 #: which trains the scratch LM at the same budget beside it). A GPU affords the scratch LM's budget.
-PRETRAINED_DEFAULTS = {"context": 40, "steps": 160, "ed_steps": 80, "batch_size": 8}
+PRETRAINED_DEFAULTS = {"context": 40, "ad_steps": 160, "ed_steps": 80, "batch_size": 8}
 #: The scratch LM's batch size when left at 0.
 SCRATCH_BATCH_SIZE = 16
 
@@ -47,13 +47,13 @@ class LMDemoConfig(DemoConfig, run_options("out", "seed", "threads")):
         "scratch", "the causal LM: scratch = a Llama-style LM built from a transformers config (`ad train lm "
                    "--preset scratch`: 4 blocks of width 128; the RL-format model has 2 of 64) on a word tokenizer, "
                    "all weights trained; smollm2-135m = the pretrained SmolLM2-135M-Instruct + LoRA (bfloat16 weights) "
-                   "on the same grid text through its own tokenizer, at a CPU budget unless steps / context / batch "
-                   "size are given")
+                   "on the same grid text through its own tokenizer, at a CPU budget unless --ad-steps / --context / "
+                   "--batch-size are given")
     source: Literal["explorer", "a2c"] = option(
         "explorer", "DarkRoom source whose histories both formats distil (`ad demo --source`): explorer (searches "
                     "the room systematically; the default) or a2c (the AD paper's source)")
-    steps: int = option(0, "optimiser steps of the LM trained on every --subsample-th episode (AD); 0 = the "
-                           "source's default (2000; smollm2-135m: 160)")
+    ad_steps: int = option(0, "optimiser steps of the LM trained on every --subsample-th episode (AD); 0 = the "
+                              "source's default (2000; smollm2-135m: 160)", aliases=("steps",))
     ed_steps: int = option(0, "optimiser steps of the LM trained on expert episodes only (this format's ED); 0 = the "
                               "source's default (explorer 500, a2c 1000; smollm2-135m: 80)")
     batch_size: int = option(0, "windows per optimiser step; 0 = the LM's default (scratch 16, smollm2-135m 8)")
@@ -89,7 +89,7 @@ class LMDemoConfig(DemoConfig, run_options("out", "seed", "threads")):
                 setattr(self, name, value)
         if self.rl_context == 0:
             self.rl_context = self.context if self.lm == "scratch" else source_context
-        for name in ("steps", "ed_steps", "batch_size", "context", "rl_context", "subsample", "episodes", "seeds"):
+        for name in ("ad_steps", "ed_steps", "batch_size", "context", "rl_context", "subsample", "episodes", "seeds"):
             if getattr(self, name) < 1:
                 raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
         if not 0 < self.learning_rate < 1:  # also refuses NaN and infinities
