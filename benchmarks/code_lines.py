@@ -37,6 +37,7 @@ ADDED: dict[str, tuple[str, ...]] = {
         "tasks/noise.py", "tasks/grid/noise.py", "tasks/bandit/noise.py", "tasks/darkroom/noise_generate.py",
         "tasks/keydoor/noise_generate.py"),
     "random-context source (--source random)": ("tasks/random_source.py", "tasks/bandit/random.py"),
+    "the options of those two sources, declared once": ("tasks/source_options.py",),
     "DPT objective's optimal actions": ("tasks/bandit/optimal.py", "tasks/darkroom/optimal.py",
                                         "tasks/keydoor/optimal.py"),
     "Box (continuous) actions of the AD transformer": ("models/rl/box_actions.py",),
