@@ -111,16 +111,17 @@ def make_eval_env(metadata: dict[str, Any], tasks: list[str], envs_per_task: int
                   for name, task_kwargs in zip(tasks, kwargs["tasks"]) for _ in range(envs_per_task)]
         env = SyncVectorEnv(makers, autoreset_mode=AutoresetMode.SAME_STEP)
     own = getattr(env, "optimal", None)
-    if own is not None:
-        optimal = np.asarray(own, dtype=np.float64)[::envs_per_task]
-    else:
-        known = metadata.get("tasks", {})
-        optimal = np.array([np.nan if known.get(t, {}).get("optimal_return") is None else
-                            float(known[t]["optimal_return"]) for t in tasks], dtype=np.float64)
+    optimal = _recorded_optimal(metadata, tasks) if own is None else np.asarray(own, np.float64)[::envs_per_task]
     space = env.single_action_space
-    if is_box(space):
-        return EvalEnv(env, list(tasks), envs_per_task, optimal, 0, space)
-    return EvalEnv(env, list(tasks), envs_per_task, optimal, int(space.n))
+    box = is_box(space)
+    return EvalEnv(env, list(tasks), envs_per_task, optimal, 0 if box else int(space.n), space if box else None)
+
+
+def _recorded_optimal(metadata: dict[str, Any], tasks: list[str]) -> np.ndarray:
+    """(tasks,) each task's recorded ``optimal_return`` (NaN where the family records none)."""
+    known = metadata.get("tasks", {})
+    return np.array([np.nan if known.get(t, {}).get("optimal_return") is None else float(known[t]["optimal_return"])
+                     for t in tasks], dtype=np.float64)
 
 
 def recorded_kwargs(metadata: dict[str, Any], tasks: list[str]) -> dict[str, Any]:
@@ -180,12 +181,6 @@ def box_bounds(space: Any) -> tuple[np.ndarray, np.ndarray]:
     return low, high
 
 
-def _to_numpy(values: Any) -> np.ndarray:
-    if hasattr(values, "detach"):
-        values = values.detach().cpu().numpy()
-    return np.asarray(values)
-
-
 def run_in_context(policy: InContextPolicy, setup: EvalEnv, episodes: int, seed: int = 0, name: str = "policy",
                    progress: bool = True) -> EvalResult:
     """Run ``policy`` in every env of ``setup`` until each has finished ``episodes`` episodes.
@@ -212,12 +207,14 @@ def run_in_context(policy: InContextPolicy, setup: EvalEnv, episodes: int, seed:
     first = np.ones(num_envs, dtype=bool)
     success = None  # (E, episodes): whether any step of the episode succeeded, where the env reports ``success``
     hit = np.zeros(num_envs, dtype=bool)
-    bar = _progress(progress, episodes, name)
+    from ad.progress import progress_bar
+
+    bar = progress_bar(episodes, desc=f"eval {name}", unit="episode", leave=False) if progress else None
     try:
         while done_episodes.min() < episodes:
-            actions = _to_numpy(policy.act(torch.as_tensor(np.asarray(obs)), torch.from_numpy(prev_action),
-                                           torch.from_numpy(prev_reward), torch.from_numpy(timestep),
-                                           torch.from_numpy(first)))
+            actions = policy.act(torch.as_tensor(np.asarray(obs)), torch.from_numpy(prev_action),
+                                 torch.from_numpy(prev_reward), torch.from_numpy(timestep), torch.from_numpy(first))
+            actions = np.asarray(actions.detach().cpu() if hasattr(actions, "detach") else actions)
             if box is None:
                 actions = actions.astype(np.int64)
                 obs, rewards, terminated, truncated, infos = env.step(actions)
@@ -271,15 +268,6 @@ def evaluate_in_context(ckpt: Any, data: Any, episodes: int = 100, seeds: int = 
     return run_in_context(policy, setup, episodes, seed, "model", progress)
 
 
-def _progress(enabled: bool, total: int, name: str):
-    """A bar on a terminal, plain lines in a log or pipe (:func:`ad.progress.progress_bar`)."""
-    if not enabled:
-        return None
-    from ad.progress import progress_bar
-
-    return progress_bar(total, desc=f"eval {name}", unit="episode", leave=False)
-
-
 def source_curve(reader: Any, tasks: list[str], episodes: int) -> EvalResult:
     """The source algorithm's own learning curve on ``tasks``: episode returns of each stream, from the start.
 
@@ -299,10 +287,7 @@ def source_curve(reader: Any, tasks: list[str], episodes: int) -> EvalResult:
         rows.append(np.stack(per_stream))
     streams = min(len(r) for r in rows)
     returns = np.stack([r[:streams] for r in rows])  # (tasks, streams, episodes)
-    known = reader.metadata.get("tasks", {})
-    optimal = np.array([np.nan if known.get(t, {}).get("optimal_return") is None else known[t]["optimal_return"]
-                        for t in tasks], dtype=np.float64)  # NaN where the family records no optimum
-    return EvalResult("source", tasks, returns, optimal)
+    return EvalResult("source", tasks, returns, _recorded_optimal(reader.metadata, tasks))
 
 
 #: eval.json key of the mean return / optimum over episodes 36-40 (files written before it was named so have

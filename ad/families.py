@@ -9,25 +9,12 @@ A task family (DarkRoom, Dark Key-to-Door, bandits ...) is a package that, when 
 That single registration gives the family ``ad generate <name>`` (its source algorithm writing learning
 histories), the evaluation env ``ad eval`` builds for its held-out tasks, and (optionally) ``ad demo --task <name>``.
 
-What the rest of the interface is, concretely (every family's ``ad generate`` writes it into ``dataset.json``,
-read by :func:`ad.history.reader.task_split`, :mod:`ad.commands.evaluate` and the demos):
-
-- **task ids**: path-safe names (``darkroom9-g2-3``, ``keydoor9-k1-2-d7-7``, ``bandit-bern5-i00042``), the ``task``
-  column of every history row;
-- **the held-out split**: ``metadata["split"] = {"train": [...], "heldout": [...]}``, seeded by ``--seed``; the
-  transformers train on ``train`` tasks only and are evaluated on ``heldout`` ones;
-- **a vectorised env over many tasks**: a ``gymnasium.vector.VectorEnv`` with same-step autoreset, the
-  ``vector_entry_point`` of the Gymnasium id :attr:`TaskFamily.gym_id`; ``ad eval`` builds it with
-  ``gymnasium.make_vec(gym_id, num_envs, vectorization_mode="vector_entry_point", **eval_kwargs(metadata, tasks))``
-  (:attr:`TaskFamily.eval_kwargs` reads the tasks' parameters from the dataset), so a family has no evaluation
-  module;
-- **each task's optimal return**: the vector env's ``optimal`` (one per sub-env) where it reports one, else
-  ``metadata["tasks"][name]["optimal_return"]``, so returns are reported as a fraction of the optimum;
-- **the history columns**: the :class:`ad.history.HistorySpec` the generator writes (``task_spec`` describes the
-  state and action spaces to the models).
-- **the task spec**: ``metadata["task_spec"]``, recorded again beside every ``ad train rl`` checkpoint; ``ad eval``
-  compares the two on the keys :attr:`TaskFamily.task_kwargs` names (the env parameters, e.g. a grid's size), the
-  family and the spaces, so the core needs no knowledge of any family.
+The dataset contract every family's ``ad generate`` writes into ``dataset.json`` (read by
+:func:`ad.history.reader.task_split`, :mod:`ad.commands.evaluate` and the demos): path-safe task ids (the ``task``
+column), the held-out split ``metadata["split"] = {"train": [...], "heldout": [...]}`` seeded by ``--seed`` (models
+train on ``train`` tasks only), each task's ``optimal_return`` where its env reports none, and the ``task_spec``
+(the state and action spaces, recorded again beside every checkpoint); the fields of :class:`TaskFamily` say the
+rest, so the core needs no knowledge of any family.
 """
 from __future__ import annotations
 

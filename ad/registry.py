@@ -91,17 +91,20 @@ def all_commands() -> list[Command]:
     return [cmd for _, cmd in sorted(_COMMANDS.items())]
 
 
+def _found(table: dict[Any, Any], key: Any, plugins: list[str]) -> bool:
+    """Whether ``key`` is in ``table`` once the ``plugins`` named are loaded, then (only if it is not) every plugin."""
+    load_plugins(plugins)
+    if key not in table:
+        load_plugins()
+    return key in table
+
+
 def get(group: str, name: str) -> Command:
     """Look a command up (loading the plugin of that name first, every plugin only if it is not there), or raise a
     UserError listing the known names."""
-    load_plugins([name])
-    if (group, name) in _COMMANDS:
-        return _COMMANDS[(group, name)]
-    found = commands(group)
-    if name not in found:
-        known = ", ".join(sorted(found)) or "none"
-        raise UserError(f"unknown {group} target {name!r}; known: {known}")
-    return found[name]
+    if not _found(_COMMANDS, (group, name), [name]):
+        raise UserError(f"unknown {group} target {name!r}; known: {', '.join(sorted(commands(group))) or 'none'}")
+    return _COMMANDS[(group, name)]
 
 
 # ---------------------------------------------------------------------------- demos
@@ -151,14 +154,10 @@ def demos() -> dict[tuple[str, str], Command]:
 
 def get_demo(task: str, model: str) -> Command:
     """The demo of one (task, model) pair, or a UserError naming the pairs that exist."""
-    load_plugins([task, model])
-    if (task, model) in _DEMOS:
-        return _DEMOS[(task, model)]
-    found = demos()
-    if (task, model) not in found:
-        pairs = ", ".join(f"--task {t} --model {m}" for t, m in found) or "none"
+    if not _found(_DEMOS, (task, model), [task, model]):
+        pairs = ", ".join(f"--task {t} --model {m}" for t, m in demos()) or "none"
         raise UserError(f"no demo for --task {task} --model {model}; demos: {pairs}")
-    return found[(task, model)]
+    return _DEMOS[(task, model)]
 
 
 # ---------------------------------------------------------------------------- evaluation plug-ins
@@ -189,10 +188,7 @@ def task_kwargs(family: str) -> tuple[str, ...]:
 def env_factory(family: str) -> Callable[..., Any]:
     """``make(metadata, tasks, envs_per_task=1) -> ad.evaluate.EvalEnv``: a task family's evaluation envs, built by
     :func:`ad.evaluate.make_eval_env` from what it registered (UserError if it registered none)."""
-    load_plugins([family])
-    if family not in _EVAL_ENVS:
-        load_plugins()
-    if family not in _EVAL_ENVS:
+    if not _found(_EVAL_ENVS, family, [family]):
         known = ", ".join(sorted(_EVAL_ENVS)) or "none"
         raise UserError(f"task family {family!r} has no evaluation environment; families with one: {known}")
     gym_id, eval_kwargs = _EVAL_ENVS[family]
@@ -217,10 +213,7 @@ def register_optimal_actions(family: str, fn: Callable[..., Any]) -> None:
 def optimal_actions(family: str | None, what: str = "this objective") -> Callable[..., Any]:
     """The optimal-actions function of a task family; a UserError naming the families that have one if it has
     none (``what`` names the option that needs it)."""
-    load_plugins([family] if family else [])
-    if family not in _OPTIMAL_ACTIONS:
-        load_plugins()
-    if family not in _OPTIMAL_ACTIONS:
+    if not _found(_OPTIMAL_ACTIONS, family, [family] if family else []):
         known = ", ".join(sorted(_OPTIMAL_ACTIONS)) or "none"
         raise UserError(f"{what} needs the optimal action of every state, which task family {family!r} does not "
                         f"provide (families that do: {known}); use another objective or a dataset of one of these")

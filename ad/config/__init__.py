@@ -182,7 +182,7 @@ def check_value(name: str, value: Any, tp: Any, source: str = "options") -> Any:
     YAML's ``1e-4`` are read as numbers), ``Literal`` types refuse values outside their choices, lists check
     each item (a single value becomes a one-item list).
     """
-    flag = "--" + name.replace("_", "-")
+    flag = _flag(name)
     base, optional = _base_type(tp)
 
     def bad(expected: str) -> UserError:
@@ -296,27 +296,24 @@ def build_parser(config_cls: type, prog: str, description: str = "",
         choices = _choices(item)
         if choices:
             kwargs["choices"] = choices
-        flag = "--" + field.name.replace("_", "-")
+        is_bool = base is bool
+        if is_bool:  # --flag, --flag false, --no-flag
+            kwargs.update(nargs="?", const=True, metavar="BOOL")
         for old in field.metadata.get("aliases", ()):  # deprecated names: read, not shown in --help
-            hidden = {**kwargs, "dest": f"_alias_{old}", "help": argparse.SUPPRESS}
-            if _base_type(tp)[0] is bool:
-                hidden.update(nargs="?", const=True, metavar="BOOL")
-                parser.add_argument("--no-" + old.replace("_", "-"), dest=f"_alias_{old}", action="store_const",
-                                    const=False, default=None, help=argparse.SUPPRESS)
-            parser.add_argument(_flag(old), **hidden)
-        if _base_type(tp)[0] is bool:
-            kwargs["nargs"] = "?"
-            kwargs["const"] = True
-            kwargs["metavar"] = "BOOL"
-            target.add_argument(flag, **kwargs)
-            target.add_argument("--no-" + field.name.replace("_", "-"), dest=field.name, action="store_const",
-                                const=False, default=None, help=argparse.SUPPRESS)
-            continue
-        if field.metadata.get("positional"):
+            _add_flag(parser, old, {**kwargs, "dest": f"_alias_{old}", "help": argparse.SUPPRESS}, is_bool)
+        if field.metadata.get("positional") and not is_bool:
             parser.add_argument(f"_{field.name}_positional", nargs="?", default=None, type=conv, help=help_text,
                                 metavar=field.name.upper())
-        target.add_argument(flag, **kwargs)
+        _add_flag(target, field.name, kwargs, is_bool)
     return parser
+
+
+def _add_flag(parser: Any, name: str, kwargs: dict[str, Any], is_bool: bool) -> None:
+    """``--name`` (and a hidden ``--no-name`` for a boolean) writing to ``kwargs["dest"]``."""
+    parser.add_argument(_flag(name), **kwargs)
+    if is_bool:
+        parser.add_argument("--no-" + name.replace("_", "-"), dest=kwargs["dest"], action="store_const", const=False,
+                            default=None, help=argparse.SUPPRESS)
 
 
 def load_config_file(path: str) -> dict[str, Any]:
