@@ -1,16 +1,11 @@
 """Files a command reads and writes, in one place.
 
-- Run files written whole or not at all (:func:`write_text_atomic` and friends): every config, eval output, summary,
-  report, figure and model file goes under a temporary name in its own folder (same suffix, so writers that pick a
-  format from it keep working), flushed to disk, given the mode a plain ``open`` would give it (the umask applies),
-  then renamed over the final name. A process killed at any moment leaves the old file or the new one.
-- Paths a user names (:func:`check_output_folder`, :func:`check_input_file` ...): an output path that would mix results
-  into something else or cannot be created is refused, and an input file that cannot be read says why (a folder, a
-  dangling link, a path under a file).
-- Text files a user hands to a command (``--config``, ``--problems``, ``--prompts``): read as UTF-8 or refused naming
-  the first byte that is not (:func:`read_utf8`).
-- The local run folder of ``ad generate`` (:func:`run_folder`): checkpoints, TensorBoard, summary and plots next to
-  (or apart from) the dataset, which may live at a remote URL.
+- Run files written whole or not at all (:func:`atomic_path`, :func:`write_text_atomic` ...): a process killed at any
+  moment leaves the old file or the new one.
+- Paths a user names (:func:`check_output_folder`, :func:`check_input_file` ...): refused, saying why, where they
+  cannot be used.
+- Text files a user hands to a command: read as UTF-8 or refused naming the first byte that is not (:func:`read_utf8`).
+- The local run folder of ``ad generate`` (:func:`run_folder`), beside a dataset that may live at a remote URL.
 
 Importing this module imports no pyarrow or torch (``--help`` stays light).
 """

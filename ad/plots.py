@@ -61,18 +61,13 @@ def smooth(values: np.ndarray, points: int = 200) -> tuple[np.ndarray, np.ndarra
     return (edges[:-1] + edges[1:]) / 2, means
 
 
-def plot_learning_curves(curves: Mapping[str, np.ndarray], out: str | Path, title: str = "Learning curves",
-                         optimum: Mapping[str, float] | None = None) -> Path:
+def plot_learning_curves(curves: Mapping[str, np.ndarray], out: str | Path, title: str = "Learning curves") -> Path:
     """Per-task mean episode return vs episode index (thin lines) and their mean (bold)."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    normalised = bool(optimum)
     series = []
-    for task, curve in curves.items():
-        y = np.asarray(curve, dtype=np.float64)
-        if normalised and optimum and optimum.get(task):
-            y = y / float(optimum[task])
-        x, ys = smooth(y)
+    for curve in curves.values():
+        x, ys = smooth(np.asarray(curve, dtype=np.float64))
         series.append((x, ys))
         ax.plot(x, ys, lw=0.7, alpha=0.35)
     if series:
@@ -81,7 +76,7 @@ def plot_learning_curves(curves: Mapping[str, np.ndarray], out: str | Path, titl
                 label=f"mean over {len(series)} tasks")
         ax.legend(loc="lower right")
     ax.set_xlabel("episode")
-    ax.set_ylabel("return / optimal return" if normalised else "episode return")
+    ax.set_ylabel("episode return")
     ax.set_title(title)
     ax.grid(alpha=0.3)
     return save_figure(fig, out)
@@ -102,8 +97,7 @@ CURVE_COLOURS = {"AD": "tab:blue", "ED": "tab:orange", "DPT": "tab:red", "source
 
 
 def plot_in_context(curves: Mapping[str, tuple[np.ndarray, np.ndarray]], optimum: float, out: str | Path,
-                    title: str = "In-context return on held-out tasks", source_x: np.ndarray | None = None,
-                    colours: Mapping[str, str] | None = None) -> Path:
+                    title: str = "In-context return on held-out tasks", colours: Mapping[str, str] | None = None) -> Path:
     """Mean episode return per episode in context, for each named policy ``name -> (mean, spread)``, a band of
     mean ± spread (``ad eval`` passes the standard error), and the optimum.
 

@@ -47,10 +47,9 @@ class EvalConfig(run_options("out", "seed", "threads", "progress")):
             self.data = default_dataset()
         if self.threads < 0:
             raise UserError(f"--threads must be >= 0, got {self.threads}")
-        if self.episodes <= 0:
-            raise UserError(f"--episodes must be positive, got {self.episodes}")
-        if self.seeds <= 0:
-            raise UserError(f"--seeds must be positive, got {self.seeds}")
+        for name in ("episodes", "seeds"):
+            if getattr(self, name) <= 0:
+                raise UserError(f"--{name} must be positive, got {getattr(self, name)}")
         if self.split not in ("heldout", "train", "all"):
             raise UserError(f"--split must be heldout, train or all, got {self.split!r}")
         if self.max_tasks is not None and self.max_tasks <= 0:
@@ -167,9 +166,8 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     from ad.evaluate import RandomPolicy, run_in_context, source_curve, summarise
     from ad.history import HistoryReader
     from ad.plots import plot_in_context
-    from ad.registry import env_factory, load_policy
-
     from ad.files import check_output_folder
+    from ad.registry import env_factory, load_policy
 
     if config.threads:
         import torch
@@ -199,8 +197,7 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
         results.append(run_in_context(policy, setup, config.episodes, config.seed, name, config.progress))
     setup = make_env(reader.metadata, tasks, config.seeds)
     results.append(run_in_context(RandomPolicy(setup.num_actions, config.seed, setup.action_space), setup,
-                                  config.episodes,
-                                  config.seed, "random", config.progress))
+                                  config.episodes, config.seed, "random", config.progress))
     try:
         results.append(source_curve(reader, tasks, config.episodes))
         if results[-1].returns.shape[-1] < config.episodes:
@@ -249,9 +246,9 @@ def _print_table(summary: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"return / optimal return, {len(summary['tasks'])} tasks x {summary['seeds']} seeds")
     from ad.evaluate import episodes_36_40
 
+    table = Table(title=f"return / optimal return, {len(summary['tasks'])} tasks x {summary['seeds']} seeds")
     for col in ("policy", "first 5 episodes", "episodes 36-40", "last 10 episodes"):
         table.add_column(col, justify="left" if col == "policy" else "right")
     for name, row in summary["policies"].items():
@@ -266,9 +263,4 @@ def _print_table(summary: dict[str, Any]) -> None:
                   f"the last 10 episodes")
 
 
-def run(config: EvalConfig) -> int:
-    evaluate(config)
-    return 0
-
-
-register("ad", "eval", EvalConfig, run, "in-context evaluation on held-out tasks (eval.json, eval.csv, in_context.png)")
+register("ad", "eval", EvalConfig, evaluate, "in-context evaluation on held-out tasks (eval.json, eval.csv, in_context.png)")

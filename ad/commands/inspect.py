@@ -73,9 +73,4 @@ def inspect(config: InspectConfig) -> list[dict]:
     return rows
 
 
-def run(config: InspectConfig) -> int:
-    inspect(config)
-    return 0
-
-
-register("ad", "inspect", InspectConfig, run, "summarise a learning-history dataset (table, --plot PNG)")
+register("ad", "inspect", InspectConfig, inspect, "summarise a learning-history dataset (table, --plot PNG)")

@@ -46,12 +46,9 @@ class LanguageTrajectoryDataset(Dataset):
         stride = stride or self.window
         self._streams = reader.streams(tasks=list(tasks) if tasks is not None else None, columns=_COLUMNS)
         self._index: list[tuple[int, int]] = []
-        longest = 0
         for s, stream in enumerate(self._streams):
-            n = len(stream)
-            longest = max(longest, n)
-            length = min(self.window, n)
-            self._index.extend((s, start) for start in range(0, n - length + 1, stride))
+            length = min(self.window, len(stream))
+            self._index.extend((s, start) for start in range(0, len(stream) - length + 1, stride))
         if not self._index:
             raise UserError(f"no windows in {reader.location.base}: streams are empty")
         self._warned = False

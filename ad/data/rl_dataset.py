@@ -51,19 +51,13 @@ class RLTrajectoryDataset(Dataset):
     def __getitems__(self, indices: Sequence[int]) -> dict[str, torch.Tensor]:
         return to_torch(self.source.gather(np.asarray(indices)))
 
-    def loader(self, batch_size: int, num_samples: int | None = None, seed: int = 0, num_workers: int = 0,
-               shuffle: bool = True) -> torch.utils.data.DataLoader:
-        """A DataLoader of batches; random windows with replacement when ``shuffle``."""
-        generator = torch.Generator().manual_seed(seed)
-        sampler: Any
-        if shuffle:
-            sampler = torch.utils.data.RandomSampler(self, replacement=True, num_samples=num_samples or len(self),
-                                                     generator=generator)
-        else:
-            sampler = torch.utils.data.SequentialSampler(self)
+    def loader(self, batch_size: int, num_samples: int | None = None, seed: int = 0,
+               num_workers: int = 0) -> torch.utils.data.DataLoader:
+        """A DataLoader of batches of random windows, drawn with replacement."""
+        sampler = torch.utils.data.RandomSampler(self, replacement=True, num_samples=num_samples or len(self),
+                                                 generator=torch.Generator().manual_seed(seed))
         return torch.utils.data.DataLoader(self, batch_size=batch_size, sampler=sampler, collate_fn=collate_batch,
-                                           num_workers=num_workers, drop_last=shuffle,
-                                           persistent_workers=num_workers > 0)
+                                           num_workers=num_workers, drop_last=True, persistent_workers=num_workers > 0)
 
 
 def collate_batch(batch: Any) -> dict[str, torch.Tensor]:

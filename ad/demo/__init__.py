@@ -9,14 +9,9 @@
 4. the report (:meth:`DemoConfig.report`, written by :func:`ad.demo.report.write_report`).
 
 Every stage resumes: re-running the command skips finished work. ``--methods`` picks the in-context methods trained
-on the same histories (:data:`METHODS`: AD, ED and DPT, the Decision-Pretrained Transformer, which learns the optimal
-action of every state in context).
-
-A demo is a :class:`DemoConfig` subclass: its options, a few class attributes (``FAMILY``, ``TITLE``, ``DATA``,
-``REPORT`` ...) and the hooks above where its family or model differs; grid-like families subclass
-:class:`ADDemoConfig` (the shared AD options) and define only ``generate_options``. A task family registers it
-with :func:`ad.families.register_family` (``demo_config=...``), a model family with :func:`ad.registry.register_demo`
-and :func:`run`.
+on the same histories (:data:`METHODS`). A demo is a :class:`DemoConfig` subclass (its options, class attributes and
+the hooks above where its family or model differs; grid-like families subclass :class:`ADDemoConfig`), registered
+by :func:`ad.families.register_family` (``demo_config=...``) or :func:`ad.registry.register_demo`.
 """
 from __future__ import annotations
 

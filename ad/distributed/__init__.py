@@ -1,12 +1,7 @@
 """Beyond one machine: run work units on a backend (in-process or Ray), and share batches over DDP ranks.
 
-Generation (``ad generate <task> --backend ray``): a task splits its job into :class:`WorkUnit` s and
-hands :func:`run_units` a module-level function that does one unit (writing its own shards with a
-``HistoryWriter(..., worker=True)``); the driver records each finished unit. Training: see
-:mod:`ad.distributed.sampling` (each DDP rank takes its slice of the same global batch).
-
-Ray is optional (``pip install 'algorithm-distillation[ray]'``); nothing here imports it until the
-Ray backend runs.
+Generation (``ad generate <task> --backend ray``): :func:`run_units` over :class:`WorkUnit` s. Training:
+:mod:`ad.distributed.sampling`. Ray is optional; nothing here imports it until the Ray backend runs.
 """
 
 from ad.registry import lazy_exports

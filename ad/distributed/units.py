@@ -1,12 +1,9 @@
 """Run a job's work units on a backend: ``local`` (in this process, one after another) or ``ray``.
 
-A task cuts its job into :class:`WorkUnit` s (e.g. a batch of goals x one run seed) and supplies one
-function per unit. The function runs where the backend puts it (a Ray worker, maybe on another
-machine), does the unit's whole work, including writing the unit's shards, and returns a small
-picklable result; the driver receives each result through ``on_result`` as soon as that unit is
-done (for a dataset: ``HistoryWriter.record_unit``). A unit whose worker dies (SIGKILL, OOM, a lost
-node) is rerun from scratch, so unit functions must be deterministic and must redo partial work
-from the start (``HistoryWriter.open_unit`` does: it drops a unit's leftovers).
+A task cuts its job into :class:`WorkUnit` s and supplies one function per unit, which does the unit's whole work
+(writing its shards) wherever the backend runs it and returns a small picklable result for ``on_result``. A unit
+whose worker dies is rerun from scratch, so unit functions must be deterministic and redo partial work from the
+start (``HistoryWriter.open_unit`` drops a unit's leftovers).
 
     from ad.distributed import WorkUnit, run_units
     units = [WorkUnit(f"batch-{i}", payload) for i, payload in enumerate(payloads)]

@@ -45,9 +45,6 @@ class Location:
     def join(self, *parts: str) -> str:
         return "/".join([self.base, *parts])
 
-    def child(self, *parts: str) -> "Location":
-        return Location(self.fs, self.join(*parts), f"{self.url.rstrip('/')}/{'/'.join(parts)}" if self.url else "")
-
     def __str__(self) -> str:
         return self.url or self.base
 

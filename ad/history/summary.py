@@ -12,15 +12,9 @@ SUMMARY_COLUMNS = ["stream", "episode", "reward", "terminated", "truncated"]
 
 
 def episode_returns(columns: dict[str, np.ndarray], complete_only: bool = True) -> np.ndarray:
-    """Sum of rewards of each episode of one stream, in order.
-
-    Args:
-        columns: a stream's columns with at least "episode" and "reward" (and "terminated"/"truncated"
-            to tell whether the last episode is complete).
-        complete_only: drop a trailing episode that did not end (history cut mid-episode).
-    Returns:
-        float64 array (num_episodes,).
-    """
+    """(num_episodes,) float64 sum of rewards of each episode of one stream's ``columns`` (at least "episode" and
+    "reward"), in order; ``complete_only`` drops a trailing episode that did not end (per "terminated" / "truncated",
+    where the columns have them)."""
     episode = columns["episode"]
     reward = columns["reward"].astype(np.float64)
     if episode.size == 0:
@@ -65,10 +59,10 @@ def summarize(reader: "HistoryReader", fraction: float = 0.1) -> list[dict[str, 
     return rows
 
 
-def learning_curves(reader: "HistoryReader", tasks: list[str] | None = None) -> dict[str, np.ndarray]:
+def learning_curves(reader: "HistoryReader") -> dict[str, np.ndarray]:
     """Mean episode return per episode index (averaged over a task's streams) for each task."""
     curves: dict[str, np.ndarray] = {}
-    for task in tasks or reader.tasks():
+    for task in reader.tasks():
         per_stream = [episode_returns(s.columns) for s in reader.streams(tasks=[task], columns=SUMMARY_COLUMNS)]
         per_stream = [r for r in per_stream if len(r)]
         if not per_stream:

@@ -1,25 +1,12 @@
 """Scoring valid actions with a causal LM: many contexts in one KV cache, every candidate scored in one pass.
 
 What every LM that acts in an env needs (the Language-format policy of ``models.lm``, TextWorld's command scorer,
-the grid world's move-list actor), written once:
+the grid world's move-list actor), written once: :class:`CachedContexts` holds B token contexts in one KV cache,
+and :func:`candidate_logprobs` scores every context's candidate actions after them in one pass over a prefix tree
+(:class:`CandidateTrie`). :func:`full_recompute` is the reference: one plain causal forward, no cache, no padding.
 
-1. :class:`CachedContexts`: B token contexts in one KV cache. Each :meth:`~CachedContexts.extend` feeds a
-   left-padded (B, D) chunk of new tokens (pads masked, position ids skip pads) and returns every context's newest
-   hidden state; :meth:`~CachedContexts.start` first runs the opening that all contexts share once and repeats its
-   keys and values for every row. The LM head runs on the newest positions only (:meth:`~CachedContexts.logits`).
-2. :func:`score_candidates_after`: after the cached contexts, every context's candidate actions (token lists,
-   different per context) are packed into one row as a prefix tree (:class:`CandidateTrie`: shared prefixes fed
-   once, no candidate's last token fed) and run once over the cache with a 4D attention mask in which a node sees
-   its context and its own ancestors only, at position context length + depth: every candidate is scored as if it
-   alone followed its context (the sum of its tokens' log-probabilities). The nodes' keys and values are then
-   cropped off again (:meth:`CachedContexts.score` per candidate, :meth:`CachedContexts.score_table` as one (B, A)
-   table).
-
-:func:`full_recompute` is the reference: one plain causal forward of context + candidate, no cache, no padding.
-
-It lives in the core, beside :mod:`ad.lm.pretrained` (how both load a base LM), because it is the one layer both of its
-users may import: ``models.lm`` imports no task and tasks import no model. The core still knows no family: this
-module scores token lists, and each family says what its actions' tokens are.
+It lives in the core because it is the one layer both of its users may import (``models.lm`` imports no task and
+tasks import no model); it scores token lists, and each family says what its actions' tokens are.
 """
 from __future__ import annotations
 

@@ -6,10 +6,8 @@ line every ``$AD_PROGRESS_SECONDS`` seconds (default 10) and one when it closes:
 
     step 500/5000 loss 0.123 3.2 step/s eta 23m26s
 
-Every long command reports through this one engine: :func:`progress_bar` / :class:`Progress` (counters with metrics,
-or nothing when ``--progress false``), :func:`track` (an iterable), :class:`PhaseLog` (timestamped lines of a
-multi-phase run). :mod:`ad.progress.lightning` is the Lightning callback of ``ad train`` and :mod:`ad.progress.hf`
-the Hugging Face ``Trainer`` callback (trl), both built on it. Importing this package imports neither tqdm nor torch.
+Every long command reports through this one engine (:mod:`ad.progress.lightning` and :mod:`ad.progress.hf` are the
+Lightning and Hugging Face ``Trainer`` callbacks built on it). Importing this package imports neither tqdm nor torch.
 """
 from __future__ import annotations
 
