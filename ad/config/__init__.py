@@ -1,20 +1,11 @@
 """Typed config dataclasses -> command-line options.
 
-Every option is a dataclass field with ``metadata={"help": ...}``; the field's
-type decides parsing. Values are resolved in this order (later wins):
-field defaults < ``PRESETS[preset]`` (if the class defines presets) <
-``--config file.yaml|json`` < explicit command-line flags.
-
-Every value, wherever it came from, is checked against the field's type before the dataclass is built
-(:func:`check_value`): an ``int`` option refuses ``9.7``, ``true`` and ``"nine"``, a ``float`` option refuses
-NaN and +-inf, a ``Literal[...]`` option refuses values outside its choices; the error names the option.
-``__post_init__`` of the dataclass then checks ranges and raises :class:`ad.errors.UserError`.
-Booleans take ``--flag``, ``--flag false`` and ``--no-flag``; ``--print-config`` prints the resolved
-options as YAML (a file ``--config`` reads back) and exits without running anything.
-
-An option that was renamed keeps its old names as ``aliases``: ``--kl-coef`` on the command line, ``kl_coef:`` in a
-config file and in the settings a dataset or a run folder recorded still work, with one ``note:`` line on stderr
-per old name; ``--help`` shows only the new name, and giving both names is an error.
+Every option is a dataclass field made by :func:`option`; the field's type decides parsing. Values are resolved in
+this order (later wins): field defaults < ``PRESETS[preset]`` (if the class defines presets) < ``--config
+file.yaml|json`` < command-line flags. Every value is checked against the field's type (:func:`check_value`), then
+the dataclass's ``__post_init__`` checks ranges and raises :class:`ad.errors.UserError`. Booleans take ``--flag``,
+``--flag false`` and ``--no-flag``; ``--print-config`` prints the resolved options as YAML and exits. A renamed
+option keeps its old names as ``aliases`` (read with a ``note:`` line on stderr, hidden from ``--help``).
 """
 from __future__ import annotations
 
@@ -248,10 +239,6 @@ def check_value(name: str, value: Any, tp: Any, source: str = "options") -> Any:
 
 def _to_int(value: Any) -> int | None:
     """An integer option's value as an int (None for a fraction, a boolean or text that is no integer)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, str):
@@ -259,7 +246,7 @@ def _to_int(value: Any) -> int | None:
             return int(value.strip())
         except ValueError:
             return None
-    return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def build_parser(config_cls: type, prog: str, description: str = "",
@@ -333,14 +320,9 @@ def load_config_file(path: str) -> dict[str, Any]:
         raise UserError(f"config file {path} is not valid YAML/JSON: {err}") from None
     if not isinstance(data, dict):
         raise UserError(f"config file {path} must hold a mapping of option names to values")
-    return {key: _expand_home(value) for key, value in data.items()}
-
-
-def _expand_home(value: Any) -> Any:
-    """``~/runs/x`` -> ``/home/<user>/runs/x`` (a shell does it on the command line, not inside a config file)."""
-    if isinstance(value, str) and (value == "~" or value.startswith("~/")):
-        return os.path.expanduser(value)
-    return value
+    # ``~/runs/x`` -> ``/home/<user>/runs/x``: a shell does it on the command line, not inside a config file
+    return {key: os.path.expanduser(value) if isinstance(value, str) and (value == "~" or value.startswith("~/"))
+            else value for key, value in data.items()}
 
 
 def make_config(config_cls: type, values: dict[str, Any], source: str = "options") -> Any:

@@ -45,20 +45,15 @@ class HistoryWriter:
         family: task family name (e.g. "darkroom"); an existing dataset of another family is refused.
         metadata: dataset-level metadata (task_spec, source, seeds, split, tasks ...). Resuming needs
             the same metadata, so a run with different arguments cannot mix into an old dataset.
-        shard_rows: rows per shard (Parquet file) of a unit; a shard is closed once it holds this many.
+        shard_rows: rows per shard (Parquet file) of a unit.
         row_group_rows: rows buffered per unit before they are encoded as one row group of the open shard
-            (default: ``shard_rows``, one row group per shard). Smaller row groups spread the encoding
-            over the run instead of doing it in bursts (rows are grouped by stream within a row group).
-        compression: Parquet codec of every column.
-        compression_level: level of that codec.
+            (default: ``shard_rows``); smaller row groups spread the encoding over the run.
+        compression, compression_level: Parquet codec of every column and its level.
         filesystem: optional pyarrow or fsspec filesystem for ``out``.
-        planned_tasks: every task the command will write (or their number): ``dataset.json`` records how many,
-            so that readers can tell a dataset whose generation was interrupted (see
-            :meth:`~ad.history.HistoryReader.incomplete_note`). Default: keep what the dataset records.
-        worker: write units only, never ``dataset.json`` (for a distributed worker; see
-            :mod:`ad.distributed`). The dataset must already exist (a driver created it); committed
-            units are moved into place with their marker, and the driver records them with
-            :meth:`record_unit` (or a later run adopts them).
+        planned_tasks: every task the command will write (or their number), recorded so that readers can tell
+            an interrupted generation (:meth:`~ad.history.HistoryReader.incomplete_note`). Default: keep the record.
+        worker: write units only, never ``dataset.json`` (a distributed worker, :mod:`ad.distributed`: the driver
+            created the dataset and records each committed unit with :meth:`record_unit`).
     """
 
     def __init__(self, out: Any, spec: HistorySpec, family: str, metadata: dict[str, Any] | None = None,
@@ -91,9 +86,11 @@ class HistoryWriter:
     def _json_path(self) -> str:
         return self.location.join(layout.DATASET_JSON)
 
-    def _header(self) -> dict[str, Any]:
+    def _header(self, keys: Any = None) -> dict[str, Any]:
+        """Format, schema version, family, column spec and the metadata (only its ``keys``, in that order)."""
+        meta = self.metadata if keys is None else {k: self.metadata[k] for k in keys if k in self.metadata}
         return {"format": layout.FORMAT_NAME, "schema_version": SCHEMA_VERSION, "family": self.family,
-                "spec": self.spec.to_dict(), **self.metadata}
+                "spec": self.spec.to_dict(), **meta}
 
     def _prepare(self) -> None:
         loc = self.location
@@ -117,10 +114,8 @@ class HistoryWriter:
                 self._check_compatible(existing)
                 return
             self._adopt_orphans()
-            if self._units:
+            if self._units or existing.get("family") != self.family:  # (another task's dataset is refused)
                 self._check_compatible(existing)
-            elif existing.get("family") != self.family:
-                self._check_compatible(existing)  # refuses: another task's dataset
             else:  # nothing committed yet (e.g. a run that failed at its start): the new settings replace the old
                 self._provenance = provenance()
         else:
@@ -223,9 +218,8 @@ class HistoryWriter:
         self._open.add(key)
         return UnitWriter(self, task, int(run))
 
-    def unit(self, task: str, run: int) -> "UnitWriter":
-        """Context manager form: commits on success, aborts on exception."""
-        return self.open_unit(task, run)
+    #: The same, read as ``with writer.unit(task, run) as unit:`` (commits on success, aborts on exception).
+    unit = open_unit
 
     def _record(self, record: dict[str, Any]) -> None:
         key = layout.unit_key(record["task"], record["run"])
@@ -296,9 +290,7 @@ class HistoryWriter:
             split = self.metadata.get("split")
             lists = {k: v for k, v in split.items() if isinstance(v, list)} if isinstance(split, dict) else {}
             self._task_split = {str(t): name for name, names in lists.items() for t in names}
-        header = {"format": layout.FORMAT_NAME, "schema_version": SCHEMA_VERSION, "family": self.family,
-                  "spec": self.spec.to_dict(), **{k: self.metadata[k] for k in SHARD_KEYS if k in self.metadata},
-                  "task": task, "run": int(run), "metadata": layout.DATASET_JSON}
+        header = {**self._header(SHARD_KEYS), "task": task, "run": int(run), "metadata": layout.DATASET_JSON}
         if task in self._task_split:
             header["split"] = self._task_split[task]
         tasks = self.metadata.get("tasks")
