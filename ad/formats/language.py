@@ -82,13 +82,12 @@ class CompactTemplate(Template):
         return int(match.group(1))
 
 
-class WordTemplate(Template):
+class WordTemplate(CompactTemplate):
     """Small discrete envs for a word-level tokenizer: ``s40 a2 r0`` with one word per field, ``|`` before each
     episode, so a transition is 3 tokens (4 at an episode start) of a vocabulary built from the template itself
     (:meth:`vocabulary`; :func:`models.lm.vocab.word_tokenizer`)."""
 
     name = "words"
-    _row = re.compile(r"s(-?\d+) a(-?\d+) r(-?[\d.]+)")
     boundary = "|"
 
     def row_segments(self, row: dict[str, Any]) -> list[Segment]:
@@ -103,9 +102,6 @@ class WordTemplate(Template):
         """Every word this template writes for ``num_states`` states, ``num_actions`` actions and these rewards."""
         return ([self.boundary] + [f"s{s}" for s in range(num_states)] + [f"a{a}" for a in range(num_actions)]
                 + sorted({f"r{_fmt_reward(r)}" for r in rewards}))
-
-    def parse(self, text: str) -> list[dict[str, Any]]:
-        return [{"state": int(s), "action": int(a), "reward": float(r)} for s, a, r in self._row.findall(text)]
 
     def parse_action(self, text: str) -> int:
         match = re.match(r"\s*a(\d+)", text)

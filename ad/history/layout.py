@@ -17,7 +17,7 @@ DATASET_JSON = "dataset.json"
 STAGING = ".staging"
 UNIT_MARKER = ".unit.json"
 LOCK = ".lock"
-PARTIAL_SUFFIX = ".partial"  # a shard's name while it is written or waiting for its unit to commit  # written into a unit folder just before it is moved into place
+PARTIAL_SUFFIX = ".partial"  # a shard's name while it is written or waiting for its unit to commit
 FORMAT_NAME = "ad-learning-history"
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 

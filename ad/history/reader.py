@@ -113,13 +113,17 @@ class HistoryReader:
             raise SchemaError(f"shard {path} is missing; re-run the `ad generate` command that made the dataset "
                               f"(same options and --out): it regenerates the units whose shards are missing or "
                               "damaged and keeps the others")
+
+        def damaged(what: str) -> SchemaError:
+            return SchemaError(f"shard {path} {what}; delete its unit folder ({relpath.rsplit('/', 1)[0]}) and re-run "
+                               "the `ad generate` command that made the dataset (same options and --out): it "
+                               "regenerates that unit")
+
         try:
             file = pq.ParquetFile(path, filesystem=self.location.fs)
             schema = file.schema_arrow
         except (pa.ArrowInvalid, OSError) as err:
-            raise SchemaError(f"shard {path} is corrupt or not Parquet ({err}); delete its unit folder "
-                              f"({relpath.rsplit('/', 1)[0]}) and re-run the `ad generate` command that made the "
-                              "dataset (same options and --out): it regenerates that unit") from None
+            raise damaged(f"is corrupt or not Parquet ({err})") from None
         wanted = list(columns) if columns is not None else list(self._types)
         for name in wanted:
             if name not in self._types:
@@ -133,9 +137,7 @@ class HistoryReader:
         try:
             return file.read(columns=wanted, use_threads=True)
         except (pa.ArrowInvalid, OSError) as err:
-            raise SchemaError(f"shard {path} is corrupt ({err}); delete its unit folder "
-                              f"({relpath.rsplit('/', 1)[0]}) and re-run the `ad generate` command that made the "
-                              "dataset (same options and --out): it regenerates that unit") from None
+            raise damaged(f"is corrupt ({err})") from None
 
     def table(self, tasks: Iterable[str] | None = None, runs: Iterable[int] | None = None,
               columns: Sequence[str] | None = None) -> pa.Table:

@@ -35,12 +35,9 @@ def interactive(stream: TextIO | None = None) -> bool:
 
 def report_every() -> float:
     """Seconds between plain progress lines: ``$AD_PROGRESS_SECONDS``, else 10."""
-    text = os.environ.get(EVERY_ENV, "").strip()
-    if not text:
-        return DEFAULT_EVERY
     try:
-        value = float(text)
-    except ValueError:
+        value = float(os.environ.get(EVERY_ENV, ""))
+    except ValueError:  # unset, empty or not a number
         return DEFAULT_EVERY
     return value if math.isfinite(value) and value >= 0 else DEFAULT_EVERY
 
@@ -192,10 +189,7 @@ class Progress:
     def close(self, done: bool = True) -> None:
         """The last line (``done in ...`` or ``stopped after ...``) in a log; the bar's end on a terminal."""
         bar, self.bar = self.bar, None
-        if isinstance(bar, PlainProgress):
-            bar.close(done=done)
-        elif bar is not None:
-            bar.close()
+        close_bar(bar, done)
 
     def __enter__(self) -> "Progress":
         return self
@@ -203,6 +197,14 @@ class Progress:
     def __exit__(self, exc_type: Any, *exc: Any) -> bool:
         self.close(done=exc_type is None)
         return False
+
+
+def close_bar(bar: Any, done: bool) -> None:
+    """Close a :func:`progress_bar` (None: nothing); in a log its last line says ``done in`` or ``stopped after``."""
+    if isinstance(bar, PlainProgress):
+        bar.close(done=done)
+    elif bar is not None:
+        bar.close()
 
 
 class PhaseLog:

@@ -7,7 +7,7 @@ from typing import Any
 
 from lightning.pytorch.callbacks.progress.progress_bar import ProgressBar
 
-from ad.progress import PlainProgress, format_value, progress_bar
+from ad.progress import close_bar, format_value, progress_bar
 
 
 class StepProgressBar(ProgressBar):
@@ -65,8 +65,5 @@ class StepProgressBar(ProgressBar):
         self._close(done=False)
 
     def _close(self, done: bool) -> None:
-        if isinstance(self._bar, PlainProgress):
-            self._bar.close(done=done)
-        elif self._bar is not None:
-            self._bar.close()
+        close_bar(self._bar, done)
         self._bar = None
