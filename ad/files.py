@@ -38,7 +38,11 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     os.close(fd)
     try:
         yield tmp
-        _sync(tmp)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.chmod(tmp, mode)  # a writer may have replaced the file with one of its own (safetensors: 0600)
         os.replace(tmp, final)
     except BaseException:
@@ -50,30 +54,17 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     _sync_folder(final.parent)
 
 
-def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (see :func:`atomic_path`); returns ``path`` as a Path."""
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`atomic_path`); returns ``path`` as a Path."""
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:
-            fh.write(data)
+            fh.write(text.encode("utf-8"))
     return Path(path)
-
-
-def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` atomically."""
-    return write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def write_json_atomic(path: str | os.PathLike[str], value: Any, indent: int | None = 2, **dumps: Any) -> Path:
     """Write ``value`` as JSON to ``path`` atomically (``dumps`` go to :func:`json.dumps`, e.g. ``default=str``)."""
     return write_text_atomic(path, json.dumps(value, indent=indent, **dumps))
-
-
-def _sync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _sync_folder(folder: Path) -> None:

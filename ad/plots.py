@@ -97,7 +97,8 @@ CURVE_COLOURS = {"AD": "tab:blue", "ED": "tab:orange", "DPT": "tab:red", "source
 
 
 def plot_in_context(curves: Mapping[str, tuple[np.ndarray, np.ndarray]], optimum: float, out: str | Path,
-                    title: str = "In-context return on held-out tasks", colours: Mapping[str, str] | None = None) -> Path:
+                    title: str = "In-context return on held-out tasks",
+                    colours: Mapping[str, str] | None = None) -> Path:
     """Mean episode return per episode in context, for each named policy ``name -> (mean, spread)``, a band of
     mean ± spread (``ad eval`` passes the standard error), and the optimum.
 

@@ -263,4 +263,5 @@ def _print_table(summary: dict[str, Any]) -> None:
                   f"the last 10 episodes")
 
 
-register("ad", "eval", EvalConfig, evaluate, "in-context evaluation on held-out tasks (eval.json, eval.csv, in_context.png)")
+register("ad", "eval", EvalConfig, evaluate,
+         "in-context evaluation on held-out tasks (eval.json, eval.csv, in_context.png)")

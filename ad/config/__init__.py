@@ -71,13 +71,6 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def note_deprecated(old: str, new: str) -> None:
-    """Print ``note: OLD is deprecated; use NEW`` on stderr, once per old name and process."""
-    if old not in _NOTED:
-        _NOTED.add(old)
-        print(f"note: {old} is deprecated; use {new}", file=sys.stderr)
-
-
 def current_names(config_cls: Any, values: dict[str, Any], source: str = "options", flags: bool = False,
                   quiet: bool = False) -> dict[str, Any]:
     """``values`` with every deprecated option name of ``config_cls`` replaced by the current one (a note on stderr
@@ -92,8 +85,9 @@ def current_names(config_cls: Any, values: dict[str, Any], source: str = "option
             raise UserError(f"{source}: {shown_old} and {shown_new} name the same option ({shown_old} is its "
                             f"deprecated name); give only {shown_new}")
         out[new] = out.pop(old)
-        if not quiet:
-            note_deprecated(shown_old, shown_new)
+        if not quiet and shown_old not in _NOTED:  # once per old name and process
+            _NOTED.add(shown_old)
+            print(f"note: {shown_old} is deprecated; use {shown_new}", file=sys.stderr)
     return out
 
 

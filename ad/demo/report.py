@@ -14,10 +14,6 @@ from ad.files import write_text_atomic
 from ad.evaluate import episodes_36_40
 
 
-def _fmt(value: Any) -> str:
-    return f"{value:.3f}" if isinstance(value, float) else str(value)
-
-
 def window_mean(row: dict[str, Any], first: int, last: int) -> float | None:
     """Mean return / optimum of an eval.json policy row over episodes ``first``..``last`` (1-based, inclusive);
     None when the row has fewer episodes."""
@@ -104,7 +100,8 @@ def write_report(path: Path, heading: str, body: Sequence[str], images: dict[str
     lines += ["", f"## Time ({machine_description()})", "", "| stage | seconds |", "|---|---|"]
     lines += [f"| {stage} | {seconds:.0f} |" for stage, seconds in timings.items()]
     lines += ["", "## Settings", "", "```"]
-    lines += [f"{key}: {_fmt(value)}" for key, value in settings.items()]
+    lines += [f"{key}: {value:.3f}" if isinstance(value, float) else f"{key}: {value}"
+              for key, value in settings.items()]
     lines += ["```", ""]
     write_text_atomic(path, "\n".join(lines))
     return path

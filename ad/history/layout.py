@@ -37,7 +37,3 @@ def unit_dir(task: str, run: int) -> str:
 
 def unit_key(task: str, run: int) -> str:
     return f"{task}|{int(run)}"
-
-
-def part_name(index: int) -> str:
-    return f"part-{index:05d}.parquet"

@@ -105,7 +105,7 @@ class UnitWriter:
 
     def _open_shard(self) -> None:
         writer = self.writer
-        name = layout.part_name(len(self._parts))
+        name = f"part-{len(self._parts):05d}.parquet"
         delta = [c for c in _DELTA_COLUMNS if c in self.schema.names]
         plain = [f.name for f in self.schema if _high_cardinality_float(f.name, f.type)]
         dictionary = [c for c in self.schema.names if c not in delta and c not in plain]

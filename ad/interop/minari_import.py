@@ -142,15 +142,11 @@ def _state_values(values: np.ndarray, type_name: str) -> np.ndarray:
     return values.astype(np.int64) if type_name == "int64" else values.reshape(len(values), -1).astype(np.float32)
 
 
-def _task_name(dataset_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.+-]+", ".", dataset_id).lstrip("._+-") or "minari"
-
-
 def _import_foreign(dataset: Any, out: str, streams: str, task: str | None) -> dict[str, Any]:
     """A Minari dataset from elsewhere: one task, run 0, streams as ``streams`` says (module docstring)."""
     state, state_of, state_notes = column_of_space(dataset.observation_space, "observation")
     action, action_of, action_notes = column_of_space(dataset.action_space, "action")
-    task = check_task_name(task or _task_name(dataset.id))
+    task = check_task_name(task or re.sub(r"[^A-Za-z0-9_.+-]+", ".", dataset.id).lstrip("._+-") or "minari")
     indices = [int(i) for i in dataset.episode_indices]
     if not indices:
         raise UserError(f"the Minari dataset {dataset.id} holds no episodes")

@@ -102,22 +102,14 @@ def publish_folder(tmp: Path, folder: Path, marker: str = "model.safetensors") -
     return folder
 
 
-def resolve_model(name: str) -> str:
-    """The local folder or cached hub id that ``from_pretrained`` should read for ``name``."""
-    if name == SMOLLM2:
-        return str(_dense_smollm2())
-    if Path(name).expanduser().is_dir():
-        return str(Path(name).expanduser())
-    return name
-
-
 def load_base(name: str, dtype: str = "float32") -> tuple[Any, Any]:
     """(model, tokenizer) of a base causal LM, offline; tokenizer with a pad token. UserError if not found."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    source = resolve_model(name)
-    local = Path(source).is_dir()
+    folder = _dense_smollm2() if name == SMOLLM2 else Path(name).expanduser()
+    local = folder.is_dir()
+    source = str(folder) if local else name  # else a hub id from the local cache
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(source, local_files_only=True, dtype=getattr(torch, dtype))
