@@ -7,11 +7,9 @@ Any policy with this interface plugs in (the RL transformer's ``ADPolicy``, the 
     actions = policy.act(obs, prev_action, prev_reward, timestep, first)   # (B,) each; first: (B,) bool
 
 Arguments are torch tensors; with Box actions (``EvalEnv.action_space`` a Box) ``prev_action`` and the returned
-actions are (B, A) floats in the env's scale (the box flattened), otherwise (B,) integers. All B envs advance in lockstep, one transition per step, in one vectorised env with
-same-step autoreset (gymnasium ``AutoresetMode.SAME_STEP``): a finished episode's env
-shows its next episode's first observation at once, so the policy's context runs
-across episode boundaries exactly like a training window. The policy keeps each env's
-context itself (its key/value cache and window policy).
+actions are (B, A) floats in the env's scale (the box flattened), otherwise (B,) integers. All B envs advance in
+lockstep in one vectorised env with same-step autoreset, so the policy's context runs across episode boundaries
+exactly like a training window; the policy keeps each env's context itself.
 """
 from __future__ import annotations
 
@@ -77,19 +75,13 @@ class EvalResult:
 
 def make_eval_env(metadata: dict[str, Any], tasks: list[str], envs_per_task: int = 1, *,
                   gym_id: str | None = None, eval_kwargs: Any = None) -> EvalEnv:
-    """One vector env over ``tasks`` x ``envs_per_task`` of a dataset, built from what it recorded (its
-    ``task_spec`` and per-task entries), for any task family:
-
-    - ``gym_id`` given (the family's registered id; a ``task_spec["env_id"]`` the dataset recorded wins):
-      ``gymnasium.make_vec(id, num_envs, vectorization_mode="vector_entry_point", **eval_kwargs(metadata, tasks))``,
-      the family's own vector env over all the tasks at once;
-    - no ``gym_id`` (a family whose datasets name any Gymnasium id): a same-step-autoreset ``SyncVectorEnv`` with
-      one ``gymnasium.make(task_spec["env_id"], **kwargs)`` per sub-env, each task's kwargs from
-      ``eval_kwargs(metadata, tasks)["tasks"]``.
-
-    ``eval_kwargs`` defaults to :func:`recorded_kwargs` (each task's recorded ``kwargs``). A task's optimal return
-    is the env's own ``optimal`` (one per sub-env) where the vector env reports one, else the dataset's
-    ``tasks[name]["optimal_return"]`` (NaN where neither).
+    """One vector env over ``tasks`` x ``envs_per_task`` of a dataset, built from what it recorded, for any family:
+    with ``gym_id`` (a ``task_spec["env_id"]`` the dataset recorded wins) the family's own vector env,
+    ``gymnasium.make_vec(id, num_envs, vectorization_mode="vector_entry_point", **eval_kwargs(metadata, tasks))``;
+    without, a same-step-autoreset ``SyncVectorEnv`` of ``gymnasium.make(task_spec["env_id"], **kwargs)``, each
+    task's kwargs from ``eval_kwargs(metadata, tasks)["tasks"]``. ``eval_kwargs`` defaults to
+    :func:`recorded_kwargs`. A task's optimal return is the vector env's ``optimal`` where it reports one, else the
+    dataset's ``tasks[name]["optimal_return"]`` (NaN where neither).
     """
     import gymnasium
     from gymnasium.vector import AutoresetMode, SyncVectorEnv

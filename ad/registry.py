@@ -161,11 +161,9 @@ def get_demo(task: str, model: str) -> Command:
 
 
 # ---------------------------------------------------------------------------- evaluation plug-ins
-#: task family -> (its registered Gymnasium id or None, eval_kwargs(metadata, tasks) or None): see
-#: :func:`ad.evaluate.make_eval_env`
-_EVAL_ENVS: dict[str, tuple[str | None, Callable[..., Any] | None]] = {}
-#: task family -> the ``task_spec`` keys that parametrise its envs (see :func:`task_kwargs`)
-_TASK_KWARGS: dict[str, tuple[str, ...]] = {}
+#: task family -> (its registered Gymnasium id or None, eval_kwargs(metadata, tasks) or None, the ``task_spec`` keys
+#: that parametrise its envs): see :func:`ad.evaluate.make_eval_env` and :func:`task_kwargs`
+_EVAL_ENVS: dict[str, tuple[str | None, Callable[..., Any] | None, tuple[str, ...]]] = {}
 #: name -> (detect(path) -> bool, load(path, greedy=..., seed=...) -> policy)
 _POLICY_LOADERS: dict[str, tuple[Callable[[Any], bool], Callable[..., Any]]] = {}
 
@@ -175,14 +173,13 @@ def register_eval_env(family: str, gym_id: str | None, eval_kwargs: Callable[...
     """Register how ``ad eval`` builds a task family's held-out envs: ``gymnasium.make_vec`` of its registered
     ``gym_id`` with ``eval_kwargs(metadata, tasks)`` (:func:`ad.evaluate.make_eval_env`), and which keys of its
     datasets' ``task_spec`` parametrise those envs (a checkpoint must have been trained on the same values)."""
-    _EVAL_ENVS[family] = (gym_id, eval_kwargs)
-    _TASK_KWARGS[family] = tuple(task_kwargs)
+    _EVAL_ENVS[family] = (gym_id, eval_kwargs, tuple(task_kwargs))
 
 
 def task_kwargs(family: str) -> tuple[str, ...]:
     """The ``task_spec`` keys that parametrise a task family's envs (empty for a family without an eval env)."""
     load_plugins([family])
-    return _TASK_KWARGS.get(family, ())
+    return _EVAL_ENVS.get(family, (None, None, ()))[2]
 
 
 def env_factory(family: str) -> Callable[..., Any]:
@@ -191,7 +188,7 @@ def env_factory(family: str) -> Callable[..., Any]:
     if not _found(_EVAL_ENVS, family, [family]):
         known = ", ".join(sorted(_EVAL_ENVS)) or "none"
         raise UserError(f"task family {family!r} has no evaluation environment; families with one: {known}")
-    gym_id, eval_kwargs = _EVAL_ENVS[family]
+    gym_id, eval_kwargs, _ = _EVAL_ENVS[family]
 
     def make(metadata: dict[str, Any], tasks: list[str], envs_per_task: int = 1) -> Any:
         from ad.evaluate import make_eval_env

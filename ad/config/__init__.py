@@ -48,10 +48,8 @@ def override(base: type, name: str, default: Any, note: str = "") -> Any:
     field = next((f for f in dataclasses.fields(base) if f.name == name), None)
     if field is None:
         raise TypeError(f"{base.__name__} has no option {name!r}")
-    meta = field.metadata
-    text = meta.get("help", "") + (f": {note}" if note else "")
-    return option(default, text, positional=meta.get("positional", False), group=meta.get("group", ""),
-                  runtime=meta.get("runtime", False), aliases=meta.get("aliases", ()))
+    text = field.metadata.get("help", "") + (f": {note}" if note else "")
+    return option(default, text, **{k: v for k, v in field.metadata.items() if k != "help"})  # group, runtime ...
 
 
 #: Every deprecated option name met so far -> its current name (filled by :func:`aliases_of`), for comparing
@@ -205,15 +203,11 @@ def check_value(name: str, value: Any, tp: Any, source: str = "options") -> Any:
             raise bad(f"a seed in {low}..{high} (what the generators and the int32 run column take)")
         return number
     if base is float:
-        if isinstance(value, bool):
-            raise bad(_KIND[float])
-        number = value
-        if isinstance(value, str):
-            try:
-                number = float(value.strip())
-            except ValueError:
-                raise bad(_KIND[float]) from None
-        if not isinstance(number, (int, float)) or not math.isfinite(number):
+        try:
+            number = float(value.strip()) if isinstance(value, str) else value
+        except ValueError:
+            raise bad(_KIND[float]) from None
+        if isinstance(value, bool) or not isinstance(number, (int, float)) or not math.isfinite(number):
             raise bad(_KIND[float])
         return float(number)
     if base is str:

@@ -1,10 +1,8 @@
 """Option groups shared by several commands, each declared once.
 
-A command's config inherits the groups it takes (``class TrainLMConfig(LoRAOptions, TrainingOptions, ...)``);
-where its default differs, it says so with :func:`ad.config.override`, which keeps the group's help text.
-Every command takes its run options (where it writes, its seed, threads, progress, TensorBoard, plots) from
-:class:`RunOptions` through :func:`run_options`, naming the ones it uses.
-Importing this module imports no torch.
+A command's config inherits the groups it takes (``class TrainLMConfig(LoRAOptions, TrainingOptions, ...)``) and
+changes a default with :func:`ad.config.override`; its run options come from :func:`run_options`. Importing this
+module imports no torch.
 """
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
 """RL format: contiguous windows of one stream, across episode boundaries, as arrays.
 
-A :class:`WindowSource` holds the selected streams concatenated into flat
-columns plus the offsets where windows may start, so a whole batch of windows
-is one fancy-indexing gather (``flat[starts[:, None] + arange(T)]``).
-
-With ``optimal_actions`` (a task family's, :attr:`ad.families.TaskFamily.optimal_actions`) the windows also carry
-``action_targets``: the optimal action at each row, given the stream before it. An objective that imitates an
-optimal policy (DPT) trains the action head on them instead of the actions taken.
+A :class:`WindowSource` holds the selected streams concatenated into flat columns plus the offsets where windows may
+start, so a whole batch of windows is one gather (``flat[starts[:, None] + arange(T)]``). With ``optimal_actions``
+(:attr:`ad.families.TaskFamily.optimal_actions`) the windows also carry ``action_targets``, the optimal action at
+each row: the target of an objective that imitates an optimal policy (DPT).
 """
 from __future__ import annotations
 

