@@ -6,9 +6,8 @@ from typing import Any
 import lightning as L
 
 from ad.data.rl_dataset import RLTrajectoryDataset
-from ad.history.reader import task_split
 from ad.errors import UserError
-from ad.history.reader import HistoryReader
+from ad.history.reader import HistoryReader, task_split
 from ad.registry import optimal_actions
 
 

@@ -9,7 +9,6 @@ from ad.config import option
 from ad.errors import UserError
 
 
-
 _GROUP = "several processes / machines (Lightning)"
 
 

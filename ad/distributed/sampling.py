@@ -83,7 +83,6 @@ class RankShardedMixin:
         return shard_loader(loader, trainer.global_rank, trainer.world_size)
 
 
-
 class ShardedRLDataModule(RankShardedMixin, RLDataModule):
     """:class:`ad.data.RLDataModule` whose ``batch_size`` is the global batch: each of the trainer's processes
     trains on its slice of the same random windows (one process: exactly ``RLDataModule``)."""

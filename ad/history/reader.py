@@ -91,20 +91,19 @@ class HistoryReader:
         return (f"dataset {self.location} is incomplete: {done} of {planned} tasks; re-run the generate command "
                 f"that made it (`ad generate {self.family} ... --out {self.location}`, same options) to finish")
 
-    def require_complete(self, allow: bool, flag: str = "--allow-incomplete") -> None:
+    def require_complete(self, allow: bool) -> None:
         """UserError if the dataset is incomplete (see :meth:`incomplete_note`), unless ``allow`` (the command's
-        ``flag``), then a warning on stderr."""
+        ``--allow-incomplete``), then a warning on stderr."""
         note = self.incomplete_note()
-        if note is None:
-            return
-        if not allow:
-            raise UserError(f"{note}; or pass {flag} to use the tasks it holds")
-        print(f"warning: {note}", file=sys.stderr)
+        if note is not None and not allow:
+            raise UserError(f"{note}; or pass --allow-incomplete to use the tasks it holds")
+        if note is not None:
+            print(f"warning: {note}", file=sys.stderr)
 
-    def require_units(self, units: list[dict[str, Any]], what: str = "") -> None:
+    def require_units(self, units: list[dict[str, Any]]) -> None:
+        """UserError if ``units`` (a selection of this dataset's) is empty."""
         if not units:
-            raise UserError(f"dataset {self.location} holds no complete units{what}; "
-                            "run (or finish) `ad generate` first")
+            raise UserError(f"dataset {self.location} holds no complete units; run (or finish) `ad generate` first")
 
     # ------------------------------------------------------------------ reading
     def _read_file(self, relpath: str, columns: Sequence[str] | None) -> pa.Table:

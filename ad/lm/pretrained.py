@@ -46,16 +46,11 @@ def smollm2_gguf() -> Path:
 
 
 def ensure_pad_token(tokenizer: Any) -> Any:
-    """Give a tokenizer without a pad token one (its EOS token, else its token id 0); returns the tokenizer.
-
-    Padded positions are always masked out, so which existing token pads does not matter; no token is added
-    (that would change the embedding table).
-    """
+    """Give a tokenizer without a pad token one (its EOS token, else its token id 0; padded positions are always
+    masked out, and adding a token would change the embedding table); returns the tokenizer."""
     if tokenizer.pad_token_id is None:
-        if tokenizer.eos_token is not None:
-            tokenizer.pad_token = tokenizer.eos_token
-        else:
-            tokenizer.pad_token = tokenizer.convert_ids_to_tokens(0)
+        eos = tokenizer.eos_token
+        tokenizer.pad_token = eos if eos is not None else tokenizer.convert_ids_to_tokens(0)
     return tokenizer
 
 

@@ -24,11 +24,10 @@ EVERY_ENV = "AD_PROGRESS_SECONDS"
 DEFAULT_EVERY = 10.0
 
 
-def interactive(stream: TextIO | None = None) -> bool:
-    """Whether ``stream`` (default: the current stdout) is a terminal, where a redrawn bar makes sense."""
-    stream = sys.stdout if stream is None else stream
+def interactive() -> bool:
+    """Whether the current stdout is a terminal, where a redrawn bar makes sense."""
     try:
-        return bool(stream.isatty())
+        return bool(sys.stdout.isatty())
     except (AttributeError, ValueError):  # closed or not a real file
         return False
 

@@ -13,9 +13,8 @@ from ad.progress import close_bar, format_value, progress_bar
 class StepProgressBar(ProgressBar):
     """Steps ``global_step / max_steps`` with the progress-bar metrics (``self.log(..., prog_bar=True)``)."""
 
-    def __init__(self, every: float | None = None) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.every = every  #: seconds between plain lines (None: $AD_PROGRESS_SECONDS, else 10)
         self._enabled = True
         self._bar: Any = None
 
@@ -40,7 +39,7 @@ class StepProgressBar(ProgressBar):
         if not self._enabled:
             return
         total = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else None
-        self._bar = progress_bar(total, desc="", unit="step", initial=trainer.global_step, every=self.every)
+        self._bar = progress_bar(total, desc="", unit="step", initial=trainer.global_step)
 
     def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
         if self._bar is None:
