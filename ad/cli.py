@@ -19,14 +19,10 @@ GROUPS = ("generate", "train", "export", "import")
 
 def _usage() -> str:
     lines = ["usage: ad <command> [options]", "", "commands:"]
-    for name, cmd in sorted(registry.commands("ad").items()):
-        lines.append(f"  {name:<22} {cmd.help}")
-    for group in GROUPS:
+    for group in ("ad", *GROUPS):  # the core's own commands first, then each group's
         for name, cmd in sorted(registry.commands(group).items()):
-            lines.append(f"  {group + ' ' + name:<22} {cmd.help}")
-    lines.append("")
-    lines.append("`ad <command> --help` lists a command's options.")
-    return "\n".join(lines)
+            lines.append(f"  {name if group == 'ad' else group + ' ' + name:<22} {cmd.help}")
+    return "\n".join([*lines, "", "`ad <command> --help` lists a command's options."])
 
 
 def run(argv: Sequence[str]) -> int:

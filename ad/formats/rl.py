@@ -33,11 +33,8 @@ def select_episodes(columns: dict[str, np.ndarray], every: int = 1,
     episode = columns["episode"]
     if every == 1 and last_fraction is None:
         return columns
-    starts = np.concatenate([[0], np.flatnonzero(np.diff(episode)) + 1])  # (E,) first row of each episode
-    ordinal = np.zeros(len(episode), np.int64)
-    ordinal[starts[1:]] = 1
-    ordinal = np.cumsum(ordinal)  # (N,) episode ordinal of each row, 0..E-1
-    num_episodes = len(starts)
+    ordinal = np.cumsum(np.diff(episode, prepend=episode[:1]) != 0)  # (N,) episode ordinal of each row, 0..E-1
+    num_episodes = int(ordinal[-1]) + 1 if len(ordinal) else 0
     keep = np.ones(len(episode), bool)
     if every > 1:
         keep &= ordinal % every == 0
