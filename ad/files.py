@@ -11,6 +11,7 @@ Importing this module imports no pyarrow or torch (``--help`` stays light).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import uuid
@@ -38,20 +39,23 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     os.close(fd)
     try:
         yield tmp
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _fsync(tmp)
         os.chmod(tmp, mode)  # a writer may have replaced the file with one of its own (safetensors: 0600)
         os.replace(tmp, final)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             tmp.unlink()
-        except OSError:
-            pass
         raise
-    _sync_folder(final.parent)
+    with contextlib.suppress(OSError):  # the rename made durable, where the platform lets a folder be opened
+        _fsync(final.parent)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
@@ -65,20 +69,6 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
 def write_json_atomic(path: str | os.PathLike[str], value: Any, indent: int | None = 2, **dumps: Any) -> Path:
     """Write ``value`` as JSON to ``path`` atomically (``dumps`` go to :func:`json.dumps`, e.g. ``default=str``)."""
     return write_text_atomic(path, json.dumps(value, indent=indent, **dumps))
-
-
-def _sync_folder(folder: Path) -> None:
-    """Make the rename itself durable (where the platform lets a folder be opened)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 # ---------------------------------------------------------------------------------------------- paths a user names

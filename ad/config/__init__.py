@@ -10,6 +10,7 @@ option keeps its old names as ``aliases`` (read with a ``note:`` line on stderr,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import math
@@ -189,10 +190,8 @@ def check_value(name: str, value: Any, tp: Any, source: str = "options") -> Any:
         if isinstance(value, bool):
             return value
         if isinstance(value, str):
-            try:
+            with contextlib.suppress(argparse.ArgumentTypeError):
                 return _parse_bool(value)
-            except argparse.ArgumentTypeError:
-                pass
         raise bad(_KIND[bool])
     if base is int:
         number = _to_int(value)

@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 from pathlib import Path
@@ -111,11 +112,9 @@ def machine_description() -> str:
     """The machine a run's timings were taken on, e.g. ``2 CPU cores (x86_64), no GPU``."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     gpu = "no GPU"
-    try:
+    with contextlib.suppress(ImportError):
         import torch
 
         if torch.cuda.is_available():
             gpu = f"{torch.cuda.device_count()} x {torch.cuda.get_device_name(0)}"
-    except ImportError:
-        pass
     return f"{cores} CPU cores ({platform.machine()}), {gpu}"

@@ -5,6 +5,7 @@ POSIX paths, so ``file://``, ``s3://``, ``gs://`` and in-memory fsspec filesyste
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -94,10 +95,8 @@ class Location:
                 stream.write(json.dumps(data, indent=2, sort_keys=False).encode())
             self.fs.move(tmp, path)
         except BaseException:
-            try:
+            with contextlib.suppress(Exception):  # it may never have been created
                 self.fs.delete_file(tmp)
-            except Exception:  # noqa: BLE001 -- it may never have been created
-                pass
             raise
 
     def is_file(self, path: str) -> bool:

@@ -3,6 +3,7 @@ Parquet shards in a staging folder, moved into place in one rename at :meth:`Uni
 (:class:`~ad.history.writer.HistoryWriter` opens units and records them in ``dataset.json``)."""
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -145,10 +146,8 @@ class UnitWriter:
         """Drop everything written for this unit."""
         self._buffer.clear()
         if self._shard is not None:
-            try:
+            with contextlib.suppress(Exception):  # the staging folder is deleted next anyway
                 self._shard.close()
-            except Exception:  # noqa: BLE001 -- the staging folder is deleted next anyway
-                pass
             self._shard = None
         self.writer.location.delete_dir(self.staging)
         self.writer._open.discard(layout.unit_key(self.task, self.run))

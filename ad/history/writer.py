@@ -8,6 +8,7 @@ with the same arguments skips complete units and redoes the others from scratch.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -261,10 +262,8 @@ class HistoryWriter:
         if not staging or not os.path.isdir(staging):
             return
         for name in os.listdir(staging):
-            try:
+            with contextlib.suppress(OSError):  # not empty (a unit in progress or left by a kill) or not a folder
                 os.rmdir(os.path.join(staging, name))
-            except OSError:  # not empty (a unit in progress or left by a kill) or not a folder
-                pass
 
     def release(self) -> None:
         """Let another process write this dataset (``close`` does this; also called when the writer is freed)."""
