@@ -164,17 +164,10 @@ class HistoryReader:
         else:
             arrays = {c: column_to_numpy(table.column(c)) for c in cols}
         self._check_values(unit, arrays)
-        bounds = np.flatnonzero(np.diff(stream_ids)) + 1
-        starts = np.concatenate([[0], bounds])
-        ends = np.concatenate([bounds, [len(stream_ids)]])
+        bounds = [0, *(np.flatnonzero(np.diff(stream_ids)) + 1).tolist(), len(stream_ids)]  # each stream's rows
         wanted = None if streams is None else {int(s) for s in streams}
-        out = []
-        for start, end in zip(starts, ends):
-            sid = int(stream_ids[start])
-            if wanted is not None and sid not in wanted:
-                continue
-            out.append(Stream(unit["task"], int(unit["run"]), sid, {c: a[start:end] for c, a in arrays.items()}))
-        return out
+        return [Stream(unit["task"], int(unit["run"]), int(stream_ids[a]), {c: v[a:b] for c, v in arrays.items()})
+                for a, b in zip(bounds, bounds[1:]) if wanted is None or int(stream_ids[a]) in wanted]
 
     def _check_values(self, unit: dict[str, Any], arrays: dict[str, Any]) -> None:
         """SchemaError unless discrete states / actions lie in [0, n) and rewards are finite (logprobs may be
