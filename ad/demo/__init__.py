@@ -57,9 +57,6 @@ class MethodsOptions:
                   "distribution (the DPT paper's pretraining data)")
 
 
-#: ``ad generate <family> --source random`` options of a grid demo's DPT contexts beside the demo's own: episodes start
-#: in a random cell, so a context covers the room as the DPT paper's (uniformly drawn states) do
-RANDOM_CONTEXTS = {"random_start": True}
 
 
 def dpt_runs_on_random(config: Any) -> bool:
@@ -109,8 +106,9 @@ class DemoConfig:
         raise NotImplementedError(f"{type(self).__name__} must define generate_options()")
 
     def random_context_options(self) -> dict[str, Any]:
-        """``ad generate <FAMILY> --source random`` options of DPT's contexts beside :meth:`generate_options`."""
-        return dict(RANDOM_CONTEXTS)
+        """``ad generate <FAMILY> --source random`` options of DPT's contexts beside :meth:`generate_options` (a grid
+        demo's: episodes start in a random cell, so a context covers the room as the DPT paper's drawn states do)."""
+        return {"random_start": True}
 
     def make_data(self, timings: dict[str, float]) -> None:
         """Stage 1: the histories (and DPT's random contexts) with the family's ``ad generate``."""

@@ -37,12 +37,8 @@ def column_to_numpy(array: pa.Array | pa.ChunkedArray) -> Any:
     if pa.types.is_fixed_size_list(t):
         return array.flatten().to_numpy().reshape(len(array), t.list_size)
     if pa.types.is_dictionary(t):
-        return array.dictionary_decode().to_numpy(zero_copy_only=False)
-    if pa.types.is_boolean(t):
-        return array.to_numpy(zero_copy_only=False)
-    if pa.types.is_primitive(t):
-        return array.to_numpy()
-    return array.to_numpy(zero_copy_only=False)
+        array = array.dictionary_decode()
+    return array.to_numpy(zero_copy_only=False)  # still a view of the buffer where one can be
 
 
 class HistoryReader:

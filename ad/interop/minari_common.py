@@ -130,5 +130,3 @@ def column_of_space(space: Any, what: str) -> tuple[ColumnSpec, Any, dict[str, A
     raise UserError(f"the Minari dataset's {what} space is {space}; import supports Discrete and Box spaces "
                     "(Dict, Tuple, Text, MultiDiscrete ... are not)")
 
-
-# ---------------------------------------------------------------------------- export

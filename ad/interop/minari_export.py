@@ -197,5 +197,3 @@ def _ensure_namespace(minari: Any, root_path: Path, namespace: str) -> None:
         if namespace not in list_local_namespaces():
             create_namespace(namespace)
 
-
-# ---------------------------------------------------------------------------- import
