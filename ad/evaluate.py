@@ -216,8 +216,7 @@ def run_in_context(policy: InContextPolicy, setup: EvalEnv, episodes: int, seed:
             rewards = np.asarray(rewards, dtype=np.float32)
             running += rewards
             finished = np.asarray(terminated) | np.asarray(truncated)
-            record = finished & (done_episodes < episodes)
-            idx = np.flatnonzero(record)
+            idx = np.flatnonzero(finished & (done_episodes < episodes))  # the envs whose episode counts
             returns[idx, done_episodes[idx]] = running[idx]
             if isinstance(infos, dict) and "success" in infos:
                 if success is None:
@@ -273,10 +272,7 @@ def source_curve(reader: Any, tasks: list[str], episodes: int) -> EvalResult:
     episodes = min([episodes] + [max((len(r) for r in per_stream), default=0) for per_stream in returns_of.values()])
     if episodes < 1:
         raise UserError(f"a task has no complete episode in {reader.location.base}")
-    rows = []
-    for task in tasks:
-        per_stream = [r[:episodes] for r in returns_of[task] if len(r) >= episodes]
-        rows.append(np.stack(per_stream))
+    rows = [np.stack([r[:episodes] for r in returns_of[task] if len(r) >= episodes]) for task in tasks]
     streams = min(len(r) for r in rows)
     returns = np.stack([r[:streams] for r in rows])  # (tasks, streams, episodes)
     return EvalResult("source", tasks, returns, _recorded_optimal(reader.metadata, tasks))

@@ -49,7 +49,8 @@ class HistoryWriter:
         shard_rows: rows per shard (Parquet file) of a unit.
         row_group_rows: rows buffered per unit before they are encoded as one row group of the open shard
             (default: ``shard_rows``); smaller row groups spread the encoding over the run.
-        compression, compression_level: Parquet codec of every column and its level.
+        compression: Parquet codec of every column.
+        compression_level: level of that codec.
         filesystem: optional pyarrow or fsspec filesystem for ``out``.
         planned_tasks: every task the command will write (or their number), recorded so that readers can tell
             an interrupted generation (:meth:`~ad.history.HistoryReader.incomplete_note`). Default: keep the record.
