@@ -29,10 +29,8 @@ class Template:
 
     def segments(self, rows: dict[str, Sequence[Any]]) -> list[Segment]:
         """Segments for rows (columns: state, action, reward, step ...), in order."""
-        out: list[Segment] = []
-        for i in range(len(rows["action"])):
-            out.extend(self.row_segments({k: v[i] for k, v in rows.items()}))
-        return out
+        return [segment for i in range(len(rows["action"]))
+                for segment in self.row_segments({k: v[i] for k, v in rows.items()})]
 
     def row_segments(self, row: dict[str, Any]) -> list[Segment]:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -1,6 +1,7 @@
 """Provenance recorded in every dataset: package versions, git commit, creation time."""
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import subprocess
 from importlib import metadata as _metadata
@@ -14,10 +15,8 @@ def package_versions() -> dict[str, str]:
     """Installed versions of the packages that shape a dataset."""
     versions = {}
     for name in _PACKAGES:
-        try:
+        with contextlib.suppress(_metadata.PackageNotFoundError):
             versions[name] = _metadata.version(name)
-        except _metadata.PackageNotFoundError:
-            continue
     return versions
 
 
