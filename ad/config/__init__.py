@@ -274,7 +274,7 @@ def build_parser(config_cls: type, prog: str, description: str = "",
         if is_bool:  # --flag, --flag false, --no-flag
             kwargs.update(nargs="?", const=True, metavar="BOOL")
         for old in field.metadata.get("aliases", ()):  # deprecated names: read, not shown in --help
-            _add_flag(parser, old, {**kwargs, "dest": f"_alias_{old}", "help": argparse.SUPPRESS}, is_bool)
+            _add_flag(parser, old, {**kwargs, "dest": old, "help": argparse.SUPPRESS}, is_bool)
         if field.metadata.get("positional") and not is_bool:
             parser.add_argument(f"_{field.name}_positional", nargs="?", default=None, type=conv, help=help_text,
                                 metavar=field.name.upper())
@@ -349,10 +349,7 @@ def parse_config(config_cls: type, argv: Sequence[str], prog: str, description: 
         name = key[1:-len("_positional")]
         if value is not None and args.get(name) is None:
             args[name] = value
-    given = {k[len("_alias_"):]: v for k, v in args.items() if k.startswith("_alias_") and v is not None}
-    args = {k: v for k, v in args.items() if not k.startswith("_alias_")}
-    cli = current_names(config_cls, {**given, **{k: v for k, v in args.items() if v is not None}},
-                        f"{prog} options", flags=True)
+    cli = current_names(config_cls, {k: v for k, v in args.items() if v is not None}, f"{prog} options", flags=True)
     values: dict[str, Any] = current_names(config_cls, load_config_file(file), f"config file {file}") if file else {}
     values.update(cli)
     config = make_config(config_cls, values, source=f"{prog} options" + (f" or config file {file}" if file else ""))
