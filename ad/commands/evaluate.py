@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ad.files import write_json_atomic, write_text_atomic
-from ad.config import option, override
+from ad.config import option, override, refuse
 from ad.errors import UserError
 from ad.config.memory import check_memory
 from ad.config.groups import RunOptions, run_options
@@ -47,9 +47,7 @@ class EvalConfig(run_options("out", "seed", "threads", "progress")):
             self.data = default_dataset()
         if self.threads < 0:
             raise UserError(f"--threads must be >= 0, got {self.threads}")
-        for name in ("episodes", "seeds"):
-            if getattr(self, name) <= 0:
-                raise UserError(f"--{name} must be positive, got {getattr(self, name)}")
+        refuse(self, ("episodes", "seeds"), lambda v: v <= 0, "must be positive")
         if self.split not in ("heldout", "train", "all"):
             raise UserError(f"--split must be heldout, train or all, got {self.split!r}")
         if self.max_tasks is not None and self.max_tasks <= 0:

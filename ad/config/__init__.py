@@ -70,6 +70,13 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def refuse(config: Any, names: Sequence[str], bad: Any, words: str) -> None:
+    """UserError ``--name <words>, got <value>`` for the first option of ``names`` whose value is ``bad(value)``."""
+    for name in names:
+        if bad(getattr(config, name)):
+            raise UserError(f"{_flag(name)} {words}, got {getattr(config, name)}")
+
+
 def current_names(config_cls: Any, values: dict[str, Any], source: str = "options", flags: bool = False,
                   quiet: bool = False) -> dict[str, Any]:
     """``values`` with every deprecated option name of ``config_cls`` replaced by the current one (a note on stderr

@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ad.config import option, override
+from ad.config import option, override, refuse
 from ad.errors import UserError
 
 #: The ``--help`` sections of the run options, the training options and the LoRA options.
@@ -217,12 +217,9 @@ class TrainingOptions:
                                            "command planned; refused without it)", runtime=True, group=TRAINING_GROUP)
 
     def __post_init__(self) -> None:
-        for name in ("max_steps", "batch_size", "log_every", "checkpoint_every", "val_batches"):
-            if getattr(self, name) < 1:
-                raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
-        for name in ("warmup_steps", "decay_steps", "val_every", "num_workers"):
-            if getattr(self, name) < 0:
-                raise UserError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
+        refuse(self, ("max_steps", "batch_size", "log_every", "checkpoint_every", "val_batches"), lambda v: v < 1,
+               "must be at least 1")
+        refuse(self, ("warmup_steps", "decay_steps", "val_every", "num_workers"), lambda v: v < 0, "must be >= 0")
         if not 0 < self.learning_rate or not 0 <= self.min_lr <= self.learning_rate:
             raise UserError(f"need 0 < --learning-rate and 0 <= --min-lr <= --learning-rate, got --learning-rate "
                             f"{self.learning_rate}, --min-lr {self.min_lr}")

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Literal
 
-from ad.config import make_config, option, override
+from ad.config import make_config, option, override, refuse
 from ad.errors import UserError
 from ad.config.groups import RunOptions, run_options
 
@@ -190,9 +190,8 @@ class ADDemoConfig(DemoConfig, MethodsOptions, run_options("out", "seed", "threa
 
     def __post_init__(self) -> None:
         self.methods = parse_methods(self.methods)
-        for name in ("subsample", "context", "ad_steps", "ed_steps", "episodes", "seeds"):
-            if getattr(self, name) <= 0:
-                raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
+        refuse(self, ("subsample", "context", "ad_steps", "ed_steps", "episodes", "seeds"), lambda v: v <= 0,
+               "must be positive")
         if self.threads < 0 or self.dpt_steps < 0:
             raise UserError(f"--threads and --dpt-steps must be >= 0, got {self.threads} and {self.dpt_steps}")
         if not (0.0 <= self.dropout < 1.0 or self.dropout == -1.0):  # also refuses NaN

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ad.config import option
+from ad.config import option, refuse
 from ad.errors import UserError
 
 
@@ -29,9 +29,7 @@ class DistributedOptions:
 
 def check_distributed_options(config: DistributedOptions, batch_size: int) -> None:
     """UserError unless devices / num_nodes are positive and the global ``batch_size`` splits evenly over them."""
-    for name in ("devices", "num_nodes"):
-        if getattr(config, name) < 1:
-            raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(config, name)}")
+    refuse(config, ("devices", "num_nodes"), lambda v: v < 1, "must be at least 1")
     processes = config.devices * config.num_nodes
     if batch_size % processes:
         raise UserError(f"--batch-size {batch_size} (the global batch) must be a multiple of the number of "
