@@ -227,11 +227,8 @@ class TokenizedText:
 
 def tokenize_segments(tokenizer: Any, segments: Sequence[Segment]) -> TokenizedText:
     """Tokenise segment by segment (no special tokens) so action tokens are known exactly."""
-    ids: list[int] = []
-    mask: list[bool] = []
     texts = [text for text, _ in segments]
     encoded = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
-    for (_, is_action), piece in zip(segments, encoded):
-        ids.extend(piece)
-        mask.extend([is_action] * len(piece))
+    ids = [token for piece in encoded for token in piece]
+    mask = [is_action for (_, is_action), piece in zip(segments, encoded) for _ in piece]
     return TokenizedText(np.asarray(ids, dtype=np.int64), np.asarray(mask, dtype=bool))

@@ -139,8 +139,7 @@ class HistoryReader:
         """All rows of the selected units as one Arrow table."""
         units = self.units(tasks, runs)
         self.require_units(units)
-        tables = [self._read_file(f, columns) for u in units for f in u["files"]]
-        return pa.concat_tables(tables)
+        return pa.concat_tables([self._read_file(f, columns) for u in units for f in u["files"]])
 
     def iter_unit_streams(self, unit: dict[str, Any], columns: Sequence[str] | None = None,
                           streams: Iterable[int] | None = None) -> list[Stream]:
@@ -193,10 +192,7 @@ class HistoryReader:
         """Every selected stream, columns as contiguous numpy arrays (time order)."""
         units = self.units(tasks, runs)
         self.require_units(units)
-        out: list[Stream] = []
-        for unit in units:
-            out.extend(self.iter_unit_streams(unit, columns, streams))
-        return out
+        return [stream for unit in units for stream in self.iter_unit_streams(unit, columns, streams)]
 
     def to_hf_dataset(self, tasks: Iterable[str] | None = None, columns: Sequence[str] | None = None):
         """The selected rows as a Hugging Face ``datasets.Dataset`` (task decoded to plain strings)."""
