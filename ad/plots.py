@@ -65,10 +65,8 @@ def plot_learning_curves(curves: Mapping[str, np.ndarray], out: str | Path, titl
     """Per-task mean episode return vs episode index (thin lines) and their mean (bold)."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    series = []
-    for curve in curves.values():
-        x, ys = smooth(np.asarray(curve, dtype=np.float64))
-        series.append((x, ys))
+    series = [smooth(np.asarray(curve, dtype=np.float64)) for curve in curves.values()]  # (x, means) of each task
+    for x, ys in series:
         ax.plot(x, ys, lw=0.7, alpha=0.35)
     if series:
         n = min(len(s[1]) for s in series)

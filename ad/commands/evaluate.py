@@ -45,8 +45,7 @@ class EvalConfig(run_options("out", "seed", "threads", "progress")):
             from ad.registry import default_dataset
 
             self.data = default_dataset()
-        if self.threads < 0:
-            raise UserError(f"--threads must be >= 0, got {self.threads}")
+        refuse(self, ("threads",), lambda v: v < 0, "must be >= 0")
         refuse(self, ("episodes", "seeds"), lambda v: v <= 0, "must be positive")
         if self.split not in ("heldout", "train", "all"):
             raise UserError(f"--split must be heldout, train or all, got {self.split!r}")

@@ -95,8 +95,7 @@ class LoRAOptions:
                                        "linear layer but the LM head)", group=LORA_GROUP)
 
     def __post_init__(self) -> None:
-        if self.lora_r < 1:
-            raise UserError(f"--lora-r must be at least 1, got {self.lora_r}")
+        refuse(self, ("lora_r",), lambda v: v < 1, "must be at least 1")
         if self.lora_alpha <= 0:
             raise UserError(f"--lora-alpha must be positive, got {self.lora_alpha}")
         if not 0.0 <= self.lora_dropout < 1.0:
