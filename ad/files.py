@@ -131,10 +131,7 @@ def check_input_file(path: str | Path, what: str, advice: str = "") -> Path:
     file = Path(path).expanduser()
     if file.is_file():
         return file
-    if file.is_dir():
-        problem = "is a folder, not a file"
-    else:
-        problem = path_problem(file) or "does not exist"
+    problem = "is a folder, not a file" if file.is_dir() else path_problem(file) or "does not exist"
     raise UserError(f"{what} {path} {problem}" + (f"; {advice}" if advice else ""))
 
 

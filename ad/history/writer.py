@@ -132,17 +132,14 @@ class HistoryWriter:
         self._save()
 
     def _check_compatible(self, existing: dict[str, Any]) -> None:
-        where = self._json_path
         if existing.get("family") != self.family:
             raise UserError(f"{self.location} holds a {existing.get('family')!r} dataset, not {self.family!r}; "
                             "choose another --out folder (nothing was overwritten)")
-        header = self._header()
-        old = {k: v for k, v in existing.items() if k not in STATE_KEYS}
-        differing = settings_differences(old, header)
+        differing = settings_differences({k: v for k, v in existing.items() if k not in STATE_KEYS}, self._header())
         if differing:
             raise UserError(f"{self.location} was generated with different settings: {'; '.join(differing)}. "
                             "Re-run with the dataset's values to resume, or choose another --out folder (nothing "
-                            f"was overwritten; {where} records the settings)")
+                            f"was overwritten; {self._json_path} records the settings)")
 
     def _adopt_orphans(self) -> None:
         """Record units moved into place by a run that died before updating dataset.json (and finish naming
