@@ -118,13 +118,9 @@ class HistorySpec:
 
     def column_types(self) -> dict[str, pa.DataType]:
         """Every column's Arrow type, in storage order."""
-        types = dict(CORE_TYPES)
-        types["state"] = self.state.arrow_type()
-        types["action"] = self.action.arrow_type()
-        types["logprob"] = pa.float32() if self.logprob == "scalar" else pa.list_(pa.float32())
-        ordered = {name: types[name] for name in CORE_ORDER}
-        ordered.update({name: _EXTRA_TYPES[t] for name, t in self.extra.items()})
-        return ordered
+        types = {**CORE_TYPES, "state": self.state.arrow_type(), "action": self.action.arrow_type(),
+                 "logprob": pa.float32() if self.logprob == "scalar" else pa.list_(pa.float32())}
+        return {**{name: types[name] for name in CORE_ORDER}, **{n: _EXTRA_TYPES[t] for n, t in self.extra.items()}}
 
     def arrow_schema(self, metadata: dict[bytes, bytes] | None = None) -> pa.Schema:
         """The Arrow schema every shard of this dataset has."""
@@ -160,9 +156,7 @@ class HistorySpec:
         lengths = {n: len(columns[n]) for n in expected}
         if len(set(lengths.values())) != 1:
             raise SchemaError(f"{where}: columns have different lengths {lengths}")
-        arrays: dict[str, pa.Array] = {}
-        for name in expected:
-            arrays[name] = _to_arrow(name, columns[name], types[name], where, self)
+        arrays = {name: _to_arrow(name, columns[name], types[name], where, self) for name in expected}
         if self.logprob_bits < FLOAT32_MANTISSA_BITS:
             arrays["logprob"] = _round_logprob(arrays["logprob"], self.logprob_bits)
         return arrays
