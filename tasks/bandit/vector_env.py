@@ -1,20 +1,11 @@
 """A natively vectorised k-armed bandit over (instances x parallel envs), in numpy.
 
-Follows gymnasium's ``VectorEnv`` conventions like ``tasks.darkroom.vector_env``: batched spaces and
-``metadata["autoreset_mode"] = SAME_STEP``. Every pull ends its one-step episode, so every ``step`` reports
-``terminated`` for every sub-env, puts the last observation in ``infos["final_obs"]`` and starts the next episode at
-once, whose observation is the outcome of that pull (``observation="last-pull"``, see :mod:`tasks.bandit.env`; 0 or
-zeros after a reset) or a constant 0 (``"none"``).
-
-Sub-env ``i`` plays ``means[i // envs_per_task]``; ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i`` like
-``SyncVectorEnv``, and each sub-env draws from its own generator exactly what a single
-:class:`~tasks.bandit.env.BanditEnv` draws (its reward noise drawn ahead in blocks, so a step is a few array
-operations), so the two agree pull for pull. ``means=None`` gives every sub-env a random instance, drawn as the
-single env draws it (at the first reset, and at a seeded reset).
-
-``infos["arm_mean"]`` holds the chosen arms' means (the expected rewards of the pulls), and
-:attr:`BanditVectorEnv.chosen_means` collects them since the last reset: the expected regret of a whole run is
-``optimal - chosen_means`` with no sampling noise (:meth:`BanditVectorEnv.regret`).
+Follows gymnasium's ``VectorEnv`` conventions (batched spaces, ``autoreset_mode`` SAME_STEP): every step
+terminates every sub-env's one-step episode, puts the last observation in ``infos["final_obs"]`` and starts the
+next. Sub-env ``i`` plays ``means[i // envs_per_task]``; ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i``, and
+each sub-env draws exactly what a single :class:`~tasks.bandit.env.BanditEnv` draws (its reward noise drawn ahead
+in blocks), so the two agree pull for pull. ``infos["arm_mean"]`` holds the chosen arms' means, and
+:meth:`BanditVectorEnv.regret` the exact expected regret of the run since the last reset.
 """
 from __future__ import annotations
 

@@ -1,30 +1,18 @@
 """Batched A2C: one independent tabular actor-critic per grid task (a DarkRoom goal, a Key-to-Door key/door pair),
 all of them trained in one computation.
 
-Agent (the DarkRoom AD recipe): a shared embedding layer (``hidden`` features per cell, then ReLU) feeding a
-linear actor head and a linear critic head. Every goal ``g`` has its own parameters, stacked on a leading
-``G`` dimension; one Adam step updates every agent, and gradient clipping is done per goal, so each
-agent is exactly what it would be trained alone (``tests/test_darkroom_a2c.py`` checks it against
-a plain ``nn.Module`` agent).
+Agent (the DarkRoom AD recipe): a shared embedding layer (``hidden`` features per cell, then ReLU) feeding linear
+actor and critic heads. Every goal has its own parameters, stacked on a leading ``G`` dimension; one Adam step
+updates every agent, with gradient clipping per goal, so each agent is exactly what it would be trained alone.
+Each update computes the whole policy / value table ``(G, A, S)`` / ``(G, S)`` once (rollout steps gather from
+it); the loss uses the rollout only through per-table-entry sums (``np.bincount``), and its gradient is written out
+by hand (two ``bmm``'s and a ReLU mask). Random numbers come from one ``torch.Generator`` per goal.
 
-Parameters are fixed during a rollout and observations are discrete, so each update computes the
-whole policy / value table ``(G, A, S)`` / ``(G, S)`` once; rollout steps are gathers from it.
-The loss uses the rollout only through per-table-entry sums (``np.bincount``), so its gradient is
-taken over the table, not over every transition, and written out by hand: the network is two
-matrix products and a ReLU, so the backward pass is two ``bmm``'s and a mask (no autograd graph;
-``tests/test_darkroom_a2c.py`` compares it with autograd). Random numbers come from one
-``torch.Generator`` per goal (seeded from the run seed and the goal cell), drawn a block of updates
-at a time.
-
-A goal's history is the same bit for bit whatever batch it is trained in (``--goals-per-batch``, the
-Ray backend's units) and on any number of torch threads (``tests/test_darkroom_batching.py``). Besides
-the per-goal generators this takes a goal-major memory layout (:func:`_goal_major`: every goal's
-block 64-byte aligned and padded, so MKL's gemm, fused Adam and the norms see each goal alike), one
-gemm per goal on one thread (:func:`_bmm`), and per-goal gradient norms combined elementwise.
-
-Training runs with denormal floats flushed to zero (:func:`denormals_flushed`): Adam's moment
-estimates of never-visited cells decay geometrically into the denormal range, where x86 arithmetic
-is many times slower (measured: the Adam step went from 0.55 to 2.9 ms per update after ~2000 updates).
+A goal's history is the same bit for bit whatever batch it is trained in and on any number of torch threads: the
+per-goal generators, a goal-major memory layout (:func:`_goal_major`), one gemm per goal on one thread
+(:func:`_bmm`) and per-goal gradient norms combined elementwise see to it. Training runs with denormal floats
+flushed to zero (:func:`denormals_flushed`): Adam's moments of never-visited cells decay into the denormal range,
+where x86 arithmetic is many times slower.
 """
 from __future__ import annotations
 

@@ -1,18 +1,11 @@
 """The LLM grid world of LactChain as a gymnasium ``Env``: one step takes a *list* of moves.
 
 The agent stands on a ``size x size`` grid at ``(x, y)`` facing an orientation (0 north = +y, 1 east = +x,
-2 south = -y, 3 west = -x). Moves are words of a fixed vocabulary: ``left`` / ``right`` turn 90 degrees in
-place, ``forward`` moves one cell the way the agent faces. A step executes the moves of its list in order:
-
-* reaching the goal cell ends the episode (``terminated``) with ``goal_reward``; later moves are ignored;
-* leaving the grid ends the episode with ``-offmap_penalty`` (or, with ``clip_at_wall``, the agent stays put);
-* every executed move costs ``move_cost``.
-
-Observation: ``(x, y, orientation, goal_x, goal_y)`` (``MultiDiscrete``); ``info`` carries the state text, the
-info string ("Grid world is size 4x4"), ``success``, ``off_map`` and ``moves``. Episode length (in steps, i.e.
-move lists) comes from ``TimeLimit`` (``max_episode_steps`` at registration, see ``tasks/gridworld/__init__.py``).
-Start/goal configurations (``(x, y, orientation, goal_x, goal_y)``) are split into train and held-out sets by
-:func:`split_configs`.
+2 south = -y, 3 west = -x). ``left`` / ``right`` turn in place, ``forward`` moves one cell. A step executes its
+moves in order: reaching the goal ends the episode with ``goal_reward`` (later moves are ignored), leaving the grid
+ends it with ``-offmap_penalty`` (with ``clip_at_wall`` the agent stays put), every executed move costs
+``move_cost``. Observation: ``(x, y, orientation, goal_x, goal_y)``; ``info`` carries the state text, the info
+string, ``success``, ``off_map`` and ``moves``. Start/goal configurations are split by :func:`split_configs`.
 """
 from __future__ import annotations
 

@@ -1,19 +1,12 @@
 """``ad generate gridworld``: evaluate the prompted actor, collect episodes for a Monte-Carlo critic (actor
 frozen), train the actor with SimPO, evaluate again. Every episode of every phase is logged.
 
-Units (task names; run = seed), each committed atomically and only after what it depends on is saved:
-  ``eval-before`` / ``eval-after``: greedy episodes on held-out start/goal configurations;
-  ``critic-bNNNN``: sampled episodes of the frozen base actor (then ``_run/checkpoints/critic.pt`` is fit on
-  the logged Monte-Carlo returns, so a resumed run fits the same critic);
-  ``simpo-iNNNN``: per SimPO iteration, sampled full episodes of the current actor (phase ``simpo-rollout``,
-  the training curve) + the sampled pairs (phase ``simpo-pair``); committed after the adapter of that
-  iteration is saved to ``_run/checkpoints/actor-iNNNN``. Re-running the same command resumes after the last
-  committed unit. ``_run/`` also holds TensorBoard scalars (tb/), rates.png and summary.json.
-
-``--out`` is a folder or any pyarrow / fsspec URL (``file://``, ``s3://``, ``gs://``, ``memory://``): the dataset
-goes through :mod:`ad.history`. The run folder (called ``_run/`` above) stays on the local disk: ``--run-dir``, else
-``<out>/_run`` for a local ``--out``, else ``runs/generate-<name>`` (resuming a remote dataset needs the same run
-folder: it holds the critic and the adapters).
+Units (task names; run = seed), each committed only after what it depends on is saved: ``eval-before`` /
+``eval-after`` (greedy episodes on held-out configurations), ``critic-bNNNN`` (sampled episodes of the frozen base
+actor; the critic is fit on their logged returns), ``simpo-iNNNN`` (per SimPO iteration, sampled episodes of the
+current actor and the sampled pairs, committed after that iteration's adapter is saved). Re-running the same
+command resumes after the last committed unit. The run folder (``--run-dir``, else ``<out>/_run`` for a local
+``--out``, else ``runs/generate-<name>``) holds the checkpoints, TensorBoard scalars, rates.png and summary.json.
 """
 from __future__ import annotations
 

@@ -1,26 +1,12 @@
 """trl's GRPOTrainer with every generated completion logged (nothing dropped), plus the chunk/TensorBoard callbacks.
 
-Why GRPO: trl (1.x) has no PPO any more; its online RL trainers are GRPO and RLOO. GRPO needs no value model
-(important on a CPU budget), scores a group of ``num_generations`` completions per prompt against the group mean,
-and is trl's most maintained online trainer.
-
-Only trl's public extension points are used (no method whose name starts with ``_`` is overridden or called):
-
-- the **reward function** (:func:`tasks.rlhf.reward.checked_reward`) sees every generation batch once, in trl's
-  generation order (groups of ``num_generations`` completions of one prompt): prompts, completion texts, completion
-  token ids, rewards. It hands them to :meth:`LoggingGRPOTrainer.scored`.
-- **compute_loss** (the Trainer's documented override point) sees the batch trl trains on: prompt / completion ids
-  and masks, advantages and, only when trl computed them, ``old_per_token_logps``. trl shuffles (and may split) the
-  generation batch before the loss, so its rows are matched back to the scored rows by content (see
-  :func:`match_rows`).
-- **Behaviour logprobs without an extra forward pass**: when trl computes ``old_per_token_logps`` (generation and
-  updates misaligned) those are logged. Otherwise (on-policy, the default) the loss pass evaluates the completions
-  under the same weights that generated them (no optimiser step happens between generation and the loss passes of
-  a batch), so a forward hook (public PyTorch API) on the policy reads the per-token logprobs trl computes there.
-
-What this relies on in trl's behaviour (pinned by ``tests/test_rlhf_trl_contract.py``, so a trl update fails a test
-rather than a user's run) lives in the section "trl behaviour" below: the loss-pass forward's output, the prompt
-tokenisation, and advantages that rise with the reward inside a group.
+GRPO because trl (1.x) has no PPO any more and GRPO needs no value model. Only trl's public extension points are
+used: the **reward function** (:func:`tasks.rlhf.reward.checked_reward`) sees every generation batch once, in
+trl's generation order, and hands it to :meth:`LoggingGRPOTrainer.scored`; **compute_loss** sees the (shuffled,
+maybe split) batch trl trains on, matched back to the scored rows by content (:func:`match_rows`). Behaviour
+logprobs are trl's ``old_per_token_logps`` when it computes them; otherwise (on-policy, the default) the loss pass
+runs under the weights that generated the batch, and a forward hook on the policy reads its per-token logprobs.
+What this relies on in trl (section "trl behaviour" below) is pinned by ``tests/test_rlhf_trl_contract.py``.
 """
 from __future__ import annotations
 

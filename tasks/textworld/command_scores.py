@@ -1,9 +1,6 @@
 """Every valid command's score at many moves, with gradients, from one forward pass per row: what PPO's update
-needs to train the distribution the policy acts by (``--ppo-ratio valid-commands``).
-
-The acting policy (:mod:`tasks.textworld.policy`) samples a command from the softmax of the valid commands' scores
-(each the sum of its tokens' log-probabilities after the prompt). Training that distribution needs every valid
-command's score under the current weights, differentiably, not only the chosen command's.
+needs to train the distribution the policy acts by, softmax over the valid commands' summed token log-probabilities
+(``--ppo-ratio valid-commands``).
 
 A *row* is a token sequence with one or more *branches*, each a point in the row where a move's command starts and
 that move's valid commands: a windowed move is a row (its prompt) with one branch at its end; a transcript game is
@@ -11,7 +8,7 @@ one row (the whole game) with a branch at every move. Each branch's candidate pr
 (:class:`ad.lm.scoring.CandidateTrie`: shared prefixes fed once, no command's last token fed) is appended
 after the row, and the row runs once through the decoder with a 4D mask: the row's tokens are causal, a node sees
 the row up to its branch and its own ancestors, at position branch + depth. So every command is scored as if it
-alone followed its prompt, exactly as acting scores it (the tests compare with a full recompute per command).
+alone followed its prompt, exactly as acting scores it.
 """
 from __future__ import annotations
 

@@ -1,24 +1,13 @@
-"""A compact step-wise PPO over game moves (trl 1.16 ships no PPO trainer): a value head on the LM's hidden state,
-GAE over moves, a clipped policy ratio on the chosen command, a KL penalty to the SFT policy.
+"""A compact step-wise PPO over game moves (trl 1.16 ships no PPO trainer): a value head on the LM's hidden state
+at the prompt's last token, GAE over moves, a clipped policy ratio on the chosen command, a KL penalty to the SFT
+policy (the same model with its fresh LoRA adapter disabled).
 
-* The policy is the SFT model (its LoRA merged) with a fresh LoRA adapter; the reference is the same model with
-  the adapter disabled (no second copy).
-* One *move* = a prompt and the command chosen. A command's score is the sum of its tokens' log-probabilities.
-* ``ratio="valid-commands"`` (the default): the ratio and the KL are those of the distribution the policy acts by,
-  softmax(scores / temperature) over the move's valid commands (as GLAM, Carta et al. 2023, trains an LLM that
-  picks among an environment's actions): the update rescores every valid command
-  (:func:`tasks.textworld.command_scores.branch_scores`), the KL to the reference is exact over them.
-  ``ratio="command-tokens"``: the ratio is ``exp(new - old)`` of the chosen command's summed token
-  log-probabilities under the whole vocabulary and the KL a per-token estimate; cheaper, but a step can move
-  probability between the valid commands and all other text, which the acting policy never sees (clip fraction
-  and KL then measure changes that do not change play).
-* The value head reads the last-layer hidden state at the prompt's last token; targets are GAE returns.
-* An episode ends on success, failure or the step limit; the step number is in the prompt, so the limit is part of
-  the state and the last move's next value is 0 in every case.
-
-The pieces: :mod:`tasks.textworld.ppo_moves` (an iteration's moves, GAE), :mod:`tasks.textworld.command_scores`
-(valid-commands terms), :mod:`tasks.textworld.command_tokens` (command-tokens terms); here the loss and the
-optimiser. Each is tested against a slow reference.
+``ratio="valid-commands"`` (the default): ratio and KL are those of the distribution the policy acts by,
+softmax(scores / temperature) over the move's valid commands (as GLAM, Carta et al. 2023), exact over them
+(:mod:`tasks.textworld.command_scores`). ``ratio="command-tokens"``: ``exp(new - old)`` of the chosen command's
+summed token log-probabilities and a per-token KL estimate (:mod:`tasks.textworld.command_tokens`); cheaper, but
+it also measures probability moved to text the acting policy never sees. The step number is in the prompt, so
+an episode's last move has next value 0 whatever ended it. Moves and GAE: :mod:`tasks.textworld.ppo_moves`.
 """
 from __future__ import annotations
 
