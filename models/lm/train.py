@@ -1,16 +1,9 @@
 """`ad train lm`: a causal LM on Language-format learning histories (Lightning): a pretrained LM + LoRA, or
 (``--model scratch``) a Llama built from a config with a word tokenizer, all weights trained.
 
-Run folder (``--out``)::
-
-    config.yaml          the resolved options
-    checkpoints/         last.ckpt (+ the latest step=N.ckpt): LoRA weights + optimiser state, for --resume
-    tb/                  TensorBoard logs (train/* and val/* metrics)
-    model/lm.json        what ``ad eval`` needs to act: base model, template, window, valid actions
-    model/adapter/       the LoRA adapters in peft format (``PeftModel.from_pretrained(base, model/adapter)``)
-    model/weights/       --model scratch: the whole model (``AutoModelForCausalLM.from_pretrained``)
-    model/tokenizer/     the tokenizer (with its pad token)
-    model/merged/        with --merge: the base model with the adapters merged in (plain ``from_pretrained``)
+Besides the run folder of every run (:mod:`models.trainer`), ``model/`` holds ``lm.json`` (what ``ad eval`` needs
+to act: base model, template, window, valid actions), ``adapter/`` (peft LoRA adapters), ``weights/`` (``--model
+scratch``: the whole model), ``tokenizer/`` and, with ``--merge``, ``merged/`` (the adapters merged in).
 """
 from __future__ import annotations
 

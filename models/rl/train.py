@@ -1,17 +1,11 @@
 """`ad train rl`: train the AD transformer on an RL-format dataset with Lightning.
 
-Run folder (``--out``)::
-
-    config.yaml          the resolved options (data-derived sizes filled in)
-    checkpoints/         last.ckpt (+ the latest step=N.ckpt), written every --checkpoint-every steps
-    tb/                  TensorBoard logs (train/* and val/* metrics)
-    model/               the final model (config.json + model.safetensors), for ADTransformer.from_pretrained
-
-The run folder is a local path; ``--data`` may be any pyarrow / fsspec URL. With ``--devices N``
-(and ``--num-nodes M``) Lightning runs N x M processes (DDP; gloo on CPU): ``--batch-size`` stays the
-global batch, each process trains on its slice of it (``ad.distributed.sampling``), so the loss
-trajectory matches one process. Under the default ``ddp`` strategy Lightning starts the extra
-processes by re-running this command, so call it from the CLI (or a script), or use ``ddp_spawn``.
+The run folder (``--out``, local; :mod:`models.trainer`) gets the final model as ``model/config.json`` +
+``model/model.safetensors`` (:meth:`ADTransformer.from_pretrained`); ``--data`` may be any pyarrow / fsspec URL.
+With ``--devices N`` (and ``--num-nodes M``) Lightning runs N x M processes (DDP): ``--batch-size`` stays the
+global batch, each process trains on its slice (``ad.distributed.sampling``), so the loss trajectory matches one
+process. The default ``ddp`` strategy re-runs this command for the extra processes: call it from the CLI (or a
+script), or use ``ddp_spawn``.
 """
 from __future__ import annotations
 

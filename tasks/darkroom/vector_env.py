@@ -1,12 +1,9 @@
 """A natively vectorised DarkRoom over (goals x parallel envs), in numpy: the shared grid room
 (:class:`tasks.grid.room.GridVectorEnv`) rewarded on the goal.
 
-Sub-env ``i`` plays goal ``goals[i // envs_per_goal]``; ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i`` like
-``SyncVectorEnv``, so it matches single :class:`~tasks.darkroom.env.DarkRoomEnv` copies wrapped in ``TimeLimit``
-transition for transition. With ``goals=None`` every sub-env draws its goal at every reset from its own generator,
-as the single env without ``goal`` does.
-
-:func:`make_vector_env` is the ``vector_entry_point`` of the gymnasium ids (``gymnasium.make_vec``).
+Sub-env ``i`` plays goal ``goals[i // envs_per_goal]`` and matches single :class:`~tasks.darkroom.env.DarkRoomEnv`
+copies wrapped in ``TimeLimit`` transition for transition; with ``goals=None`` every sub-env draws its goal at every
+reset, as the single env without ``goal`` does. :func:`make_vector_env` is the ``vector_entry_point`` of the ids.
 """
 from __future__ import annotations
 

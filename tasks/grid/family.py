@@ -1,13 +1,8 @@
 """What a grid family configures, and what every grid dataset shares (no torch, nothing heavy: ``ad --help`` reads
-the options).
-
-- the options every grid family's sources share, declared and checked once (:class:`GridOptions`: a family's config
-  inherits it, adds its own options and sets its defaults with :func:`ad.config.override`, ``learning_rate: float =
-  override(GridOptions, "learning_rate", 1e-3)``);
-- :class:`GridFamily`: a family as the grid sources see it, one configuration of the engine;
-- :func:`register_grid_family`: a family's gymnasium ids and task family, registered the same way for each;
-- a grid dataset's columns (:func:`history_spec`), its metadata's split and task table (:func:`grid_metadata`) and
-  its learning figure (:func:`ratio_summary`).
+the options): the sources' shared options and their checks (:class:`GridOptions`, a family's config inherits it and
+sets its defaults with :func:`ad.config.override`), :class:`GridFamily` (a family as the grid sources see it),
+:func:`register_grid_family`, and a grid dataset's columns (:func:`history_spec`), metadata (:func:`grid_metadata`)
+and learning figure (:func:`ratio_summary`).
 """
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
-"""SimPO phase: ``samples`` sampled move lists per start state (2 in the original recipe), ranked by reward + discounted
-value of the next state (= the critic advantage up to the shared V(s)); the best and the worst make the
-preference pair. With ``candidates`` (``--simpo-chosen all``) the chosen list is instead the best of every valid
-move list from that state, scored the same way with the env's dynamics (a deterministic simulator), and the
-rejected one stays the policy's worst sample. Trained with :mod:`tasks.gridworld.shared_prefix_simpo` (default)
-or trl's CPOTrainer (``loss_type="simpo"``); ``nll`` (trl's ``cpo_alpha``) weighs an NLL term on the chosen move
-list (CPO-SimPO); ``nll=0`` is pure SimPO.
-
-The next state's value is the critic's plus a potential-based shaping term, ``-progress_bonus`` per cell of
-Manhattan distance to the goal (Ng et al. 1999: shaping by a potential leaves the optimal policy unchanged).
+"""SimPO phase: ``samples`` sampled move lists per start state, ranked by reward + discounted value of the next state
+(the critic advantage up to the shared V(s)), minus ``progress_bonus`` per cell of Manhattan distance to the goal (a
+potential-based shaping, Ng et al. 1999); the best and the worst make the preference pair. With ``candidates``
+(``--simpo-chosen all``) the chosen list is the best of every valid move list, scored with the env's dynamics.
+Trained with :mod:`tasks.gridworld.shared_prefix_simpo` (default) or trl's CPOTrainer (``loss_type="simpo"``);
+``nll`` (trl's ``cpo_alpha``) weighs an NLL term on the chosen move list (CPO-SimPO).
 """
 from __future__ import annotations
 

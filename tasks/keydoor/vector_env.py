@@ -1,12 +1,10 @@
 """A natively vectorised Dark Key-to-Door over (tasks x parallel envs), in numpy: the shared grid room
 (:class:`tasks.grid.room.GridVectorEnv`) with a key and a door per sub-env.
 
-Same conventions as every grid vector env (SAME_STEP autoreset, ``final_obs``,
-``reset(seed=s)`` seeds sub-env ``i`` with ``s + i``), so it matches single
-:class:`~tasks.keydoor.env.KeyDoorEnv` copies wrapped in ``TimeLimit`` transition for transition. The observation
-is the cell; with ``observe_key`` (the A2C source's full-state view) it is ``cell + size**2 * has_key``, so a
-tabular agent gets 2 * size**2 states. With ``pairs=None`` every sub-env draws its pair at every reset, as the single
-env without ``pair`` does; :func:`make_vector_env` is the ``vector_entry_point`` of the gymnasium ids.
+It matches single :class:`~tasks.keydoor.env.KeyDoorEnv` copies wrapped in ``TimeLimit`` transition for transition.
+The observation is the cell; with ``observe_key`` (the A2C source's full-state view) it is
+``cell + size**2 * has_key``. With ``pairs=None`` every sub-env draws its pair at every reset, as the single env
+without ``pair`` does; :func:`make_vector_env` is the ``vector_entry_point`` of the gymnasium ids.
 """
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
 """Math word problems with known answers: a small seeded generator of grade-school problems, and GSM8K-format jsonl.
 
-Generated problems come from story templates (:data:`TEMPLATES`: apples, marbles, a library ...). A problem at
-difficulty level ``L`` is a chain of ``L`` operations on one running quantity (add, take away, add ``n`` groups of
-``m``), numbers growing with the level; every intermediate value stays a non-negative integer. A problem's text
-and answer depend only on (template, level, index), so problem ids (``apples-L2-00017``) name problems exactly.
-
-The held-out split is by *template*: :func:`split_templates` shuffles the templates with the seed and holds a
-fraction out, so held-out problems are stories the policy never trained on (different seeds: different splits).
+A generated problem at difficulty level ``L`` is a chain of ``L`` operations on one running quantity in a story
+template (:data:`TEMPLATES`), every intermediate value a non-negative integer; its text and answer depend only on
+(template, level, index), so ids (``apples-L2-00017``) name problems exactly. The held-out split is by *template*
+(:func:`split_templates`), so held-out problems are stories the policy never trained on.
 """
 from __future__ import annotations
 

@@ -1,15 +1,10 @@
 """``ad generate rlhf``: GRPO toward positive sentiment, every completion logged as a learning history.
 
 Units are chunks of ``chunk_steps`` training iterations (task ``sentiment-c0000``, ``-c0001`` ..., run = seed).
-After each chunk the trainer writes ``<run>/checkpoints/checkpoint-<step>`` (adapter, optimiser, scheduler, RNG)
-and only then the chunk's rows are committed. Re-running the same command resumes from the checkpoint of the last
-committed unit (newer checkpoints are deleted), so no row is lost or duplicated. ``<run>/`` also holds TensorBoard
-scalars (tb/), reward_curve.png and summary.json.
-
-``--out`` is a folder or any pyarrow / fsspec URL (``file://``, ``s3://``, ``gs://``, ``memory://``): the dataset
-goes through :mod:`ad.history`. The run folder ``<run>`` stays on the local disk: ``--run-dir``, else
-``<out>/_run`` for a local ``--out``, else ``runs/generate-<name>`` (resuming a remote dataset needs the same run
-folder, which holds the training state).
+After each chunk the trainer writes ``<run>/checkpoints/checkpoint-<step>`` and only then the chunk's rows are
+committed, so re-running the same command resumes from the last committed unit's checkpoint (newer ones are
+deleted) and no row is lost or duplicated. The run folder ``<run>`` (``--run-dir``, else ``<out>/_run`` for a local
+``--out``, else ``runs/generate-<name>``) also holds TensorBoard scalars, reward_curve.png and summary.json.
 """
 from __future__ import annotations
 
