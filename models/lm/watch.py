@@ -16,11 +16,8 @@ import torch
 class HeldoutReturn(L.Callback):
     """Act in context on held-out tasks every ``every`` optimiser steps and log return / optimal.
 
-    Args:
-        every: steps between checks; episodes: episodes in context; make_env: ``() -> ad.evaluate.EvalEnv``.
-        policy_kwargs: :class:`models.lm.policy.LMPolicy` arguments besides the model (tokenizer, template,
-        actions, context, max_tokens).
-        seed: env and sampling seed (the same at every check, so checks differ only by the weights).
+    ``make_env`` returns an ``ad.evaluate.EvalEnv``; ``policy_kwargs`` are the :class:`models.lm.policy.LMPolicy`
+    arguments besides the model; ``seed`` is the same at every check, so checks differ only by the weights.
     """
 
     def __init__(self, every: int, episodes: int, make_env: Any, policy_kwargs: dict[str, Any], seed: int = 0):

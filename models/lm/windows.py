@@ -106,14 +106,8 @@ class WordTable:
 
 
 class TransitionWindows(Dataset):
-    """Windows of a :class:`WindowSource` as Language-format tokens (see the module docstring).
-
-    Args:
-        source: the RL-format windows (already subsampled / expert-only).
-        template, tokenizer: how transitions become tokens.
-        max_tokens: token budget of a window; loss_on: "actions" or "all".
-        pad_id: token of right padding (masked out).
-    """
+    """Windows of a :class:`WindowSource` (already subsampled / expert-only) as Language-format tokens (see the module
+    docstring): ``max_tokens`` per window, the loss on "actions" or "all", right padding ``pad_id`` masked out."""
 
     def __init__(self, source: WindowSource, template: Template, tokenizer: Any, max_tokens: int,
                  loss_on: str = "actions", pad_id: int = 0, num_states: int = 0, num_actions: int = 0):

@@ -36,17 +36,11 @@ def _goal_major(G: int, shape: tuple[int, ...], zero: bool = True) -> tuple[torc
     """A ``(G, *shape)`` float32 tensor in goal-major layout: (that view, the ``(G, block)`` tensor under it),
     zero-filled (padding included) if ``zero``, else uninitialised (for results that are written whole).
 
-    Goal g's block starts at float ``g * block``, ``block`` being the next multiple of ``_ALIGN`` above
-    ``prod(shape)`` (at least one float of zero padding). This is what keeps a goal's arithmetic
-    independent of its batch (which other goals share it, and at which index):
-
-    - every block is 64-byte aligned: MKL's gemm rounds differently for differently aligned operands
-      (seen with hidden 9 in a 5x5 room), and packed blocks' alignment depends on the goal's index;
-    - every block is a whole number of SIMD vectors: fused Adam runs a tensor's last
-      ``numel % vector-width`` elements through scalar code that rounds differently from its vector code;
-    - the view is never contiguous, so :func:`_bmm` into it computes one gemm per goal, not MKL's
-      batched gemm, whose rounding depends on the batch size and on the matrix's place in it (seen: in a
-      3x3 room, odd-indexed goals' products differed from the same products computed alone).
+    Goal g's block starts at float ``g * block``, ``block`` being the next multiple of ``_ALIGN`` above ``prod(shape)``,
+    which keeps a goal's arithmetic independent of its batch: every block is 64-byte aligned (MKL's gemm rounds by
+    alignment) and a whole number of SIMD vectors (fused Adam's scalar tail rounds differently), and the view is never
+    contiguous, so :func:`_bmm` into it computes one gemm per goal, not MKL's batched gemm (whose rounding depends on
+    the batch).
     """
     n = math.prod(shape)
     block = (n // _ALIGN + 1) * _ALIGN
@@ -174,16 +168,11 @@ class TableLoss:
 class BatchedA2C:
     """A2C agents for ``goals`` (one per goal), trained together on the family's grid vector env.
 
-    Args:
-        cfg: a config with the A2C options of :class:`tasks.grid.family.GridOptions` (hidden, num_envs, num_steps,
-            lr, adam_betas, adam_eps, max_grad_norm, ent_coef, vf_coef, gamma, gae_lambda) and the env options
-            (size, episode_length, random_start, ...).
-        goals: the tasks, one agent each: tuples of ints (a DarkRoom goal cell, a Key-to-Door key + door).
-        seed: run seed; agent ``g``'s initial weights and action noise depend on (seed, goals[g]) only.
-        family: the grid family (:class:`tasks.grid.family.GridFamily`): its ``num_states(cfg)`` (the agent's
-            tabular states, which may be more than the observed cells: Key-to-Door's source sees (cell, key
-            carried)) and ``make_env(cfg, goals)`` (a :class:`~tasks.grid.room.GridVectorEnv` over ``goals`` x
-            ``cfg.num_envs``, goal-major, whose observations index those states).
+    ``cfg`` holds the A2C options of :class:`tasks.grid.family.GridOptions` and the env options; ``goals`` are the
+    tasks (tuples of ints); agent ``g``'s initial weights and action noise depend on (``seed``, goals[g]) only.
+    ``family`` (:class:`tasks.grid.family.GridFamily`) gives ``num_states(cfg)`` (the agent's tabular states, which
+    may be more than the observed cells) and ``make_env(cfg, goals)`` (a goal-major
+    :class:`~tasks.grid.room.GridVectorEnv` whose observations index those states).
     """
 
     def __init__(self, cfg, goals: list[tuple[int, ...]], seed: int, family):

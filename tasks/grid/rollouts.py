@@ -44,11 +44,9 @@ def unit_columns(columns: dict[str, np.ndarray], g: int, envs_per_goal: int) -> 
 class BatchWriter:
     """Hands buffered rollouts to a batch's units in order, on a background thread if ``background``.
 
-    With the background thread, column preparation and Parquet encoding (numpy and pyarrow release
-    the GIL there) overlap with the next updates on a second core. At most one hand-off is in flight,
-    which bounds memory; an error in the writer is raised in the training thread at the next hand-off.
-    ``derive``, if given, maps each unit's column batch to the columns stored (a task whose agent's states are
-    more than its observations stores the observed part, e.g. Key-to-Door's cell without the key flag).
+    With the background thread, column preparation and Parquet encoding overlap with the next updates on a second core;
+    at most one hand-off is in flight, and a writer error is raised in the training thread at the next hand-off.
+    ``derive``, if given, maps each unit's column batch to the columns stored (e.g. Key-to-Door's cell without the key).
     """
 
     def __init__(self, units: dict[int, UnitWriter], envs_per_goal: int, background: bool = False,

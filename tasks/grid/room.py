@@ -139,14 +139,10 @@ class GridEnv(gym.Env):
 class GridVectorEnv(VectorEnv):
     """``len(goals) * envs_per_goal`` sub-envs of one room, goal-major (sub-env i -> goal i // envs_per_goal).
 
-    Follows gymnasium's ``VectorEnv`` conventions: batched spaces, ``metadata["autoreset_mode"]`` (``SAME_STEP``: a
-    finished sub-env is reset inside the same ``step``; its last observation is in ``infos["final_obs"]`` where
-    ``infos["_final_obs"]`` is True). ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i`` like ``SyncVectorEnv``.
-    One step is a table lookup for all sub-envs at once. A goal is a target cell (row, col); with ``goals=None``
-    every sub-env draws its task at every reset from its own generator (:meth:`_draw_tasks`).
-
-    A family supplies its reward (:meth:`_rewards`) and its task draw; it may extend the observation
-    (:meth:`_observe`) and the restart (:meth:`_restart`).
+    Gymnasium ``VectorEnv`` conventions: batched spaces, ``SAME_STEP`` autoreset (a finished sub-env's last observation
+    is in ``infos["final_obs"]``), ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i``. One step is a table lookup for
+    all sub-envs; with ``goals=None`` every sub-env draws its task at every reset (:meth:`_draw_tasks`). A family
+    supplies its reward (:meth:`_rewards`) and task draw, and may extend :meth:`_observe` and :meth:`_restart`.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}

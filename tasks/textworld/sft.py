@@ -48,14 +48,11 @@ def sft_trainer(model: Any, tokenizer: Any, rows: Sequence[dict[str, list[int]]]
                 command_loss: bool = True, activation_checkpointing: bool = False, micro_batch_size: int = 0,
                 callbacks: Sequence[Any] = ()) -> Any:
     """trl's SFTTrainer on pre-tokenized rows (:func:`sft_rows`), its loss read on the command tokens only
-    (:class:`tasks.textworld.command_loss.CommandLossSFTTrainer`), activations kept rather than recomputed in the
-    backward pass (trl turns activation checkpointing on; with ~300-token rows of a 135M LM they are small, and
-    keeping them made a step ~1.3x faster on a 2-core CPU). ``command_loss=False, activation_checkpointing=True``
-    is trl's own SFTTrainer with its defaults (the benchmark's reference). ``micro_batch_size`` (a divisor of
-    ``batch_size``; 0 = the whole batch) runs each optimiser step as batch_size / micro_batch_size accumulated
-    micro-batches: the same gradient (the loss is normalised by the step's command-token count, which the Trainer
-    counts over all its micro-batches) with the activations of one micro-batch at a time in memory.
-    ``callbacks`` are extra ``transformers.TrainerCallback`` objects."""
+    (:class:`tasks.textworld.command_loss.CommandLossSFTTrainer`), activations kept rather than recomputed (they are
+    small here). ``command_loss=False, activation_checkpointing=True`` is trl's own SFTTrainer with its defaults.
+    ``micro_batch_size`` (a divisor of ``batch_size``; 0 = the whole batch) accumulates each optimiser step over
+    micro-batches: the same gradient with one micro-batch's activations in memory. ``callbacks`` are extra
+    ``transformers.TrainerCallback`` objects."""
     import torch
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
