@@ -234,12 +234,10 @@ def _diverged(cfg: Any, what: str, update: int) -> None:
 def _summarize(cfg: Any, out: Location, metadata: dict[str, Any], elapsed: float,
                steps: int) -> dict[str, Any]:
     """The learning figure over every unit of the dataset (this run's and earlier runs')."""
-    units = HistoryReader(out).units()
     ratios = {}
-    for unit in units:
-        info = unit.get("info", {})
+    for unit in HistoryReader(out).units():
         if unit["run"] == cfg.seed:
-            ratio = info.get("final_ratio")
+            ratio = unit.get("info", {}).get("final_ratio")
             ratios[unit["task"]] = ratio if ratio is not None and np.isfinite(ratio) else None
     return {**ratio_summary(ratios),
             "criterion": f"mean return over the last {FINAL_FRACTION:.0%} of each stream >= "

@@ -94,10 +94,7 @@ def train_simpo(model: Any, tokenizer: Any, pairs: list[dict[str, str]], out_dir
                 lr: float, epochs: int, batch: int, seed: int, progress: bool,
                 optimizer: Any = None, nll: float = 0.0) -> dict[str, float]:
     """One SimPO pass over ``pairs`` with trl's CPOTrainer on the (peft) model, in place; returns its last logs.
-
-    ``optimizer`` (from :func:`make_optimizer`) carries Adam's state from one iteration to the next, at a constant
-    learning rate; without it each call starts a fresh optimiser.
-    """
+    ``optimizer`` (:func:`make_optimizer`) carries Adam's state across iterations at a constant learning rate."""
     import torch
     from datasets import Dataset
     from trl.experimental.cpo import CPOConfig, CPOTrainer

@@ -22,12 +22,9 @@ from trl import RLOOTrainer
 
 
 class ScoringPasses:
-    """Collects the per-token log-probabilities of the no-grad forward passes of one generation batch.
-
-    Attach to the policy (``role="policy"``) and, for a separate reference model, to it (``role="ref"``). With a
-    LoRA policy both passes run through the same module, policy first (trl's order): the first ``n`` rows are
-    the policy's, the next ``n`` the reference's.
-    """
+    """Collects the per-token log-probabilities of the no-grad forward passes of one generation batch, on the
+    policy (``role="policy"``) and a separate reference model (``role="ref"``); with a LoRA policy both passes run
+    through one module, policy first: the first ``n`` rows are the policy's, the next ``n`` the reference's."""
 
     def __init__(self) -> None:
         self.parts: dict[str, list[torch.Tensor]] = {"policy": [], "ref": []}
@@ -42,9 +39,8 @@ class ScoringPasses:
         self.handles.append(module.register_forward_hook(hook))
 
     def take(self, n: int, has_ref: bool) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
-        """(policy rows, reference rows or None) of the last batch of ``n`` completions; clears the buffer.
-
-        Each is a list of (b_i, L_i) chunks (trl may chunk the rows)."""
+        """(policy rows, reference rows or None) of the last batch of ``n`` completions, each a list of (b_i, L_i)
+        chunks; clears the buffer."""
         policy, ref = self.parts["policy"], self.parts["ref"]
         if not ref and has_ref:  # one module served both passes: split by order
             split, seen = 0, 0

@@ -24,13 +24,10 @@ from tasks.rlhf.rollouts import RolloutLog
 
 # ---------------------------------------------------------------------------------------------- trl behaviour
 def loss_pass_logps(outputs: list[Any], completion_ids: torch.Tensor, temperature: float) -> torch.Tensor:
-    """(b, C) per-token logprobs of the completions from the policy forward(s) trl ran inside ``compute_loss``.
-
-    trl >= 1.16 patches the model with a fused LM head: the forward returns ``log_probs`` (b, L - 1) over the
-    shifted labels (the last C are the completion tokens, already divided by the temperature). Earlier trl returned
-    ``logits`` whose last C + 1 positions predict the completion tokens (divided by the temperature here, as trl did).
-    A forward may be chunked over rows: the chunks are concatenated.
-    """
+    """(b, C) per-token logprobs of the completions from the policy forward(s) trl ran inside ``compute_loss``: trl
+    >= 1.16's fused LM head returns ``log_probs`` (b, L - 1) over the shifted labels (already divided by the
+    temperature); earlier trl ``logits`` (divided by the temperature here, as trl did). Chunked forwards are
+    concatenated."""
     C = completion_ids.size(1)
     parts = []
     for out in outputs:
@@ -73,10 +70,9 @@ def match_rows(prompt_ids: list[tuple[int, ...]], completion_ids: list[tuple[int
                loss: LossRows) -> list[int]:
     """For every scored row (generation order), the index of its row in ``loss`` (trl's shuffled order).
 
-    Rows are keyed by (prompt ids, completion ids). Rows with the same key are the same prompt and completion in
-    one group (a batch holds distinct prompts: the prompt list is de-duplicated and trl draws distinct prompts per
-    batch), so they carry the same logprobs; if the reward function gave them different rewards, their advantages
-    differ, and as a group's advantage rises with the reward they pair by rank (reward order = advantage order).
+    Rows are keyed by (prompt ids, completion ids). Rows with the same key are the same prompt and completion in one
+    group, so they carry the same logprobs; should their rewards differ, they pair by rank (a group's advantage rises
+    with the reward).
     """
     loss_rows: dict[tuple, list[int]] = {}
     for j, key in enumerate(zip(loss.prompt_ids, loss.completion_ids)):
@@ -161,10 +157,8 @@ class RolloutRecorder:
 
 class LoggingGRPOTrainer(GRPOTrainer):
     """GRPOTrainer that hands each generation batch (texts, ids, rewards, behaviour logprobs, advantages) to a
-    :class:`RolloutLog`. The reward function must be wrapped with :func:`tasks.rlhf.reward.checked_reward` whose
-    ``on_scored`` calls :meth:`scored` (that is how the texts, token ids and rewards of the batch arrive).
-
-    Overrides one public method, ``compute_loss``, and adds ``scored`` and the attribute ``ad_recorder``."""
+    :class:`RolloutLog`; its reward function must be wrapped with :func:`tasks.rlhf.reward.checked_reward` whose
+    ``on_scored`` calls :meth:`scored`. Overrides one public method, ``compute_loss``."""
 
     def __init__(self, *args: Any, rollout_log: RolloutLog | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

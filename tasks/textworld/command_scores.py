@@ -105,12 +105,9 @@ def branch_scores(model: Any, rows: Sequence[Sequence[int]], branches: Sequence[
 
 def policy_terms(scores: torch.Tensor, mask: torch.Tensor, chosen: torch.Tensor, old_scores: torch.Tensor,
                  ref_scores: torch.Tensor, temperature: float) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """The acting distribution's PPO terms of B moves: pi = softmax(scores / temperature) over each move's valid
-    commands (``mask`` (B, A)), as :meth:`tasks.textworld.policy.TextWorldPolicy.act` samples.
-
-    Returns (log ratio (B,) = log pi_new(chosen) - log pi_old(chosen), per-move terms): ``kl`` (B,) the exact
-    KL(pi_new || pi_ref) to the reference, ``approx_kl`` (B,) the exact KL(pi_old || pi_new) (how far the update
-    moved the policy that played) and ``entropy`` (B,) of pi_new; each a sum over the valid commands."""
+    """The acting distribution's PPO terms of B moves, pi = softmax(scores / temperature) over the valid commands
+    (``mask`` (B, A)): (log ratio (B,) of the chosen commands, per-move terms (B,)): ``kl`` the exact KL(pi_new ||
+    pi_ref), ``approx_kl`` the exact KL(pi_old || pi_new) and ``entropy`` of pi_new, each summed over valid commands."""
     def log_pi(s: torch.Tensor) -> torch.Tensor:
         return torch.log_softmax((s.float() / temperature).masked_fill(~mask, MASKED_SCORE), -1)  # (B, A)
 

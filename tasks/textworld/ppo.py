@@ -23,15 +23,10 @@ from tasks.textworld.ppo_moves import Moves, game_branches, game_starts, move_br
 def ppo_loss(log_ratio: torch.Tensor, terms: dict[str, torch.Tensor], advantages: torch.Tensor,
              new_values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, clip: float,
              value_clip: float, vf_coef: float, kl_coef: float) -> tuple[torch.Tensor, dict[str, float]]:
-    """PPO loss of a minibatch of B moves from their log ratios (B,) and per-move ``terms`` (:func:`token_terms`
-    or :func:`tasks.textworld.command_scores.policy_terms`: ``kl`` to the reference, ``approx_kl``, maybe
-    ``entropy``).
-
-    policy: mean over moves of max(-A r, -A clip(r, 1 - clip, 1 + clip)), r = exp(log ratio);
-    value: 0.5 mean max((v - R)^2, (old_v + clip(v - old_v, +-value_clip) - R)^2) (plain squared error if 0);
-    KL: mean over moves of ``terms["kl"]``. Statistics: the three parts, the clip fraction and the mean of every
-    term.
-    """
+    """PPO loss of B moves from their log ratios (B,) and per-move ``terms`` (:func:`token_terms` or
+    :func:`tasks.textworld.command_scores.policy_terms`): the clipped policy loss, 0.5 x the (``value_clip``-clipped,
+    if > 0) squared value error and the mean ``terms["kl"]``. Statistics: the three parts, the clip fraction and the
+    mean of every term."""
     ratio = log_ratio.exp()
     policy = torch.maximum(-advantages * ratio, -advantages * ratio.clamp(1 - clip, 1 + clip)).mean()
     value_err = (new_values - returns) ** 2  # (B,)

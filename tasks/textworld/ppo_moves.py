@@ -18,10 +18,8 @@ from tasks.textworld.config import PPORatio
 
 def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float, lam: float
         ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(advantages, returns), each (N, T), of N episodes padded to T moves (``mask`` 1 on real moves).
-
-    Each episode ends after its last real move (next value 0).
-    """
+    """(advantages, returns), each (N, T), of N episodes padded to T moves (``mask`` 1 on real moves); each episode
+    ends after its last real move (next value 0)."""
     N, T = rewards.shape
     mask = mask.to(rewards.dtype)
     next_values = torch.cat([values[:, 1:], torch.zeros(N, 1, dtype=values.dtype)], 1) * \
