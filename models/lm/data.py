@@ -20,11 +20,8 @@ from models.lm.windows import TransitionWindows
 
 
 class LMWindows(Dataset):
-    """Windows of a :class:`LanguageTrajectoryDataset`, tokenised transition by transition.
-
-    Unlike the base dataset (which cuts tokens), a window over ``max_tokens`` loses whole oldest transitions,
-    exactly as :class:`models.lm.policy.LMPolicy` truncates its context.
-    """
+    """Windows of a :class:`LanguageTrajectoryDataset`, tokenised transition by transition; a window over
+    ``max_tokens`` loses whole oldest transitions, as :class:`models.lm.policy.LMPolicy` truncates its context."""
 
     def __init__(self, windows: LanguageTrajectoryDataset, max_tokens: int, loss_on: str = "actions"):
         self.windows = windows

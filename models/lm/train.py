@@ -96,11 +96,8 @@ def build_model(config: TrainLMConfig, reader: Any) -> tuple[Any, Any]:
 
 
 def trained_model(module: Any, trainer: Any, config: TrainLMConfig, reader: Any) -> Any:
-    """The trained peft model as a plain module with full weights, or None on ranks other than 0.
-
-    Under DDP that is the module's own model. FSDP shards the weights, so the full state is gathered (every rank
-    takes part) and loaded into a fresh base model + LoRA on rank 0.
-    """
+    """The trained peft model as a plain module with full weights, or None on ranks other than 0 (FSDP's sharded
+    weights are gathered, every rank taking part, into a fresh base model + LoRA on rank 0)."""
     from lightning.pytorch.strategies import ModelParallelStrategy
 
     if not isinstance(trainer.strategy, ModelParallelStrategy):
@@ -115,12 +112,9 @@ def trained_model(module: Any, trainer: Any, config: TrainLMConfig, reader: Any)
 
 
 def train(config: TrainLMConfig) -> Path:
-    """Train (or resume) a run in ``config.out``; returns the saved model folder (``model/``).
-
-    With ``--devices N`` (and ``--num-nodes M``) Lightning runs N x M processes: ``--batch-size`` stays the global
-    batch and each process trains on its slice of it (``ad.distributed.sampling``), so DDP follows the one-process
-    loss; ``--strategy fsdp`` also shards the model, one unit per decoder layer. Only rank 0 writes ``model/``.
-    """
+    """Train (or resume) a run in ``config.out``; returns the saved model folder (``model/``). Under DDP each process
+    trains on its slice of the global ``--batch-size``; ``--strategy fsdp`` also shards the model, one unit per decoder
+    layer. Only rank 0 writes ``model/``."""
     import dataclasses
 
     import lightning as L

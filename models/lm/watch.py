@@ -14,11 +14,9 @@ import torch
 
 
 class HeldoutReturn(L.Callback):
-    """Act in context on held-out tasks every ``every`` optimiser steps and log return / optimal.
-
-    ``make_env`` returns an ``ad.evaluate.EvalEnv``; ``policy_kwargs`` are the :class:`models.lm.policy.LMPolicy`
-    arguments besides the model; ``seed`` is the same at every check, so checks differ only by the weights.
-    """
+    """Act in context on held-out tasks every ``every`` optimiser steps and log return / optimal: ``make_env``
+    returns an ``ad.evaluate.EvalEnv``, ``policy_kwargs`` are the :class:`models.lm.policy.LMPolicy` arguments besides
+    the model, and ``seed`` is the same at every check."""
 
     def __init__(self, every: int, episodes: int, make_env: Any, policy_kwargs: dict[str, Any], seed: int = 0):
         self.every, self.episodes, self.make_env = every, episodes, make_env

@@ -22,11 +22,8 @@ from models.lm.context import TruncationWarner, encode_transition, encode_window
 
 
 class WordTable:
-    """Token ids of every field of a one-token-per-field template: boundary, state, action, reward lookups.
-
-    Built by encoding representative rows through the template (so it cannot disagree with it); ``None`` from
-    :meth:`build` when some field takes more than one token.
-    """
+    """Token ids of every field of a one-token-per-field template (boundary, state, action, reward lookups), built by
+    encoding representative rows through the template; :meth:`build` returns None when a field takes several tokens."""
 
     def __init__(self, boundary: int, states: np.ndarray, actions: np.ndarray, reward_values: np.ndarray,
                  reward_ids: np.ndarray):
