@@ -95,10 +95,8 @@ def draw_rewards(rng: np.random.Generator, kind: str, means: np.ndarray, noise_s
 
 def run_source(source: str, kind: str, means: np.ndarray, pulls: int, rng: np.random.Generator,
                noise_std: float = 0.5, ucb_c: float = 1.0) -> dict[str, np.ndarray]:
-    """Run ``source`` for ``pulls`` pulls on every instance of ``means`` (N, arms) at once.
-
-    Returns ``action`` (N, pulls) int64, ``reward`` (N, pulls) float64, ``logprob`` (N, pulls) float64.
-    """
+    """Run ``source`` for ``pulls`` pulls on every instance of ``means`` (N, arms) at once: ``action`` (N, pulls)
+    int64, ``reward`` and ``logprob`` (N, pulls) float64."""
     means = np.asarray(means, dtype=np.float64)
     n, arms = means.shape
     algo = make_algorithm(source, n, arms, kind, noise_std, ucb_c)

@@ -141,10 +141,8 @@ def run_demo(out: str | Path = "data/demo-bandit", seed: int = 0, **options: Any
 def evaluate_regret(data: str | Path, checkpoints: dict[str, str | Path], envs_per_task: int = 2, seed: int = 0,
                     threads: int = 1) -> dict[str, Any]:
     """Expected cumulative regret of trained models (``checkpoints``: label -> ``ad train`` run folder) and of
-    Thompson sampling, UCB1 and random pulls on the dataset's held-out instances, ``task_spec.pulls`` pulls each.
-
-    Every policy meets the same instances and the same reward noise (same env seed). Returns per policy the mean
-    cumulative-regret curve, its standard error over runs, and the final value.
+    Thompson sampling, UCB1 and random pulls on the dataset's held-out instances, ``task_spec.pulls`` pulls each, every
+    policy with the same instances and reward noise: per policy the mean curve, its standard error and the final value.
     """
     import torch
 

@@ -42,11 +42,8 @@ def history_spec(arms: int, kind: str, observation: str = "last-pull") -> Histor
 
 
 def dataset_metadata(cfg: GenerateConfig) -> dict[str, Any]:
-    """task_spec, source, seeds, split and the held-out instances' optimal returns of a run.
-
-    Every instance's arm means follow from its name (:func:`~tasks.bandit.instances.arm_means`) and are also in
-    its unit record with its optimal return; ``tasks`` lists only the held-out ones (dataset.json stays small).
-    """
+    """task_spec, source, seeds, split and the held-out instances' optimal returns of a run (every instance's arm
+    means follow from its name and are in its unit record; ``tasks`` lists only the held-out ones)."""
     train, heldout = split_instances(cfg.instances, cfg.heldout_fraction, cfg.seed)
     tasks = {task_name(cfg.kind, cfg.arms, i): {
         "split": "heldout", "optimal_return": float(optimal_return(arm_means(cfg.kind, cfg.arms, i)))} for i in heldout}

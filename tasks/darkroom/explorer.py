@@ -23,11 +23,8 @@ def explore_goal(size: int, goal: tuple[int, int], streams: int, episodes: int, 
                  epsilon: float, epsilon_after_goal: float, seed: int, random_start: bool = False,
                  terminate_on_goal: bool = False) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Histories of ``streams`` explorers on one goal: history columns (stream-major, time-ordered) and the return of
-    every episode (streams, episodes).
-
-    ``logprob`` is the exact log-probability of each action under the explorer's policy (the epsilon mixture of the
-    uniform choice among the moves that get closer, or of noop at the target, with the uniform random action).
-    """
+    every episode (streams, episodes); ``logprob`` is the exact log-probability of each action under the explorer's
+    epsilon-mixed policy."""
     S, A = size * size, NUM_ACTIONS
     next_cell = transition_table(size)  # (S, A)
     rows, cols = np.divmod(np.arange(S), size)

@@ -50,11 +50,9 @@ def _goal_major(G: int, shape: tuple[int, ...], zero: bool = True) -> tuple[torc
 
 
 def _goal_major_param(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``x`` ``(G, ...)`` copied into a :func:`_goal_major` tensor with a zero ``.grad`` of the same layout;
-    returns (the view, whose ``.grad`` is the matching view, the ``(G, block)`` tensor for the optimiser).
-
-    The padding gets zero gradients, so Adam leaves it at zero and it adds nothing to a gradient norm.
-    """
+    """``x`` ``(G, ...)`` copied into a :func:`_goal_major` tensor with a zero ``.grad`` of the same layout: (the view,
+    whose ``.grad`` is the matching view, the ``(G, block)`` tensor for the optimiser); the padding's zero gradients
+    keep it at zero under Adam and out of gradient norms."""
     view, rows = _goal_major(x.shape[0], tuple(x.shape[1:]))
     view.copy_(x)
     rows.grad = torch.zeros_like(rows)
@@ -63,12 +61,9 @@ def _goal_major_param(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
-    """``torch.bmm(a, b)`` into the :func:`_goal_major` tensor ``out``, on one thread whatever torch's thread count.
-
-    Into a non-contiguous ``out`` bmm computes one matrix product per goal; on one thread, each is the
-    same computation whatever the batch (with several, MKL's split of a product over the threads may
-    change its rounding, and the thread count is no setting of the dataset).
-    """
+    """``torch.bmm(a, b)`` into the :func:`_goal_major` tensor ``out``, on one thread whatever torch's thread count:
+    one matrix product per goal, each the same computation whatever the batch (MKL's split of a product over threads
+    may change its rounding)."""
     threads = torch.get_num_threads()
     if threads > 1:
         torch.set_num_threads(1)
@@ -87,10 +82,7 @@ def _bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
 
 @contextlib.contextmanager
 def denormals_flushed() -> Iterator[None]:
-    """Flush denormal floats to zero on this thread (where the CPU supports it) inside the block.
-
-    Only values below ~1.2e-38 change (to 0), far under anything the A2C's results depend on.
-    """
+    """Flush denormal floats (below ~1.2e-38) to zero on this thread, where the CPU supports it, inside the block."""
     flushed = torch.set_flush_denormal(True)
     try:
         yield
@@ -128,11 +120,9 @@ def env_seeds(seed: int, size: int, goals: list[tuple[int, ...]], envs_per_goal:
 
 @dataclass
 class TableLoss:
-    """Each goal's A2C loss, written through per-table-entry sums of one rollout.
-
-    The loss of goal g is the mean over its ``n`` transitions of ``-A * log pi(a|s) + vf_coef * (R - V(s))^2
-    - ent_coef * H(pi(.|s))``; every term depends on a transition only through its table entry.
-    """
+    """Each goal's A2C loss, the mean over its ``n`` transitions of ``-A * log pi(a|s) + vf_coef * (R - V(s))^2 -
+    ent_coef * H(pi(.|s))``, written through per-table-entry sums of one rollout (every term depends on a transition
+    only through its table entry)."""
 
     log_pi: torch.Tensor  # (G, A, S) log-policy table
     values: torch.Tensor  # (G, S) value table
@@ -238,11 +228,9 @@ class BatchedA2C:
 
     # ------------------------------------------------------------------ one update
     def step(self, stats: bool = True) -> tuple[Rollout, dict[str, torch.Tensor]]:
-        """Collect ``num_steps`` steps in every env with the current policies, then one optimiser step.
-
-        Returns the rollout (for the history store) and per-goal stats ``(G,)`` tensors (loss, its parts
-        and the gradient norm before clipping; an empty dict with ``stats=False``, which saves their cost).
-        """
+        """Collect ``num_steps`` steps in every env with the current policies, then one optimiser step; returns the
+        rollout and per-goal stats ``(G,)`` tensors (loss, its parts and the gradient norm before clipping; none with
+        ``stats=False``)."""
         cfg, G, S, A, N, T = self.cfg, self.G, self.S, self.A, self.N, self.T
         h, log_pi, values = self._forward()  # (G, H, S), (G, A, S), (G, S)
         flat_values = values.reshape(G * S).numpy()  # (G*S,)
@@ -269,11 +257,8 @@ class BatchedA2C:
         return r, ({**loss.stats(), "grad_norm": grad_norm} if stats else {})
 
     def _rollout(self, log_pi: torch.Tensor, flat_values: np.ndarray) -> tuple[Rollout, np.ndarray]:
-        """``num_steps`` steps of every env under the policy tables; returns the rollout and the bootstrap cells.
-
-        ``log_pi`` is ``(G, A, S)``, ``flat_values`` ``(G*S,)``. The bootstrap cell of step t ``(T, E)`` is the
-        cell whose value follows it: the next observation, or the final one where the episode ended.
-        """
+        """``num_steps`` steps of every env under the policy tables ``log_pi`` ``(G, A, S)``; returns the rollout and
+        the bootstrap cells ``(T, E)`` whose values follow each step (the next observation, or an episode's last)."""
         G, S, A, T, E = self.G, self.S, self.A, self.T, self.G * self.N
         # inverse-CDF sampling: the action is the number of cumulative probabilities <= u; the last is
         # ~1 (the count over the first A-1 is already < A, which also guards against cdf[-1] < 1)
@@ -309,10 +294,8 @@ class BatchedA2C:
         return adv, adv + r.value
 
     def _backward(self, h: torch.Tensor, d_logits: torch.Tensor, d_values: torch.Tensor) -> None:
-        """Parameter gradients (into each ``p.grad``) from the table gradients ``(G, A, S)`` / ``(G, S)``.
-
-        ``h`` is the ``(G, H, S)`` ReLU output of the forward pass.
-        """
+        """Parameter gradients (into each ``p.grad``) from the table gradients ``(G, A, S)`` / ``(G, S)``; ``h`` is the
+        ``(G, H, S)`` ReLU output of the forward pass."""
         d_out, _ = _goal_major(self.G, (self.A + 1, self.S), zero=False)  # (G, A+1, S) goal-major, a bmm operand
         d_out[:, :self.A] = d_logits
         d_out[:, self.A] = d_values

@@ -170,13 +170,10 @@ Columns = dict[str, np.ndarray]
 
 @dataclass(frozen=True)
 class GridFamily:
-    """A grid family as the grid sources see it: one configuration of the engine (DarkRoom's is
-    :data:`tasks.darkroom.generate.DARKROOM`, Key-to-Door's :data:`tasks.keydoor.generate.KEYDOOR`).
-
-    A family's tasks are tuples of ints ("goals": a DarkRoom goal cell, a Key-to-Door key + door). Its agents and
-    demonstrators see *full states* (DarkRoom: the cell; Key-to-Door: cell + size^2 * key carried); ``derive`` maps
-    full-state columns to the stored ones. Every callable is a module-level function (a Ray work unit pickles the
-    family by reference).
+    """A grid family as the grid sources see it: one configuration of the engine (DarkRoom's
+    :data:`tasks.darkroom.generate.DARKROOM`, Key-to-Door's :data:`tasks.keydoor.generate.KEYDOOR`). Its tasks are
+    tuples of ints; its agents see *full states* (Key-to-Door: cell + size^2 * key carried), which ``derive`` maps to
+    the stored columns. Every callable is a module-level function (a Ray work unit pickles the family by reference).
     """
 
     family: str  #: the dataset's family

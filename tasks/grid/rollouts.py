@@ -102,11 +102,8 @@ def _lower_priority() -> None:
 
 
 class ReturnTracker:
-    """Accumulates the return of every finished episode, grouped by goal and by update.
-
-    ``sums[u, g]`` / ``counts[u, g]``: total return / number of episodes of goal ``g`` that ended
-    during update ``u``; enough for learning curves and for the "last 5% of the stream" figure.
-    """
+    """Accumulates the return of every finished episode, grouped by goal and by update: ``sums[u, g]`` /
+    ``counts[u, g]`` are the total return / number of episodes of goal ``g`` that ended during update ``u``."""
 
     def __init__(self, num_goals: int, envs_per_goal: int, num_updates: int):
         self.G, self.N = num_goals, envs_per_goal

@@ -44,10 +44,7 @@ def start_cell(size: int) -> tuple[int, int]:
 def split_goals(goals: list[tuple[int, ...]], heldout_fraction: float, seed: int
                 ) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
     """Deterministic train / held-out split of a family's tasks: a seeded permutation, the first ``round(f * n)``
-    held out.
-
-    Both lists come back in the input order. At least one task stays in train.
-    """
+    held out (at least one task stays in train); both lists in the input order."""
     n = len(goals)
     n_heldout = min(int(round(heldout_fraction * n)), n - 1) if n > 1 else 0
     order = np.random.default_rng(seed).permutation(n)

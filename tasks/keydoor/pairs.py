@@ -95,12 +95,8 @@ def steps_needed(size: int, pair: Pair, random_start: bool = False) -> int:
 
 
 def optimal_return(size: int, pair: Pair, episode_length: int, random_start: bool = False) -> float:
-    """Exact optimal expected return of one task, by finite-horizon dynamic programming over (cell, key carried).
-
-    Reward 1 for stepping onto the key without it, 1 for stepping onto the door with it (the episode ends there).
-    With ``random_start`` the start cell is uniform over the room (as the env draws it): the mean over cells.
-    On 9x9 with 50 steps every task's optimum is 2.0 (at most 8 + 16 moves are needed).
-    """
+    """Exact optimal expected return of one task, by finite-horizon dynamic programming over (cell, key carried);
+    with ``random_start`` the mean over start cells. On 9x9 with 50 steps every task's optimum is 2.0."""
     next_cell = transition_table(size)  # (S, A)
     key, door = pair[0] * size + pair[1], pair[2] * size + pair[3]
     key_reward = (next_cell == key).astype(np.float64)  # (S, A) without the key
