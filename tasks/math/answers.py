@@ -102,26 +102,17 @@ def reference_answer(answer: str | int | float) -> tuple[Fraction, str]:
     return exact_number(numbers[-1]), numbers[-1].strip()
 
 
-def _marked_number(text: str) -> Fraction | None:
-    try:
-        return exact_number(text)
-    except ValueError:
-        return None
-
-
 def parse_answer(text: str) -> ParsedAnswer:
     """The final answer of a solution text (see the module doc for the precedence of forms)."""
     for form, pattern in (("boxed", _BOXED), ("hashes", _HASHES), ("answer_is", _ANSWER_IS)):
         for found in reversed(pattern.findall(text)):
-            if form == "boxed":
-                numbers = _WHOLE_NUMBER.findall(found)
-                value = _marked_number(numbers[-1]) if numbers else None
-            else:
-                value = _marked_number(found)
-            if value is not None:
-                return ParsedAnswer(value, form)
-    numbers = _NUMBER.findall(text)
-    for candidate in reversed(numbers):
+            if form == "boxed":  # the last number inside the box ("" when there is none: no number)
+                found = (_WHOLE_NUMBER.findall(found) or [""])[-1]
+            try:
+                return ParsedAnswer(exact_number(found), form)
+            except ValueError:  # not one finite number: an earlier one of this form may be
+                continue
+    for candidate in reversed(_NUMBER.findall(text)):
         value = to_number(candidate)
         if value is not None:
             return ParsedAnswer(value, "last_number")
