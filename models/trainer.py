@@ -94,10 +94,9 @@ def _short(value: Any, limit: int = 40) -> str:
 
 
 def lock_run(out: Path) -> Any:
-    """Take the run folder's lock (the one ``ad generate`` takes on a dataset; it creates the folder) so that a
-    second `ad train` on the same ``--out`` stops with one error line; keep the returned object for the whole run.
-    Call it once the options are checked and before anything is written. Only the first process on the first
-    machine locks (the extra DDP processes write into the same folder on purpose)."""
+    """Take the run folder's lock (the one ``ad generate`` takes; it creates the folder) so that a second `ad train`
+    on the same ``--out`` stops with one error line; keep the returned object for the whole run. Only the first process
+    on the first machine locks (the extra DDP processes write into the same folder on purpose)."""
     import os
 
     from ad.history.lock import DatasetLock

@@ -164,10 +164,8 @@ class _LMActor:
 
 class LMPolicy(_LMActor):
     """Scores every valid action after each env's context with one KV cache for B envs; never invalid.
-
     ``policy.reset(num_envs)``, then each step ``actions = policy.act(obs, prev_action, prev_reward, timestep,
-    first)``; ``policy.scores(...)`` returns the (B, A) action log-likelihoods instead (``valid``: optional
-    (B, A) bool mask of the actions allowed in each env).
+    first)``; ``policy.scores(...)`` returns the (B, A) action log-likelihoods (``valid``: optional (B, A) bool mask).
     """
 
     def __init__(self, *args: Any, **kwargs: Any):

@@ -43,10 +43,8 @@ from models.rl.config import ADConfig
 
 
 class KVCache:
-    """Keys and values of every layer for a batch of token streams that advance together.
-
-    Buffers are preallocated for ``capacity`` tokens; ``length`` tokens are filled.
-    """
+    """Keys and values of every layer for a batch of token streams that advance together: buffers for ``capacity``
+    tokens, ``length`` of them filled."""
 
     def __init__(self, config: ADConfig, batch_size: int, capacity: int, device=None, dtype=torch.float32):
         hs = config.n_embd // config.n_head
@@ -211,10 +209,8 @@ class ADTransformer(nn.Module):
         return self.reward_emb(rewards.to(self.reward_emb.weight.dtype).unsqueeze(-1))  # (B, T, C)
 
     def tokens(self, states, actions, rewards, timesteps, start: int = 0) -> torch.Tensor:
-        """Token embeddings of a window: (B, T, C) in the transition layout, (B, 3T, C) in the separate one.
-
-        ``start`` is the position in the window of the first transition given (for the position embedding).
-        """
+        """Token embeddings of a window: (B, T, C) in the transition layout, (B, 3T, C) in the separate one; ``start``
+        is the position in the window of the first transition given (for the position embedding)."""
         B, T = actions.shape[:2]
         time = self.time_emb(timesteps)  # (B, T, C)
         if self.pos_emb is not None:
@@ -249,10 +245,8 @@ class ADTransformer(nn.Module):
 
     # ------------------------------------------------------------------ trunk
     def transformer(self, x: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
-        """Run the blocks over tokens (B, Tn, C) -> final-normed hidden states (B, Tn, C).
-
-        With ``cache`` the tokens are appended after the cached ones and attend to them too.
-        """
+        """Run the blocks over tokens (B, Tn, C) -> final-normed hidden states (B, Tn, C); with ``cache`` the tokens are
+        appended after the cached ones and attend to them too."""
         for block in self.blocks:
             x = block(x, cache)
         if cache is not None:
@@ -265,12 +259,9 @@ class ADTransformer(nn.Module):
 
     # ------------------------------------------------------------------ heads
     def forward(self, states, actions, rewards, timesteps) -> dict[str, torch.Tensor]:
-        """Head outputs for every transition of the windows.
-
-        Returns "action" logits (B, T, A) [Box actions: the head's parameters (B, T, 2A) or (B, T, A x bins), see
-        :mod:`models.rl.box_actions`] and, for heads with a weight > 0, "state" (B, T, S or D) = prediction
-        of s_{t+1}, "reward" (B, T, R or 1) and "logprob" (B, T), each given the true a_t.
-        """
+        """Head outputs for every transition of the windows: "action" logits (B, T, A) [Box actions: the head's
+        parameters, :mod:`models.rl.box_actions`] and, for heads with a weight > 0, "state" (B, T, S or D) = prediction
+        of s_{t+1}, "reward" (B, T, R or 1) and "logprob" (B, T), each given the true a_t."""
         h = self.transformer(self.tokens(states, actions, rewards, timesteps))  # (B, L, C)
         if self.config.layout == "transition":
             h_act = h  # (B, T, C)

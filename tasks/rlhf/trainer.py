@@ -68,12 +68,9 @@ class LossRows:
 
 def match_rows(prompt_ids: list[tuple[int, ...]], completion_ids: list[tuple[int, ...]], rewards: list[float],
                loss: LossRows) -> list[int]:
-    """For every scored row (generation order), the index of its row in ``loss`` (trl's shuffled order).
-
-    Rows are keyed by (prompt ids, completion ids). Rows with the same key are the same prompt and completion in one
-    group, so they carry the same logprobs; should their rewards differ, they pair by rank (a group's advantage rises
-    with the reward).
-    """
+    """For every scored row (generation order), the index of its row in ``loss`` (trl's shuffled order). Rows are keyed
+    by (prompt ids, completion ids): rows with the same key carry the same logprobs; should their rewards differ, they
+    pair by rank (a group's advantage rises with the reward)."""
     loss_rows: dict[tuple, list[int]] = {}
     for j, key in enumerate(zip(loss.prompt_ids, loss.completion_ids)):
         loss_rows.setdefault(key, []).append(j)

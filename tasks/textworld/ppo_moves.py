@@ -53,10 +53,8 @@ RATIOS = get_args(PPORatio)
 
 @dataclass
 class Moves:
-    """An iteration's moves, flattened (game-major), with what the update needs. ``ratio`` says which policy
-    terms are filled: "valid-commands" the candidate tables (``chosen``, ``old_scores``, ``ref_scores``,
-    ``candidate_ids``), "command-tokens" the chosen command's token tables (``old_logp``, ``ref_logp``,
-    ``token_mask``)."""
+    """An iteration's moves, flattened (game-major), with what the update needs; ``ratio`` says which policy terms
+    are filled: "valid-commands" the candidate tables, "command-tokens" the chosen command's token tables."""
 
     ratio: str
     prompt_ids: list[list[int]]

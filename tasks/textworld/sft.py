@@ -47,12 +47,10 @@ def sft_trainer(model: Any, tokenizer: Any, rows: Sequence[dict[str, list[int]]]
                 lr: float, batch_size: int, lora: dict | None, seed: int, progress: bool = True,
                 command_loss: bool = True, activation_checkpointing: bool = False, micro_batch_size: int = 0,
                 callbacks: Sequence[Any] = ()) -> Any:
-    """trl's SFTTrainer on pre-tokenized rows (:func:`sft_rows`), its loss read on the command tokens only
-    (:class:`tasks.textworld.command_loss.CommandLossSFTTrainer`), activations kept rather than recomputed (they are
-    small here). ``command_loss=False, activation_checkpointing=True`` is trl's own SFTTrainer with its defaults.
-    ``micro_batch_size`` (a divisor of ``batch_size``; 0 = the whole batch) accumulates each optimiser step over
-    micro-batches: the same gradient with one micro-batch's activations in memory. ``callbacks`` are extra
-    ``transformers.TrainerCallback`` objects."""
+    """trl's SFTTrainer on pre-tokenized rows (:func:`sft_rows`), the loss read on the command tokens only
+    (:class:`tasks.textworld.command_loss.CommandLossSFTTrainer`; ``command_loss=False`` is trl's own), activations kept
+    unless ``activation_checkpointing``. ``micro_batch_size`` (a divisor of ``batch_size``; 0 = the whole batch)
+    accumulates each optimiser step over micro-batches (the same gradient); ``callbacks`` are extra TrainerCallbacks."""
     import torch
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer

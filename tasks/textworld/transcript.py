@@ -54,11 +54,9 @@ def encode_transcript(tokenizer: Any, prompts: Sequence[str], actions: Sequence[
 
 class TranscriptScorer:
     """Scores every valid command of many games, each game's transcript kept in one batched KV cache between moves.
-
-    Each call passes the games' keys and current prompts. The first call (or one with only unseen keys) starts a fresh
-    cache; later calls may drop games but not add any. The new tokens of every game run once over the cache, then the
-    candidates as in :func:`tasks.textworld.scoring.score_candidates`, whose keys and values are cropped off again.
-    """
+    The first call (or one with only unseen keys) starts a fresh cache; later calls may drop games but not add any.
+    Each call runs the games' new tokens over the cache, then the candidates as in
+    :func:`tasks.textworld.scoring.score_candidates`, whose keys and values are cropped off again."""
 
     def __init__(self, model: Any, tokenizer: Any, max_tokens: int) -> None:
         self.model, self.tokenizer, self.max_tokens = model, tokenizer, int(max_tokens)
