@@ -69,12 +69,7 @@ def draw_pairs(size: int, count: int, seed: int, pairs: list[str] | None = None)
     replacement by ``seed`` (0 or more than exist: all of them; the command refuses more), in :func:`all_pairs`
     order."""
     if pairs:
-        out: list[Pair] = []
-        for text in pairs:
-            pair = parse_pair(text, size)
-            if pair not in out:
-                out.append(pair)
-        return out
+        return list(dict.fromkeys(parse_pair(text, size) for text in pairs))  # first occurrences, in order
     every = all_pairs(size)
     if count <= 0 or count >= len(every):
         return every
