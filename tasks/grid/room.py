@@ -218,21 +218,16 @@ class GridVectorEnv(VectorEnv):
         return self.cell.copy()
 
     def _restart(self, idx: np.ndarray) -> None:
-        """Put the sub-envs ``idx`` at the start of a new episode (cells only; counters are the caller's)."""
+        """Put the sub-envs ``idx`` at the start of a new episode: the centre, or a cell drawn from each sub-env's own
+        generator (cells only; counters are the caller's)."""
         if self.random_goals:
             self._draw_tasks(idx)
-        self.cell[idx] = self._start_cells(idx)
-
-    # ------------------------------------------------------------------ helpers
-    def _start_cells(self, idx: np.ndarray) -> np.ndarray:
-        """Start cells for the sub-envs ``idx`` (centre, or drawn from each sub-env's own generator)."""
         if not self.random_start:
-            return np.full(len(idx), self._start, dtype=np.int64)
-        cells = np.empty(len(idx), dtype=np.int64)
-        for j, i in enumerate(idx):  # only with random_start: one draw per finished sub-env
+            self.cell[idx] = self._start
+            return
+        for i in idx:  # one draw per finished sub-env
             row, col = self._rngs[i].integers(0, self.size, size=2)
-            cells[j] = int(row) * self.size + int(col)
-        return cells
+            self.cell[i] = int(row) * self.size + int(col)
 
 
 def room_tasks(metadata: dict[str, Any], tasks: Sequence[str],
