@@ -87,10 +87,7 @@ class BanditVectorEnv(VectorEnv):
             raise ValueError(f"actions must be {self.num_envs} arms in 0..{self.arms - 1}")
         mean = self.means[np.arange(self.num_envs), actions]  # (E,)
         noise = self._next_noise()  # (E,)
-        if self.kind == "bernoulli":
-            rewards = (noise < mean).astype(np.float32)
-        else:
-            rewards = (mean + self.noise_std * noise).astype(np.float32)
+        rewards = ((noise < mean) if self.kind == "bernoulli" else mean + self.noise_std * noise).astype(np.float32)
         self.chosen_means.append(mean)
         obs = self._observe(actions, rewards)
         done = np.ones(self.num_envs, dtype=bool)
@@ -109,10 +106,8 @@ class BanditVectorEnv(VectorEnv):
     def _next_noise(self) -> np.ndarray:
         """The next noise draw (uniform or standard normal) of every sub-env's own generator."""
         if self._used == self._noise.shape[1]:
-            if self.kind == "bernoulli":
-                self._noise = np.stack([rng.random(_DRAW_BLOCK) for rng in self._rngs])  # (E, B)
-            else:
-                self._noise = np.stack([rng.standard_normal(_DRAW_BLOCK) for rng in self._rngs])  # (E, B)
+            draw = "random" if self.kind == "bernoulli" else "standard_normal"
+            self._noise = np.stack([getattr(rng, draw)(_DRAW_BLOCK) for rng in self._rngs])  # (E, B)
             self._used = 0
         self._used += 1
         return self._noise[:, self._used - 1]
