@@ -51,14 +51,10 @@ def save_model(model: Any, tokenizer: Any, out: Path, info: dict[str, Any], merg
     """Write model/ (adapter, tokenizer, lm.json and, with ``merge``, merged weights); returns the folder."""
     folder = out / MODEL_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    if info.get("base_model") == SCRATCH:  # all weights trained: the whole model, a plain transformers folder
-        model.save_pretrained(folder / WEIGHTS_DIR)
-        tokenizer.save_pretrained(folder / "tokenizer")
-        write_json_atomic(folder / "lm.json", {"model_type": MODEL_TYPE, **info}, indent=1)
-        return folder
-    model.save_pretrained(folder / "adapter")
+    scratch = info.get("base_model") == SCRATCH  # all weights trained: the whole model, a plain transformers folder
+    model.save_pretrained(folder / (WEIGHTS_DIR if scratch else "adapter"))
     tokenizer.save_pretrained(folder / "tokenizer")
-    if merge:
+    if merge and not scratch:
         import copy
 
         merged = copy.deepcopy(model).merge_and_unload()
