@@ -120,6 +120,7 @@ class Run:
 def generate(cfg: GenerateConfig) -> Path | str:
     """Run base -> SFT -> PPO on CookingWorld and log every episode to ``cfg.out``; returns its path."""
     import torch
+    from peft import get_peft_model
 
     from ad.config.groups import peft_lora_config
     from ad.lm.pretrained import load_base
@@ -147,7 +148,7 @@ def generate(cfg: GenerateConfig) -> Path | str:
         sft_model = training.sft_model(cfg, model, tokenizer, demos, run.run_dir, run.log)
         run.evaluate("sft", 1, lambda: policy(sft_model, None))
 
-        ppo_model = training.ppo_model(sft_model, peft_lora_config(cfg.lora_dict()))
+        ppo_model = get_peft_model(sft_model, peft_lora_config(cfg.lora_dict()))  # adapter off = the reference
         learner = training.ppo_learner(cfg, ppo_model, tokenizer)
         start = training.load_ppo_checkpoint(run.run_dir, ppo_model, learner)
         for k in range(start):  # iterations done before a resume: their recorded summaries

@@ -49,13 +49,6 @@ def sft_model(cfg: GenerateConfig, model: Any, tokenizer: Any, demos: Sequence[E
     return merged
 
 
-def ppo_model(sft: Any, lora_config: Any) -> Any:
-    """The SFT model with a fresh LoRA adapter (at start identical to SFT; adapter off = the reference)."""
-    from peft import get_peft_model
-
-    return get_peft_model(sft, lora_config)
-
-
 def merge_for_evaluation(model: Any) -> Any:
     """Fold the PPO adapter into the weights for the final greedy evaluation (the same policy at the merged SFT
     model's speed). Call it only once the last PPO checkpoint is saved."""
