@@ -1,11 +1,9 @@
 """Token contexts of Language-format windows, and the one truncation rule shared by training and acting.
 
 A transition's text is its template segments, tokenised segment by segment (as
-:func:`ad.formats.language.tokenize_segments` does), so that the tokens of a
-window are the concatenation of its transitions' tokens and every transition
-splits cleanly into a *prompt* (the tokens before the action) and the rest
-(action + what follows it). Windows longer than a token budget lose their
-oldest *whole* transitions (:func:`keep_newest`), in training and in acting.
+:func:`ad.formats.language.tokenize_segments` does), so a window's tokens are its transitions' tokens end to end
+and each transition splits into a *prompt* (the tokens before the action) and the rest. Windows over a token
+budget lose their oldest *whole* transitions (:func:`keep_newest`), in training and in acting.
 """
 from __future__ import annotations
 

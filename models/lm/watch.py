@@ -1,9 +1,6 @@
-"""Held-out in-context return during `ad train lm` (the loss alone does not show in-context learning).
-
-:class:`HeldoutReturn` is a Lightning callback: every ``every`` steps it acts with the model being trained, in
-context, on the held-out tasks (one batched :class:`models.lm.policy.LMPolicy`, the env of ``ad eval``), and logs
-``val/return_first5`` and ``val/return_last5`` (mean return / optimal over the first and last 5 episodes), also
-printed as one plain line.
+"""Held-out in-context return during `ad train lm` (the loss alone does not show in-context learning):
+:class:`HeldoutReturn`, a Lightning callback that acts in context on the held-out tasks every ``every`` steps and
+logs ``val/return_first5`` and ``val/return_last5`` (mean return / optimal over the first and last 5 episodes).
 """
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """Language-format training windows over RL-format window sources (discrete states and actions).
 
-:class:`TransitionWindows` serves the windows of a :class:`ad.formats.rl.WindowSource` (so the AD subsampling
-and the expert-only selection are exactly the RL format's) as token ids, with the truncation rule of
-:mod:`models.lm.context` (a window over the token budget loses whole oldest transitions). A batch is fetched at
-once (``__getitems__``). When the template writes every field as one token (the ``words`` template with its
-word tokenizer) a batch is one numpy gather through lookup tables (:class:`WordTable`); otherwise each window goes
-through :func:`models.lm.context.encode_window`. Both give the same tokens (tests/test_lm_words.py).
+:class:`TransitionWindows` serves the windows of a :class:`ad.formats.rl.WindowSource` (the RL format's
+subsampling and expert-only selection) as token ids, with the truncation rule of :mod:`models.lm.context`, a batch
+at once (``__getitems__``): one numpy gather through lookup tables (:class:`WordTable`) when the template writes
+every field as one token, else :func:`models.lm.context.encode_window` per window (the same tokens).
 """
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 """Episodes of B grid worlds stepped in lockstep by one batched actor call per turn, and their history rows.
 
-Row layout (one row = one turn = one move list): state = the actor's prompt (strategy + info + state), action =
-the move-list text, logprob = per-token behaviour log-probabilities, reward, terminated (goal or off map),
-truncated (turn limit), stream = env slot, episode = index of the episode within its stream, step = turn,
-update = policy version (0 = base actor; SimPO iteration k trains update k + 1). Extra: phase, success, off_map,
-mc_return (discounted return from this turn on).
+One row = one turn = one move list: state = the actor's prompt, action = the move-list text, per-token logprob,
+terminated (goal or off map), truncated (turn limit), stream = env slot, step = turn, update = policy version
+(0 = base actor; SimPO iteration k trains update k + 1); extra columns phase, success, off_map and mc_return
+(discounted return from this turn on).
 """
 from __future__ import annotations
 

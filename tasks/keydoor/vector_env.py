@@ -1,10 +1,7 @@
 """A natively vectorised Dark Key-to-Door over (tasks x parallel envs), in numpy: the shared grid room
-(:class:`tasks.grid.room.GridVectorEnv`) with a key and a door per sub-env.
-
-It matches single :class:`~tasks.keydoor.env.KeyDoorEnv` copies wrapped in ``TimeLimit`` transition for transition.
-The observation is the cell; with ``observe_key`` (the A2C source's full-state view) it is
-``cell + size**2 * has_key``. With ``pairs=None`` every sub-env draws its pair at every reset, as the single env
-without ``pair`` does; :func:`make_vector_env` is the ``vector_entry_point`` of the gymnasium ids.
+(:class:`tasks.grid.room.GridVectorEnv`) with a key and a door per sub-env, matching single
+:class:`~tasks.keydoor.env.KeyDoorEnv` copies in ``TimeLimit`` transition for transition. The observation is the
+cell, or with ``observe_key`` (the A2C source's full-state view) ``cell + size**2 * has_key``.
 """
 from __future__ import annotations
 

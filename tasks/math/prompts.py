@@ -1,9 +1,6 @@
-"""The text the policy sees: an instruction, optional few-shot worked examples, the problem.
-
-With a tokenizer that has a chat template (SmolLM2-Instruct does) the prompt is that template rendered with the
-generation prompt, few-shot examples as earlier user / assistant turns; without one (the tiny test models) it is
-plain ``Question: ...\\nAnswer:`` text. Either way the prompt is a string, so the history stores exactly the text
-the policy was conditioned on.
+"""The text the policy sees: an instruction, optional few-shot worked examples, the problem: a chat template rendered
+with the generation prompt where the tokenizer has one (few-shot examples as earlier turns), else plain
+``Question: ...\nAnswer:`` text. Either way a string, so the history stores exactly what the policy saw.
 """
 from __future__ import annotations
 
