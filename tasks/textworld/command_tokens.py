@@ -1,9 +1,6 @@
 """The chosen command's token log-probabilities under the whole vocabulary (``--ppo-ratio command-tokens``): one
-plain causal forward per move, or per transcript game, and the PPO terms taken on them.
-
-Cheaper than rescoring every valid command (:mod:`tasks.textworld.command_scores`), but these are not the
-probabilities the policy acts by (a softmax over the valid commands): a step can move probability between the
-valid commands and all other text. Tested against the acting scorer and a per-sample formula.
+plain causal forward per move, or per transcript game, and the PPO terms taken on them. Cheaper than rescoring
+every valid command (:mod:`tasks.textworld.command_scores`), but not the distribution the policy acts by.
 """
 from __future__ import annotations
 

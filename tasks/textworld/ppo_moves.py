@@ -1,8 +1,6 @@
-"""An iteration's played moves as PPO's update reads them: GAE advantages and returns over each game's moves, the
-behaviour and reference terms of the ratio chosen (``--ppo-ratio``), and the rows / branches that rescore them.
-
-:func:`collect_moves` flattens the episodes game-major; the reference terms come from the model with its adapter
-disabled (the SFT policy). :func:`gae` is tested against a plain loop.
+"""An iteration's played moves as PPO's update reads them (:func:`collect_moves`, game-major): GAE advantages and
+returns, the behaviour and reference (adapter off) terms of the ratio chosen (``--ppo-ratio``), and the rows /
+branches that rescore them.
 """
 from __future__ import annotations
 

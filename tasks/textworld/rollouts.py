@@ -1,8 +1,6 @@
 """Playing many CookingWorld games in one batch with a :class:`~tasks.textworld.policy.TextWorldPolicy`, and
-replaying gold action sequences (the SFT demonstrations) through the same env and prompts.
-
-Every move becomes one row of an :class:`Episode`: the prompt (the state column), the command, reward, flags, the
-command's per-token log-probabilities and the value estimate, exactly what the history store logs.
+replaying gold action sequences (the SFT demonstrations) through the same env and prompts; every move is one row
+of an :class:`Episode`, what the history store logs.
 """
 from __future__ import annotations
 

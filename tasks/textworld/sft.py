@@ -1,9 +1,7 @@
 """Supervised fine-tuning on gold action sequences with trl's ``SFTTrainer`` (LoRA), loss on the command tokens.
 
-The demonstrations are handed to trl pre-tokenized (``input_ids`` + ``labels`` with -100 on the prompt), built
-with the same encoders as the acting scorer (:mod:`tasks.textworld.scoring`): the prompt cut from the left to
-``max_prompt_tokens``, then the command with its leading space. So SFT maximises exactly the score the policy
-acts on, and only the command tokens carry loss.
+The demonstrations go to trl pre-tokenized (``input_ids`` + ``labels`` with -100 on the prompt) by the acting
+scorer's encoders (:mod:`tasks.textworld.scoring`), so SFT maximises exactly the score the policy acts on.
 """
 from __future__ import annotations
 
