@@ -1,8 +1,7 @@
 """Bandit instances: task names, arm means, the train / held-out split, and the exact optimum and regret.
 
-A bandit *task* is one instance: ``arms`` arms whose means are drawn once from U(0, 1) by a generator keyed by
-(kind, arms, index), so a task name (``bandit-bern5-i00123``: Bernoulli, 5 arms, instance 123) always means the
-same arm means, whatever the run seed. One pull is one transition and one episode (length 1). Its optimal
+A task is one instance whose ``arms`` means are drawn from U(0, 1) by a generator keyed by (kind, arms, index), so a
+task name (``bandit-bern5-i00123``: Bernoulli, 5 arms, instance 123) always means the same arm means. Its optimal
 return is the best arm's mean; the expected regret of pulling arm ``a`` is ``max(means) - means[a]``.
 """
 from __future__ import annotations

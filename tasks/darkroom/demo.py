@@ -1,12 +1,7 @@
-"""``ad demo`` (``--task darkroom``, the default): Algorithm Distillation on DarkRoom end to end.
-
-Source learning histories on every goal -> AD on (subsampled) histories of the training goals and the ED baseline ->
-both in context on the held-out goals -> report.md (the pipeline: :mod:`ad.demo`).
-
-Two sources: the nearest-unvisited explorer (the default; :mod:`tasks.darkroom.explorer`), whose histories search the
-room systematically, and the AD paper's A2C. Options left at 0 (``--streams``, ``--steps-per-goal``, ``--subsample``,
-``--context``, ``--ad-steps``) take the source's measured default (:data:`SOURCE_DEFAULTS`, :func:`explorer_streams`,
-docs/experiments/darkroom.md).
+"""``ad demo`` (``--task darkroom``, the default): Algorithm Distillation on DarkRoom end to end (the pipeline:
+:mod:`ad.demo`), from the nearest-unvisited explorer's histories (the default) or the AD paper's A2C. Options left
+at 0 (``--streams``, ``--steps-per-goal``, ``--subsample``, ``--context``, ``--ad-steps``) take the source's
+measured default (:data:`SOURCE_DEFAULTS`, :func:`explorer_streams`, docs/experiments/darkroom.md).
 """
 from __future__ import annotations
 

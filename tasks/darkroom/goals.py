@@ -1,7 +1,5 @@
-"""DarkRoom goals: task names, the goals of a command line, and the exact optimal return.
-
-A DarkRoom *task* is one goal cell on a ``size x size`` grid (the room: :mod:`tasks.grid.room`). Tasks are named
-``darkroom{size}-g{row}-{col}`` (path-safe: it names a partition folder).
+"""DarkRoom goals: task names (``darkroom{size}-g{row}-{col}``, one goal cell each), the goals of a command line, and
+the exact optimal return.
 """
 from __future__ import annotations
 

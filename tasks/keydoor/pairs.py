@@ -1,8 +1,5 @@
-"""Dark Key-to-Door tasks: (key cell, door cell) pairs, their names, the seeded draw and split, the exact optimum.
-
-A task is an ordered pair of distinct cells of a ``size x size`` room: the key, then the door. Tasks are named
-``keydoor{size}-k{row}-{col}-d{row}-{col}`` (path-safe: it names a partition folder). A 9x9 room has
-81 * 80 = 6480 of them; a dataset draws ``--tasks`` of them with its seed (:func:`draw_pairs`).
+"""Dark Key-to-Door tasks: (key cell, door cell) pairs, their names (``keydoor{size}-k{row}-{col}-d{row}-{col}``), the
+seeded draw (:func:`draw_pairs`) and the exact optimum. A 9x9 room has 81 * 80 = 6480 tasks.
 """
 from __future__ import annotations
 
