@@ -136,9 +136,7 @@ def make_vector_env(num_envs: int = 1, arms: int = 5, kind: str = "bernoulli", m
 
 def eval_kwargs(metadata: dict[str, Any], tasks: Sequence[str]) -> dict[str, Any]:
     """The ``gymnasium.make_vec`` kwargs that play ``tasks`` (instance ids, whose names fix their arm means) with a
-    dataset's recorded reward kind, noise and observation (its ``task_spec``): what ``ad eval`` builds its envs
-    from. ``ad eval --episodes P`` then runs P pulls per env; the env's ``regret()`` gives each pull's expected
-    regret."""
+    dataset's recorded reward kind, noise and observation: what ``ad eval`` builds its envs from."""
     spec = metadata.get("task_spec", {})
     kind, arms = spec.get("kind", "bernoulli"), int(spec.get("arms", 0))
     for name in tasks:

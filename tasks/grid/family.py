@@ -99,10 +99,9 @@ def register_grid_family(name: str, package: str, env_class: str, gym_ids: dict[
                          env_kwargs: dict[str, Any], summary: str, generate_config: type, demo_config: type,
                          default: bool = False) -> None:
     """Register a grid family of the package ``package`` (``"tasks.darkroom"``): its gymnasium ids (``gym_ids``: id ->
-    (size, max_episode_steps); the first is the one ``ad eval`` uses; entry point ``<package>.env:<env_class>``,
-    vector entry point ``<package>.vector_env:make_vector_env``, each built with ``env_kwargs`` and its size) and its
-    :class:`ad.families.TaskFamily` (source ``<package>.generate:generate``, the shared demo pipeline, optimal actions
-    from ``<package>.optimal``). Imports no torch."""
+    (size, max_episode_steps), the first used by ``ad eval``; ``<package>.env:<env_class>`` and
+    ``<package>.vector_env:make_vector_env`` built with ``env_kwargs``) and its :class:`ad.families.TaskFamily`
+    (``<package>.generate:generate``, optimal actions from ``<package>.optimal``). Imports no torch."""
     import gymnasium
 
     from ad.families import TaskFamily, register_family

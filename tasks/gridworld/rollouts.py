@@ -62,9 +62,8 @@ class Episodes:
 def run_episodes(actor: Actor, rewards: Rewards, starts: Sequence[Sequence[int]], max_turns: int,
                  greedy: bool = False, batch: int | None = None, episode_offset: int = 0) -> Episodes:
     """Play one episode from each start config in ``batch`` env slots (default: all at once), one batched actor
-    call per turn. A slot whose episode ends takes the next start right away (continuous batching), so calls stay
-    full until the starts run out. Rows: stream = slot, episode = ``episode_offset`` + the slot's episode count;
-    ``outcomes`` follow the order of ``starts``."""
+    call per turn; a slot whose episode ends takes the next start at once. Rows: stream = slot, episode =
+    ``episode_offset`` + the slot's episode count; ``outcomes`` follow the order of ``starts``."""
     out = Episodes()
     batch = max(1, min(batch or len(starts), len(starts)))
     queue = iter(range(len(starts)))

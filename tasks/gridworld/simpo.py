@@ -41,11 +41,9 @@ def score_move_lists(critic: Critic | None, rewards: Rewards, configs: Sequence[
 def sample_pairs(actor: Actor, critic: Critic | None, rewards: Rewards, starts: Sequence[Sequence[int]],
                  gamma: float, episode_offset: int = 0, samples: int = 2, progress_bonus: float = 0.0,
                  candidates: Sequence[Sequence[int]] | None = None) -> tuple[list[dict[str, str]], Episodes]:
-    """Preference pairs {prompt, chosen, rejected} (best vs worst of ``samples`` move lists per start state) and
-    the sampled one-turn episodes (stream = sample index). Scores: :func:`score_move_lists`. With ``candidates``
-    (e.g. every valid move list), the chosen list is the best of those instead, scored the same way from the same
-    state; the rejected one is still the worst sample, and a state whose worst sample scores as well as the best
-    candidate gives no pair."""
+    """Preference pairs {prompt, chosen, rejected} (best vs worst of ``samples`` move lists per start state, scored by
+    :func:`score_move_lists`; with ``candidates`` the chosen list is the best of those instead) and the sampled
+    one-turn episodes (stream = sample index); a state whose worst sample scores as well as the chosen gives no pair."""
     if samples < 2:
         raise ValueError(f"samples must be at least 2, got {samples}")
     prompts = [rewards.prompt(s) for s in starts]

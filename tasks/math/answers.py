@@ -55,10 +55,8 @@ def to_number(text: str) -> Fraction | None:
 
 
 def exact_number(text: str) -> Fraction:
-    """One whole number written as text -> an exact Fraction: ``"-1,234.50"``, ``"$12"``, ``"7/2"``, ``"2.5e-3"``.
-
-    Raises ValueError saying why (not one number, not finite: ``inf``, ``nan`` or beyond the float range such as
-    ``1e999``, a zero denominator), so that a caller can name the file and line."""
+    """One whole number written as text -> an exact Fraction: ``"-1,234.50"``, ``"$12"``, ``"7/2"``, ``"2.5e-3"``;
+    ValueError saying why not (not one number, not finite, a zero denominator), for the caller to name file and line."""
     cleaned = text.strip().replace(",", "").replace("$", "").replace(" ", "").rstrip("%").rstrip(".")
     if cleaned.lstrip("+-").lower() in ("inf", "infinity", "nan"):
         raise ValueError("is not finite")

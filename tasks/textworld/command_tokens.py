@@ -54,10 +54,9 @@ def move_logprobs(model: Any, prompt_ids: Sequence[Sequence[int]], command_ids: 
 
 def game_logprobs(model: Any, sequences: Sequence[Sequence[int]], spans: Sequence[Sequence[tuple[int, int]]],
                   pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """What :func:`move_logprobs` returns for every move of G transcript games, game-major, from one forward pass
-    per game (right-padded (G, L)): ``sequences[g]`` is game g's transcript through its last command and
-    ``spans[g]`` each move's command (start, end) in it; move k's prompt is ``sequences[g][:start]``, a prefix
-    (``--transcript``). Differentiable; one pass over ~2,000 tokens replaces ~25 passes of growing prompts."""
+    """What :func:`move_logprobs` returns for every move of G transcript games, game-major, from one forward pass per
+    game (right-padded (G, L)): ``sequences[g]`` is game g's transcript through its last command, ``spans[g]`` each
+    move's command (start, end) in it (move k's prompt is ``sequences[g][:start]``). Differentiable."""
     lm = base_model(model)
     device = next(lm.parameters()).device
     G, L = len(sequences), max(len(q) for q in sequences)
