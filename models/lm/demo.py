@@ -55,8 +55,7 @@ def lm_options(config: LMDemoConfig, data: Path) -> dict[str, Any]:
 
 def grid_text_options(size: int, context: int, steps: int) -> dict[str, Any]:
     """`ad train lm` options of the pretrained LM's run (``benchmarks/lm_pretraining.py`` gives them to the scratch LM
-    too, so that only pretraining differs): the scratch preset's ``grid<size>`` text and loss on every token, every
-    window start, a 10% warm-up and checkpoints every 40 steps (short CPU runs)."""
+    too): the ``grid<size>`` text, loss on every token, every window start, a 10% warm-up, checkpoints every 40."""
     return {"template": f"grid{size}", "max_tokens": 10 * context, "stride": 1, "loss_on": "all",
             "warmup_steps": max(1, steps // 10), "log_every": 10, "checkpoint_every": 40}
 

@@ -63,9 +63,8 @@ def transition_table(size: int) -> np.ndarray:
 
 
 def shortest_path_actions(size: int, target_cell: int) -> np.ndarray:
-    """``action[s]``: an action on a shortest path from cell ``s`` to ``target_cell`` (rows first, then columns;
-    noop on the target itself), shape ``(size * size,)`` int64. The room has no walls inside, so the path is the
-    Manhattan one."""
+    """``action[s]`` ``(size * size,)`` int64: an action on a shortest (Manhattan: no walls inside) path from cell ``s``
+    to ``target_cell``, rows first, then columns; noop on the target itself."""
     rows, cols = np.divmod(np.arange(size * size), size)  # (S,), (S,)
     t_row, t_col = divmod(int(target_cell), size)
     action = np.zeros(size * size, dtype=np.int64)  # noop on the target

@@ -74,9 +74,8 @@ def completion_logps(chunks: list[torch.Tensor], lengths: list[int]) -> list[np.
 
 
 class LoggingRLOOTrainer(RLOOTrainer):
-    """RLOOTrainer whose reward function (see :func:`tasks.math.generate.reward_function`) hands each generation
-    batch, with the behaviour and reference per-token log-probabilities of trl's own scoring passes, to
-    ``on_batch(update, rows)``. Adds the attribute ``ad_passes``; overrides nothing."""
+    """RLOOTrainer whose reward function (:func:`tasks.math.generate.reward_function`) hands each generation batch, with
+    trl's own behaviour and reference per-token log-probabilities, to ``on_batch(update, rows)``; overrides nothing."""
 
     def __init__(self, *args: Any, on_batch: Callable[[int, dict[str, Any]], None] | None = None,
                  **kwargs: Any) -> None:

@@ -106,8 +106,7 @@ class _Pending:
 
 class RolloutRecorder:
     """Joins what the reward function saw (generation order) with what the loss saw (trl's order) and hands each
-    complete generation batch to a :class:`RolloutLog`. Kept apart from the trainer subclass so that no name of
-    ours can shadow one of trl's."""
+    complete generation batch to a :class:`RolloutLog` (apart from the trainer so no name of ours shadows trl's)."""
 
     def __init__(self, log: RolloutLog, tokenizer: Any, eos_ids: set[int]) -> None:
         self.log, self.tokenizer, self.eos_ids = log, tokenizer, eos_ids

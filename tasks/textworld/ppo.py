@@ -106,9 +106,8 @@ class PPOLearner:
 
     def _backward(self, moves: Moves, micro_batches: list[tuple[list[int], list[int] | None]], first: list[int]
                   ) -> dict[str, float]:
-        """Accumulate one minibatch's gradient over its micro-batches, each loss weighted by its share of the
-        minibatch's moves (every term is a mean over moves, so the sum is the whole minibatch's loss and gradient);
-        returns the minibatch's statistics, weighted alike."""
+        """Accumulate one minibatch's gradient and statistics over its micro-batches, each weighted by its share of the
+        minibatch's moves (every term is a mean over moves)."""
         total = sum(len(idx) for idx, _ in micro_batches)
         stats: dict[str, float] = {}
         for idx, games in micro_batches:
@@ -127,9 +126,8 @@ class PPOLearner:
         return stats
 
     def update(self, moves: Moves) -> dict[str, float]:
-        """``epochs`` passes over the moves in shuffled minibatches; mean statistics of the last pass, plus
-        ``steps`` (optimiser steps taken) and ``stopped_early`` (1 when ``target_kl`` ended the update: a minibatch
-        whose approx_kl passed 1.5 x target_kl, checked before its step, which is not taken)."""
+        """``epochs`` passes over the moves in shuffled minibatches: mean statistics of the last pass, ``steps`` taken
+        and ``stopped_early`` (1 when a minibatch's approx_kl passed 1.5 x ``target_kl``; its step is not taken)."""
         self.model.train()
         stats: list[dict[str, float]] = []
         steps, stopped = 0, False

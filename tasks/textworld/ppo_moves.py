@@ -96,9 +96,8 @@ def game_starts(moves: Moves) -> list[int]:
 
 def collect_moves(episodes: Sequence[Any], model: Any, gamma: float, lam: float, pad_id: int,
                   batch: int = 16, transcript: bool = False, ratio: str = "valid-commands") -> Moves:
-    """Flatten played episodes into :class:`Moves`: GAE from their rewards and values, advantages normalised
-    over the iteration, reference terms from the model with its adapter disabled (``transcript``: one pass per
-    game); ``ratio`` as :class:`Moves`."""
+    """Flatten played episodes into :class:`Moves`: GAE from their rewards and values (advantages normalised over the
+    iteration), reference terms from the model with its adapter disabled; ``ratio`` as :class:`Moves`."""
     if ratio not in RATIOS:
         raise ValueError(f"ratio must be one of {RATIOS}, got {ratio!r}")
     T = max(len(e) for e in episodes)

@@ -16,9 +16,8 @@ from tasks.textworld.transcript import encode_transcript
 
 def sft_rows(tokenizer: Any, demos: Sequence[Episode], max_prompt_tokens: int, transcript: bool = False
              ) -> list[dict[str, list[int]]]:
-    """Pre-tokenized examples, ``input_ids`` and ``labels`` (-100 outside the commands): one per demonstrated move,
-    or with ``transcript`` one per game, every command labelled
-    (:func:`tasks.textworld.transcript.encode_transcript`)."""
+    """Pre-tokenized examples (``input_ids``, ``labels`` -100 outside the commands): one per demonstrated move, or with
+    ``transcript`` one per game (:func:`tasks.textworld.transcript.encode_transcript`)."""
     if transcript:
         return [transcript_row(tokenizer, ep, max_prompt_tokens) for ep in demos if len(ep)]
     prompts = [p for ep in demos for p in ep.prompts]
