@@ -12,9 +12,8 @@ import torch
 from models.training import OptimConfig, StepModule
 
 def add_lora(model: Any, lora: dict[str, Any]) -> Any:
-    """Wrap ``model`` in a peft ``PeftModel`` with LoRA adapters; only the adapters are trainable.
-
-    ``lora`` holds the :class:`ad.config.groups.LoRAOptions` fields (``LoRAOptions.lora_dict()``)."""
+    """Wrap ``model`` in a peft ``PeftModel`` with LoRA adapters (``lora``: ``LoRAOptions.lora_dict()``); only the
+    adapters are trainable."""
     import warnings
 
     from peft import get_peft_model

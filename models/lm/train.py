@@ -65,9 +65,9 @@ def save_model(model: Any, tokenizer: Any, out: Path, info: dict[str, Any], merg
 
 
 def fsdp_strategy(config: TrainLMConfig) -> Any:
-    """FSDP2 through Lightning's ``ModelParallelStrategy``: every process holds a shard of each decoder layer
-    (:meth:`models.lm.module.LMLightningModule.configure_model` applies ``fully_shard``); unlike Lightning's
-    ``"fsdp"`` (FSDP1, GPU only) it also runs on CPU processes (gloo). Checkpoints hold the full LoRA state."""
+    """FSDP2 through Lightning's ``ModelParallelStrategy`` (a shard of each decoder layer per process:
+    :meth:`models.lm.module.LMLightningModule.configure_model`); unlike ``"fsdp"`` (FSDP1) it runs on CPU too.
+    Checkpoints hold the full LoRA state."""
     from lightning.pytorch.strategies import ModelParallelStrategy
 
     return ModelParallelStrategy(data_parallel_size=config.devices * config.num_nodes, tensor_parallel_size=1,

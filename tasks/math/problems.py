@@ -138,9 +138,8 @@ def generate_problems(templates: list[str], level: int, count: int, offset: int 
 
 # ---------------------------------------------------------------------------------------------- GSM8K jsonl
 def load_jsonl(path: str) -> list[Problem]:
-    """Problems from a GSM8K-format jsonl file: one object per line with ``question`` and ``answer`` (the worked
-    solution ending in ``#### n``; a bare number, or a text whose last number is the answer, is accepted too).
-    Blank lines are skipped. UserError naming file and line for a bad line."""
+    """Problems from a GSM8K-format jsonl file (one object a line with ``question`` and ``answer``, as
+    :func:`tasks.math.answers.reference_answer` reads it; blank lines skipped); UserError naming file and line."""
     file = check_input_file(path, "--problems", "pass a GSM8K-format .jsonl: one JSON object per line with "
                                                 "'question' and 'answer' fields")
     problems: list[Problem] = []

@@ -31,9 +31,8 @@ MAX_CHARS_PER_TOKEN = 256
 
 def check_prompt_lengths(problems: Sequence[Problem], tokenizer: Any, shots: Sequence[Problem], limit: int | None,
                          max_new_tokens: int, source: str) -> None:
-    """UserError naming the first problem whose prompt (instruction, ``shots`` and question) plus ``max_new_tokens``
-    does not fit the model's ``limit`` positions; checked before any prompt is built for training, so an absurdly
-    long question is refused at once instead of exhausting memory. ``source`` names where the problems came from."""
+    """UserError naming the first problem whose prompt plus ``max_new_tokens`` does not fit the model's ``limit``
+    positions, before any prompt is built for training; ``source`` names where the problems came from."""
     if not limit:
         return
     overhead = len(tokenizer(render_prompt(tokenizer, "", shots))["input_ids"])

@@ -36,9 +36,8 @@ class MathRolloutLog(ChunkLog):
         self.G, self.eos_ids = num_generations, eos_ids
 
     def add(self, update: int, batch: dict[str, Any]) -> None:
-        """Buffer one generation batch (rows grouped ``num_generations`` by ``num_generations``, trl's order).
-
-        ``batch``: prompts, completions, completion_ids, rewards, logprobs, kl, question, problem_id, answer."""
+        """Buffer one generation batch (rows grouped ``num_generations`` by ``num_generations``, trl's order): prompts,
+        completions, completion_ids, rewards, logprobs, kl, question, problem_id, answer."""
         n = len(batch["completions"])
         if n % self.G or any(len(batch[k]) != n for k in ("prompts", "completion_ids", "rewards", "logprobs", "kl",
                                                           "question", "problem_id", "answer")):

@@ -61,9 +61,8 @@ class PPOLearner:
         self.generator = torch.Generator().manual_seed(seed)
 
     def _minibatches(self, moves: Moves, first: list[int]) -> Any:
-        """Shuffled minibatches of ~``batch_size`` moves, each as its micro-batches: lists of (move indices, game
-        indices or None). Transcripts go by whole games (game g's moves start at ``first[g]``: :func:`game_starts`),
-        each game one row; windowed moves one row each."""
+        """Shuffled minibatches of ~``batch_size`` moves, each as micro-batches of (move indices, game indices or None):
+        transcripts by whole games (game g's moves from ``first[g]``), windowed moves one row each."""
         N, micro = len(moves.prompt_ids), self.micro_batch_size
         if moves.games is None:
             order = torch.randperm(N, generator=self.generator).tolist()

@@ -36,9 +36,8 @@ def observation_only(step_text: str) -> str:
 
 
 def split_head(prompt: str) -> tuple[str, str]:
-    """(head, steps) of a :func:`build_prompt` prompt: the head (task line, instruction, ``Moves so far``, pinned
-    results) ends with the newline before the first ``# STEP`` line; ``head + steps == prompt``. A prompt without
-    a step line is all head."""
+    """(head, steps) of a :func:`build_prompt` prompt, ``head + steps == prompt``: the head (task line, instruction,
+    ``Moves so far``, pinned results) ends before the first ``# STEP`` line; a prompt without one is all head."""
     at = prompt.find("\n# STEP ")
     return (prompt, "") if at < 0 else (prompt[:at + 1], prompt[at + 1:])
 
