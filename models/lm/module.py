@@ -20,10 +20,9 @@ def add_lora(model: Any, lora: dict[str, Any]) -> Any:
 
     from ad.config.groups import peft_lora_config
 
-    config = peft_lora_config(lora)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*")  # peft calls a deprecated API
-        return get_peft_model(model, config)
+        return get_peft_model(model, peft_lora_config(lora))
 
 
 def sequence_loss(model: Any, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:

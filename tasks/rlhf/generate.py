@@ -54,22 +54,18 @@ def build_trainer(cfg: GenerateConfig, model: Any, tokenizer: Any, train_prompts
     from datasets import Dataset
     from trl import GRPOConfig
 
+    from ad.config.groups import peft_lora_config
     from ad.progress.hf import trainer_progress
     from tasks.rlhf.trainer import LoggingGRPOTrainer
     from tasks.trl_runs import trainer_args
 
     disable_tqdm, progress_callbacks = trainer_progress(cfg.progress, "GRPO")  # plain lines in a log
     args = GRPOConfig(**trainer_args(cfg, ckpt_dir, disable_tqdm), use_cpu=True)
-    peft_config = None
-    if cfg.lora:
-        from ad.config.groups import peft_lora_config
-
-        peft_config = peft_lora_config(cfg.lora_dict())
+    peft_config = peft_lora_config(cfg.lora_dict()) if cfg.lora else None
     tokenizer.padding_side = "left"
-    trainer = LoggingGRPOTrainer(model=model, reward_funcs=reward_fn, args=args, processing_class=tokenizer,
-                                 train_dataset=Dataset.from_dict({"prompt": train_prompts}), peft_config=peft_config,
-                                 callbacks=[*callbacks, *progress_callbacks], rollout_log=log)
-    return trainer
+    return LoggingGRPOTrainer(model=model, reward_funcs=reward_fn, args=args, processing_class=tokenizer,
+                              train_dataset=Dataset.from_dict({"prompt": train_prompts}), peft_config=peft_config,
+                              callbacks=[*callbacks, *progress_callbacks], rollout_log=log)
 
 
 def generate(cfg: GenerateConfig) -> dict[str, Any]:
