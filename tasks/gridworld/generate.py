@@ -1,12 +1,11 @@
 """``ad generate gridworld``: evaluate the prompted actor, collect episodes for a Monte-Carlo critic (actor
 frozen), train the actor with SimPO, evaluate again. Every episode of every phase is logged.
 
-Units (task names; run = seed), each committed only after what it depends on is saved: ``eval-before`` /
-``eval-after`` (greedy episodes on held-out configurations), ``critic-bNNNN`` (sampled episodes of the frozen base
-actor; the critic is fit on their logged returns), ``simpo-iNNNN`` (per SimPO iteration, sampled episodes of the
-current actor and the sampled pairs, committed after that iteration's adapter is saved). Re-running the same
-command resumes after the last committed unit. The run folder (``--run-dir``, else ``<out>/_run`` for a local
-``--out``, else ``runs/generate-<name>``) holds the checkpoints, TensorBoard scalars, rates.png and summary.json.
+Units (run = seed), each committed only after what it depends on is saved: ``eval-before`` / ``eval-after``
+(greedy, held-out configurations), ``critic-bNNNN`` (the frozen base actor's episodes, whose returns fit the
+critic), ``simpo-iNNNN`` (an iteration's episodes and pairs, after its adapter is saved); a re-run resumes after
+the last committed unit. The run folder (``--run-dir``, else ``<out>/_run`` for a local ``--out``) holds the
+checkpoints, TensorBoard scalars, rates.png and summary.json.
 """
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 """``ad generate rlhf``: GRPO toward positive sentiment, every completion logged as a learning history.
 
-Units are chunks of ``chunk_steps`` training iterations (task ``sentiment-c0000``, ``-c0001`` ..., run = seed).
-After each chunk the trainer writes ``<run>/checkpoints/checkpoint-<step>`` and only then the chunk's rows are
-committed, so re-running the same command resumes from the last committed unit's checkpoint (newer ones are
-deleted) and no row is lost or duplicated. The run folder ``<run>`` (``--run-dir``, else ``<out>/_run`` for a local
-``--out``, else ``runs/generate-<name>``) also holds TensorBoard scalars, reward_curve.png and summary.json.
+Units are chunks of ``chunk_steps`` training iterations (task ``sentiment-c0000``, ``-c0001`` ..., run = seed),
+each committed only after the trainer saved its checkpoint, so a re-run resumes from the last committed unit
+without losing or duplicating a row (:mod:`tasks.trl_runs`). The run folder (``--run-dir``, else ``<out>/_run``
+for a local ``--out``) also holds TensorBoard scalars, reward_curve.png and summary.json.
 """
 from __future__ import annotations
 
