@@ -42,10 +42,8 @@ def unit_columns(columns: dict[str, np.ndarray], g: int, envs_per_goal: int) -> 
 
 
 class BatchWriter:
-    """Hands buffered rollouts to a batch's units in order, on a background thread if ``background``.
-
-    With the background thread, column preparation and Parquet encoding overlap with the next updates on a second core;
-    at most one hand-off is in flight, and a writer error is raised in the training thread at the next hand-off.
+    """Hands buffered rollouts to a batch's units in order, on a background thread if ``background`` (encoding then
+    overlaps with the next updates; one hand-off in flight at most; a writer error is raised at the next hand-off).
     ``derive``, if given, maps each unit's column batch to the columns stored (e.g. Key-to-Door's cell without the key).
     """
 

@@ -62,9 +62,8 @@ def parse_pair(text: str, size: int) -> Pair:
 
 
 def draw_pairs(size: int, count: int, seed: int, pairs: list[str] | None = None) -> list[Pair]:
-    """The tasks of a dataset: the ``pairs`` named (deduplicated, in order), else ``count`` pairs drawn without
-    replacement by ``seed`` (0 or more than exist: all of them; the command refuses more), in :func:`all_pairs`
-    order."""
+    """The tasks of a dataset: the ``pairs`` named (deduplicated, in order), else ``count`` pairs drawn by ``seed``
+    without replacement (0 or more than exist: all of them), in :func:`all_pairs` order."""
     if pairs:
         return list(dict.fromkeys(parse_pair(text, size) for text in pairs))  # first occurrences, in order
     every = all_pairs(size)

@@ -75,9 +75,8 @@ def exact_number(text: str) -> Fraction:
 
 
 def reference_answer(answer: str | int | float) -> tuple[Fraction, str]:
-    """A problem file's answer -> (exact value, the text of the final number). ``answer`` is a worked solution whose
-    text after its last ``####`` must be one whole number (GSM8K), a bare number (text or JSON), or a text whose
-    last number, read whole, is the answer. ValueError says why it cannot be read (see :func:`exact_number`)."""
+    """A problem file's answer -> (exact value, the final number's text): the number after the last ``####`` (GSM8K),
+    a bare number (text or JSON), or the last number of a text, read whole; ValueError says why it cannot be read."""
     if isinstance(answer, float) and not math.isfinite(answer):
         raise ValueError("has no parsable final number: it is not finite")
     if not isinstance(answer, str):

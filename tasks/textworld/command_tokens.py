@@ -13,10 +13,9 @@ from ad.lm.scoring import base_model
 
 def token_terms(new_logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch.Tensor, token_mask: torch.Tensor
                 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """The chosen command's token terms of B moves (``--ppo-ratio command-tokens``); token tensors are (B, K) with
-    ``token_mask`` 1 on the command's tokens. Returns (log ratio (B,) = sum new - sum old, per-move terms): ``kl``
-    (B,) the summed per-token k3 estimate exp(ref - new) - (ref - new) - 1 (>= 0) of KL to the reference and
-    ``approx_kl`` (B,) (r - 1) - log r, how far the updated policy moved from the one that played (CleanRL's)."""
+    """The chosen command's token terms of B moves from (B, K) token tensors (``token_mask`` 1 on the command): (log
+    ratio (B,), per-move terms (B,)): ``kl`` the summed per-token k3 estimate of KL to the reference and ``approx_kl``
+    (r - 1) - log r, how far the update moved from the policy that played (CleanRL's)."""
     token_mask = token_mask.to(new_logp.dtype)
     log_ratio = ((new_logp - old_logp) * token_mask).sum(-1)  # (B,)
     d = (ref_logp - new_logp) * token_mask  # (B, K)
