@@ -53,8 +53,8 @@ def fast_adamw_kwargs() -> dict:
 
 
 class StepModule(L.LightningModule):
-    """The training / validation steps and the optimiser (AdamW, :func:`lr_multiplier` per step) of every model family's
-    Lightning module (metrics as train/* and val/*); a family sets ``optim`` and ``log_every`` and gives the rest."""
+    """Every model family's Lightning steps and AdamW (:func:`lr_multiplier` per step; metrics as train/* and val/*): a
+    family sets ``optim`` and ``log_every`` and gives :meth:`losses`, :meth:`batch_size`, :meth:`parameter_groups`."""
 
     optim: OptimConfig
     log_every: int
