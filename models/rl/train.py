@@ -28,20 +28,16 @@ def resolve_data_sizes(config: TrainRLConfig, spec: Any, metadata: dict) -> dict
     """num_states / state_dim / num_actions or action_dim (+ action bounds) / episode_length from the dataset; a
     UserError if they do not fit."""
     sizes = {"num_states": 0, "state_dim": 0, "num_actions": 0, "action_dim": 0, "episode_length": 0}
-    if spec.state.kind == "discrete":
-        sizes["num_states"] = int(spec.state.n)
-    elif spec.state.kind == "vector":
-        sizes["state_dim"] = int(spec.state.dim)
-    else:
-        raise UserError(f"dataset {config.data} has {spec.state.kind} states; the RL model needs discrete or vector "
-                        "states (train a language model on it with `ad train lm` instead)")
-    if spec.action.kind == "discrete":
-        sizes["num_actions"] = int(spec.action.n)
-    elif spec.action.kind == "vector":
-        sizes["action_dim"] = int(spec.action.dim)
-    else:
-        raise UserError(f"dataset {config.data} has {spec.action.kind} actions; the RL model needs discrete or Box "
-                        "actions")
+    for what, column, count, dim, needs in (
+            ("states", spec.state, "num_states", "state_dim",
+             "discrete or vector states (train a language model on it with `ad train lm` instead)"),
+            ("actions", spec.action, "num_actions", "action_dim", "discrete or Box actions")):
+        if column.kind == "discrete":
+            sizes[count] = int(column.n)
+        elif column.kind == "vector":
+            sizes[dim] = int(column.dim)
+        else:
+            raise UserError(f"dataset {config.data} has {column.kind} {what}; the RL model needs {needs}")
     episode_length = (metadata.get("task_spec") or {}).get("episode_length")
     sizes["episode_length"] = int(episode_length or 0)
     if not sizes["episode_length"] and not config.episode_length:

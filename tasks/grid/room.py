@@ -48,10 +48,8 @@ def split_goals(goals: list[tuple[int, ...]], heldout_fraction: float, seed: int
     n = len(goals)
     n_heldout = min(int(round(heldout_fraction * n)), n - 1) if n > 1 else 0
     order = np.random.default_rng(seed).permutation(n)
-    heldout_idx = set(order[:n_heldout].tolist())
-    train = [g for i, g in enumerate(goals) if i not in heldout_idx]
-    heldout = [g for i, g in enumerate(goals) if i in heldout_idx]
-    return train, heldout
+    held = set(order[:n_heldout].tolist())
+    return [g for i, g in enumerate(goals) if i not in held], [g for i, g in enumerate(goals) if i in held]
 
 
 def transition_table(size: int) -> np.ndarray:

@@ -78,9 +78,7 @@ def split_configs(size: int, heldout_fraction: float = 0.2, seed: int = 0) -> tu
     configs = all_configs(size)
     order = np.random.default_rng(seed).permutation(len(configs))
     n_held = max(1, int(round(heldout_fraction * len(configs))))
-    held = sorted(configs[i] for i in order[:n_held])
-    train = sorted(configs[i] for i in order[n_held:])
-    return train, held
+    return sorted(configs[i] for i in order[n_held:]), sorted(configs[i] for i in order[:n_held])
 
 
 def info_text(size: int) -> str:
