@@ -32,9 +32,8 @@ COMMON_EXPECTED_WARNINGS = (".*sampler has shuffling enabled.*", ".*dataloader i
 
 def check_resume(config: Any, out: Path, resumable: Iterable[str],
                  check_checkpoint: Callable[[Path], None]) -> Path | None:
-    """The checkpoint to resume from (None for a fresh run); UserError on a clash with what is in ``out``.
-    ``resumable`` names the options that may differ from the saved config.yaml; ``check_checkpoint(path)`` raises a
-    UserError when the checkpoint is unreadable or does not fit."""
+    """The checkpoint to resume from (None for a fresh run); UserError on a clash with what is in ``out``, where only
+    the ``resumable`` options may differ from config.yaml and ``check_checkpoint(path)`` checks the checkpoint."""
     import yaml
 
     from ad.files import check_output_folder

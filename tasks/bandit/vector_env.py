@@ -121,9 +121,8 @@ class BanditVectorEnv(VectorEnv):
 
 def make_vector_env(num_envs: int = 1, arms: int = 5, kind: str = "bernoulli", means: Any = None,
                     noise_std: float = 0.5, observation: str = "last-pull") -> BanditVectorEnv:
-    """The ``vector_entry_point`` of the gymnasium ids: ``num_envs`` sub-envs with the single env's settings, on one
-    instance's ``means`` (arms,), on many instances' (tasks, arms) task-major (:func:`tasks.vector_tasks`),
-    or each on a random instance."""
+    """The ``vector_entry_point`` of the gymnasium ids: ``num_envs`` sub-envs on one instance's ``means`` (arms,), on
+    many instances' (tasks, arms) task-major (:func:`tasks.vector_tasks`), or each on a random instance."""
     if means is None:
         return BanditVectorEnv(None, envs_per_task=num_envs, kind=kind, noise_std=noise_std, arms=arms,
                                observation=observation)

@@ -42,9 +42,8 @@ class DarkRoomVectorEnv(GridVectorEnv):
 def make_vector_env(num_envs: int = 1, size: int = 9, goal: Sequence[int] | None = None,
                     goals: Sequence[Sequence[int]] | None = None, random_start: bool = False,
                     terminate_on_goal: bool = False, max_episode_steps: int = 20) -> DarkRoomVectorEnv:
-    """The ``vector_entry_point`` of the gymnasium ids: ``num_envs`` sub-envs with the single env's settings, on
-    ``goal``, on ``goals`` (:func:`tasks.vector_tasks`), or each drawing its goal at every reset; episodes of
-    ``max_episode_steps`` steps (gymnasium passes the id's own)."""
+    """The ``vector_entry_point`` of the gymnasium ids: ``num_envs`` sub-envs on ``goal``, on ``goals``
+    (:func:`tasks.vector_tasks`), or each drawing its goal at every reset, episodes of ``max_episode_steps`` steps."""
     chosen, per_goal = vector_tasks(num_envs, goal, goals)
     return DarkRoomVectorEnv(chosen, per_goal, size, max_episode_steps, random_start, terminate_on_goal)
 

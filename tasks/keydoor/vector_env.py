@@ -74,9 +74,8 @@ class KeyDoorVectorEnv(GridVectorEnv):
 def make_vector_env(num_envs: int = 1, size: int = 9, pair: Pair | str | None = None,
                     pairs: Sequence[Pair | str] | None = None, random_start: bool = False,
                     max_episode_steps: int = 50, observe_key: bool = False) -> KeyDoorVectorEnv:
-    """The ``vector_entry_point`` of the gymnasium ids: ``num_envs`` sub-envs with the single env's settings, on
-    ``pair``, on ``pairs`` (:func:`tasks.vector_tasks`; a pair may be written ``"kr,kc/dr,dc"``),
-    or each drawing its pair at every reset; episodes of ``max_episode_steps`` steps (gymnasium passes the id's)."""
+    """The ``vector_entry_point`` of the gymnasium ids: ``num_envs`` sub-envs on ``pair``, on ``pairs``
+    (:func:`tasks.vector_tasks`; ``"kr,kc/dr,dc"`` text too), or each drawing its pair at every reset."""
     chosen, per_task = vector_tasks(num_envs, pair, pairs)
     if chosen is not None:
         chosen = [parse_pair(p, int(size)) if isinstance(p, str) else p for p in chosen]
