@@ -131,8 +131,7 @@ class BanditDemoConfig(DemoConfig, MethodsOptions, run_options("out", "seed", "t
 
 
 def run_demo(out: str | Path = "data/demo-bandit", seed: int = 0, **options: Any) -> dict[str, Any]:
-    """Run the bandit demo into ``out`` with ``seed`` (and any :class:`BanditDemoConfig` option); returns the summary
-    (``<out>/regret.json``)."""
+    """Run the bandit demo into ``out`` (any :class:`BanditDemoConfig` option); returns the ``regret.json`` summary."""
     config = make_config(BanditDemoConfig, {"out": str(out), "seed": seed, **options}, source="bandit demo options")
     run_ad_demo(config)
     return json.loads((Path(config.out) / "regret.json").read_text())

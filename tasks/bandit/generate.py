@@ -32,8 +32,7 @@ FAMILY = "bandit"
 
 
 def history_spec(arms: int, kind: str, observation: str = "last-pull") -> HistorySpec:
-    """Columns of a bandit dataset: the observation (see :mod:`tasks.bandit.env`), the arm, scalar logprobs (NaN for
-    Thompson sampling)."""
+    """Columns of a bandit dataset: the observation (:mod:`tasks.bandit.env`), the arm, scalar logprobs."""
     if observation == "none":
         state = ColumnSpec.discrete(1)
     else:

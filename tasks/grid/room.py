@@ -26,8 +26,7 @@ MAX_SIZE = 32
 
 
 def check_size(size: int, room: str = "DarkRoom") -> None:
-    """Raise a UserError unless ``size`` is a usable grid size (2 .. MAX_SIZE); ``room`` names the family's room
-    in the message."""
+    """UserError unless ``size`` is a usable grid size (2 .. MAX_SIZE), naming the family's ``room``."""
     if int(size) < 2:
         raise UserError(f"{room} --size must be at least 2 (a {size}x{size} grid has no goal besides the start); "
                         "pass --size 2 or more")

@@ -123,8 +123,7 @@ def make_problem(template: str, level: int, index: int) -> Problem:
 
 
 def split_templates(seed: int, heldout_fraction: float) -> tuple[list[str], list[str]]:
-    """(train templates, held-out templates): the templates shuffled by ``seed``, the last fraction held out (at
-    least one on each side)."""
+    """(train, held-out) templates: shuffled by ``seed``, the last fraction held out (at least one on each side)."""
     names = list(TEMPLATE_NAMES)
     random.Random(seed).shuffle(names)
     k = min(max(1, round(len(names) * heldout_fraction)), len(names) - 1)

@@ -26,8 +26,7 @@ MASKED_SCORE = -1e9
 
 @dataclass
 class Branch:
-    """One move inside a row: its command starts at ``at`` (the prompt is ``row[:at]``); ``commands`` are the
-    valid commands' token ids."""
+    """One move inside a row: its prompt is ``row[:at]``, ``commands`` the valid commands' token ids."""
 
     row: int
     at: int

@@ -68,8 +68,7 @@ class TextWorldPolicy:
     def act(self, prompts: Sequence[str], valid: Sequence[Sequence[str]], greedy: bool = True,
             temperature: float = 1.0, generator: torch.Generator | None = None,
             keys: Sequence[Any] | None = None) -> list[Choice]:
-        """One command per game; games are scored ``batch`` at a time (all at once with transcripts, whose
-        ``keys`` name the games)."""
+        """One command per game, ``batch`` games scored at a time (transcripts: all at once, ``keys`` naming games)."""
         was_training = self.model.training
         self.model.eval()
         choices: list[Choice] = []

@@ -71,8 +71,7 @@ def resume_point(writer: HistoryWriter, *, out: str, seed: int, chunk_steps: int
 
 
 def load_policy(model: Any, checkpoint: str, lora: bool) -> Any:
-    """The policy saved in a trainer ``checkpoint``: ``model`` with the LoRA adapter found there, or the full
-    weights saved there."""
+    """The policy saved in a trainer ``checkpoint``: ``model`` with its LoRA adapter, or the full weights saved."""
     if lora:
         from peft import PeftModel
 
