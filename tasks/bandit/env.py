@@ -68,10 +68,8 @@ class BanditEnv(gym.Env):
     def step(self, action):
         assert self.means is not None, "call reset() before step()"
         mean = float(self.means[int(action)])
-        if self.kind == "bernoulli":
-            reward = float(self.np_random.random() < mean)
-        else:
-            reward = mean + self.noise_std * float(self.np_random.standard_normal())
+        reward = (float(self.np_random.random() < mean) if self.kind == "bernoulli"
+                  else mean + self.noise_std * float(self.np_random.standard_normal()))
         if self.observation != "none":
             self._last = pull_observations(np.array(int(action)), np.array(reward, dtype=np.float32), self.arms,
                                            self.kind)

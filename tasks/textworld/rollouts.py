@@ -141,7 +141,6 @@ def gold_demonstrations(games: Sequence[Game], options: GameOptions, history: in
     return episodes
 
 
-
 def fold_games(options: GameOptions, fold: str, count: int, seed: int, salt: int = 0) -> list[Game]:
     """``count`` distinct games of ``fold`` drawn with (seed, salt): the seed picks the held-out / training games."""
     seeds = CookingWorldEnv(**options.game_dict(), fold=fold).fold_seeds
