@@ -1,12 +1,8 @@
-"""The Lightning run shared by `ad train rl` and `ad train lm`: run-folder layout, resume checks, the Trainer,
-and fitting with the expected warnings silenced and a NaN loss turned into a user-facing error.
+"""The Lightning run shared by `ad train rl` and `ad train lm`: run-folder layout, resume checks, the Trainer, and
+fitting with the expected warnings silenced and a NaN loss turned into a user-facing error.
 
-Run folder (``--out``, a local path)::
-
-    config.yaml          the resolved options
-    checkpoints/         last.ckpt (+ the latest step=N.ckpt), for --resume
-    tb/                  TensorBoard logs (train/* and val/*)
-    model/               the final model (format per family)
+Run folder (``--out``, a local path): ``config.yaml`` (the resolved options), ``checkpoints/`` (last.ckpt and the
+latest step=N.ckpt, for --resume), ``tb/`` (TensorBoard: train/* and val/*), ``model/`` (the final model).
 """
 from __future__ import annotations
 

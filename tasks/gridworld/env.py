@@ -1,11 +1,10 @@
 """The LLM grid world of LactChain as a gymnasium ``Env``: one step takes a *list* of moves.
 
 The agent stands on a ``size x size`` grid at ``(x, y)`` facing an orientation (0 north = +y, 1 east = +x,
-2 south = -y, 3 west = -x). ``left`` / ``right`` turn in place, ``forward`` moves one cell. A step executes its
-moves in order: reaching the goal ends the episode with ``goal_reward`` (later moves are ignored), leaving the grid
-ends it with ``-offmap_penalty`` (with ``clip_at_wall`` the agent stays put), every executed move costs
-``move_cost``. Observation: ``(x, y, orientation, goal_x, goal_y)``; ``info`` carries the state text, the info
-string, ``success``, ``off_map`` and ``moves``. Start/goal configurations are split by :func:`split_configs`.
+2 south = -y, 3 west = -x); ``left`` / ``right`` turn in place, ``forward`` moves one cell. Reaching the goal ends
+the episode with ``goal_reward`` (later moves are ignored), leaving the grid with ``-offmap_penalty`` (with
+``clip_at_wall`` the agent stays put); every executed move costs ``move_cost``. Observation: ``(x, y, orientation,
+goal_x, goal_y)``; ``info``: the state and info texts, ``success``, ``off_map``, ``moves``. Splits: :func:`split_configs`.
 """
 from __future__ import annotations
 
