@@ -4,7 +4,7 @@ The agent stands on a ``size x size`` grid at ``(x, y)`` facing an orientation (
 2 south = -y, 3 west = -x); ``left`` / ``right`` turn in place, ``forward`` moves one cell. Reaching the goal ends
 the episode with ``goal_reward`` (later moves are ignored), leaving the grid with ``-offmap_penalty`` (with
 ``clip_at_wall`` the agent stays put); every executed move costs ``move_cost``. Observation: ``(x, y, orientation,
-goal_x, goal_y)``; ``info``: the state and info texts, ``success``, ``off_map``, ``moves``. Splits: :func:`split_configs`.
+goal_x, goal_y)``; ``info``: state and info texts, ``success``, ``off_map``, ``moves``. Splits: :func:`split_configs`.
 """
 from __future__ import annotations
 
