@@ -1,12 +1,11 @@
 """trl's GRPOTrainer with every generated completion logged (nothing dropped), plus the chunk/TensorBoard callbacks.
 
 GRPO because trl (1.x) has no PPO any more and GRPO needs no value model. Only trl's public extension points are
-used: the **reward function** (:func:`tasks.rlhf.reward.checked_reward`) sees every generation batch once, in
-trl's generation order, and hands it to :meth:`LoggingGRPOTrainer.scored`; **compute_loss** sees the (shuffled,
-maybe split) batch trl trains on, matched back to the scored rows by content (:func:`match_rows`). Behaviour
-logprobs are trl's ``old_per_token_logps`` when it computes them; otherwise (on-policy, the default) the loss pass
-runs under the weights that generated the batch, and a forward hook on the policy reads its per-token logprobs.
-What this relies on in trl (section "trl behaviour" below) is pinned by ``tests/test_rlhf_trl_contract.py``.
+used: the reward function (:func:`tasks.rlhf.reward.checked_reward`) hands each generation batch to
+:meth:`LoggingGRPOTrainer.scored`; ``compute_loss`` sees the (shuffled) batch trl trains on, matched back to the
+scored rows by content (:func:`match_rows`), and its behaviour logprobs (trl's ``old_per_token_logps``, else those
+a forward hook reads in the on-policy loss pass). What this relies on in trl (section "trl behaviour" below) is
+pinned by ``tests/test_rlhf_trl_contract.py``.
 """
 from __future__ import annotations
 
