@@ -1,7 +1,7 @@
 """Acting with a causal LM in context, in B environments that advance in lockstep.
 
 Each env's context is the Language-format text of its recent transitions followed by the prompt of the new
-state (``... s40 a2 r0\ns41 a``). Two ways to act on it:
+state (``... s40 a2 r0\\ns41 a``). Two ways to act on it:
 
 * :class:`LMPolicy` *scores the valid actions*: the log-likelihood of every valid action's tokens after the
   context, for all B envs in one batched forward pass over one KV cache (left-padded; a step feeds only the new

@@ -1,6 +1,6 @@
 """The text the policy sees: an instruction, optional few-shot worked examples, the problem: a chat template rendered
 with the generation prompt where the tokenizer has one (few-shot examples as earlier turns), else plain
-``Question: ...\nAnswer:`` text. Either way a string, so the history stores exactly what the policy saw.
+``Question: ...\\nAnswer:`` text. Either way a string, so the history stores exactly what the policy saw.
 """
 from __future__ import annotations
 
