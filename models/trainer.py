@@ -1,12 +1,8 @@
-"""The Lightning run shared by `ad train rl` and `ad train lm`: run-folder layout, resume checks, the Trainer,
-and fitting with the expected warnings silenced and a NaN loss turned into a user-facing error.
+"""The Lightning run shared by `ad train rl` and `ad train lm`: run-folder layout, resume checks, the Trainer, and
+fitting with the expected warnings silenced and a NaN loss turned into a user-facing error.
 
-Run folder (``--out``, a local path)::
-
-    config.yaml          the resolved options
-    checkpoints/         last.ckpt (+ the latest step=N.ckpt), for --resume
-    tb/                  TensorBoard logs (train/* and val/*)
-    model/               the final model (format per family)
+Run folder (``--out``, a local path): ``config.yaml`` (the resolved options), ``checkpoints/`` (last.ckpt and the
+latest step=N.ckpt, for --resume), ``tb/`` (TensorBoard: train/* and val/*), ``model/`` (the final model).
 """
 from __future__ import annotations
 
@@ -32,11 +28,8 @@ COMMON_EXPECTED_WARNINGS = (".*sampler has shuffling enabled.*", ".*dataloader i
 
 def check_resume(config: Any, out: Path, resumable: Iterable[str],
                  check_checkpoint: Callable[[Path], None]) -> Path | None:
-    """The checkpoint to resume from (None for a fresh run); UserError on a clash with what is in ``out``.
-
-    ``config`` has ``resume``; ``resumable`` names the options that may differ from the saved config.yaml;
-    ``check_checkpoint(path)`` raises a UserError when the checkpoint is unreadable or does not fit.
-    """
+    """The checkpoint to resume from (None for a fresh run); UserError on a clash with what is in ``out``, where only
+    the ``resumable`` options may differ from config.yaml and ``check_checkpoint(path)`` checks the checkpoint."""
     import yaml
 
     from ad.files import check_output_folder
@@ -96,10 +89,9 @@ def _short(value: Any, limit: int = 40) -> str:
 
 
 def lock_run(out: Path) -> Any:
-    """Take the run folder's lock (the one ``ad generate`` takes on a dataset; it creates the folder) so that a
-    second `ad train` on the same ``--out`` stops with one error line; keep the returned object for the whole run.
-    Call it once the options are checked and before anything is written. Only the first process on the first
-    machine locks (the extra DDP processes write into the same folder on purpose)."""
+    """Take the run folder's lock (the one ``ad generate`` takes; it creates the folder) so that a second `ad train`
+    on the same ``--out`` stops with one error line; keep the returned object for the whole run. Only the first process
+    on the first machine locks (the extra DDP processes write into the same folder on purpose)."""
     import os
 
     from ad.history.lock import DatasetLock
@@ -146,13 +138,8 @@ def write_config(config: Any, out: Path) -> None:
 
 def make_trainer(config: Any, out: Path, validate: bool, strategy: Any = None) -> Any:
     """The Lightning Trainer of a run: checkpoints, TensorBoard, validation schedule and process layout.
-
-    ``config`` has max_steps, grad_clip, log_every, checkpoint_every, val_every, val_batches, progress and the
-    :class:`ad.distributed.options.DistributedOptions` fields; ``strategy`` overrides ``config.strategy`` with a
-    strategy object. Data modules shard the global batch themselves (``use_distributed_sampler=False``).
-    With ``config.progress`` the bar counts steps out of max_steps, and prints plain lines when stdout is not a
-    terminal (:mod:`ad.progress.lightning`).
-    """
+    ``strategy`` overrides ``config.strategy`` with a strategy object; data modules shard the global batch themselves
+    (``use_distributed_sampler=False``); ``config.progress`` shows :mod:`ad.progress.lightning`'s step bar."""
     import lightning as L
     from lightning.fabric.utilities.exceptions import MisconfigurationException
     from lightning.pytorch.callbacks import ModelCheckpoint
@@ -181,10 +168,8 @@ def make_trainer(config: Any, out: Path, validate: bool, strategy: Any = None) -
 
 def fit(trainer: Any, module: Any, datamodule: Any, out: Path, resume_from: Path | None,
         expected_warnings: Iterable[str] = ()) -> None:
-    """``trainer.fit`` (resuming from ``resume_from``), then the final state to ``checkpoints/last.ckpt``.
-
-    A NaN / inf loss stops the run with a UserError naming the last good checkpoint.
-    """
+    """``trainer.fit`` (resuming from ``resume_from``), then the final state to ``checkpoints/last.ckpt``; a NaN / inf
+    loss stops the run with a UserError naming the last good checkpoint."""
     from models.training import NonFiniteLossError, non_finite_error
 
     last = out / CHECKPOINT_DIR / LAST_CHECKPOINT

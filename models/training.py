@@ -53,9 +53,8 @@ def fast_adamw_kwargs() -> dict:
 
 
 class StepModule(L.LightningModule):
-    """The training / validation steps and the optimiser (AdamW, :func:`lr_multiplier` per step) of every model
-    family's Lightning module; metrics go to the logger as train/* and val/*. A family sets ``optim`` and
-    ``log_every`` and gives :meth:`losses`, :meth:`batch_size` and :meth:`parameter_groups`."""
+    """Every model family's Lightning steps and AdamW (:func:`lr_multiplier` per step; metrics as train/* and val/*): a
+    family sets ``optim`` and ``log_every`` and gives :meth:`losses`, :meth:`batch_size`, :meth:`parameter_groups`."""
 
     optim: OptimConfig
     log_every: int

@@ -1,10 +1,7 @@
 """Environments and source RL algorithms that produce learning histories (one folder per task), and what the
-families' ``vector_entry_point`` functions share: :func:`vector_tasks`, how ``num_envs`` sub-envs are laid over tasks,
-and :func:`sub_env_generators`, how they are seeded.
-
-``gymnasium.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point", <tasks>=[...])`` builds one vector env
-over many tasks, task-major (sub-env ``i`` plays task ``i // (N // len(tasks))``); ``ad eval`` builds every
-in-context family's held-out envs that way (:func:`ad.evaluate.make_eval_env`).
+families' ``vector_entry_point`` functions share: :func:`vector_tasks` (``num_envs`` sub-envs laid over tasks,
+task-major, as ``ad eval`` builds held-out envs with ``gymnasium.make_vec``) and :func:`sub_env_generators` (their
+seeds).
 """
 from __future__ import annotations
 

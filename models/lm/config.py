@@ -33,12 +33,8 @@ class TrainLMConfig(LoRAOptions, WeightsDtypeOptions, TrainingOptions, Distribut
         "quick": dict(context=24, max_tokens=256, batch_size=4, max_steps=60, warmup_steps=5, val_every=0,
                       checkpoint_every=20),
         # Algorithm Distillation in the Language format on DarkRoom: a Llama of 4 blocks of width 128 trained from
-        # scratch on the grid<N> template (4 tokens per transition: row, column, action, reward), the loss on every
-        # token (states and rewards too, like the RL-format model's state and reward heads), the RL-format AD
-        # demo's context and subsampling. Larger than the RL-format model (2 blocks of width 64): reading a goal
-        # back from text takes more than from one token per transition. Measured on 2 seeds (2026-11-25, `ad demo
-        # --model lm`, 2000 steps x 16), held-out return / optimal at episodes 36-40: 2 blocks of 64 0.34 / 0.28,
-        # 4 of 64 0.36 / 0.59, 4 of 128 0.52 / 0.66.
+        # scratch on the grid<N> template (4 tokens per transition), the loss on every token, the RL-format AD demo's
+        # context and subsampling (the sizes measured: docs/experiments/language-format.md).
         "scratch": dict(model=SCRATCH, template="auto", n_layer=4, n_embd=128, n_ff=512, context=80,
                         max_tokens=400, stride=1, subsample=40, loss_on="all", batch_size=32, learning_rate=1e-3,
                         warmup_steps=100, weight_decay=0.01, max_steps=5000, val_every=500, checkpoint_every=500,

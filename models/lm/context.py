@@ -1,11 +1,9 @@
 """Token contexts of Language-format windows, and the one truncation rule shared by training and acting.
 
 A transition's text is its template segments, tokenised segment by segment (as
-:func:`ad.formats.language.tokenize_segments` does), so that the tokens of a
-window are the concatenation of its transitions' tokens and every transition
-splits cleanly into a *prompt* (the tokens before the action) and the rest
-(action + what follows it). Windows longer than a token budget lose their
-oldest *whole* transitions (:func:`keep_newest`), in training and in acting.
+:func:`ad.formats.language.tokenize_segments` does), so a window's tokens are its transitions' tokens end to end
+and each transition splits into a *prompt* (the tokens before the action) and the rest. Windows over a token
+budget lose their oldest *whole* transitions (:func:`keep_newest`), in training and in acting.
 """
 from __future__ import annotations
 
@@ -68,21 +66,16 @@ def encode_action(template: Template, tokenizer: Any, action: Any) -> np.ndarray
 
 
 def keep_newest(lengths: Sequence[int], budget: int) -> int:
-    """Index of the oldest item to keep so that the newest items' total length fits in ``budget``.
-
-    Returns ``len(lengths)`` when not even the newest item fits. (One window of :func:`keep_newest_batch`.)
-    """
+    """Index of the oldest item to keep so that the newest items' total length fits in ``budget``; ``len(lengths)``
+    when not even the newest item fits (one window of :func:`keep_newest_batch`)."""
     if len(lengths) == 0:
         return 0
     return int(keep_newest_batch(np.asarray(lengths, dtype=np.int64)[None], budget)[0])
 
 
 def keep_newest_batch(lengths: np.ndarray, budget: int) -> np.ndarray:
-    """The truncation rule of every Language-format window, for (B, T) transition lengths at once.
-
-    Returns (B,) the index of each window's oldest transition to keep: the newest *whole* transitions whose
-    total length fits in ``budget`` (T when not even the newest fits).
-    """
+    """The truncation rule of every Language-format window, for (B, T) transition lengths at once: (B,) the index of
+    each window's oldest transition to keep, the newest *whole* transitions fitting in ``budget`` (T when none fits)."""
     suffix = np.cumsum(lengths[:, ::-1], axis=1)[:, ::-1]  # (B, T) tokens from transition t to the end
     return (suffix > budget).sum(1)  # suffix sums fall with t: the count over budget is the first index kept
 

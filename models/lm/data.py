@@ -20,11 +20,8 @@ from models.lm.windows import TransitionWindows
 
 
 class LMWindows(Dataset):
-    """Windows of a :class:`LanguageTrajectoryDataset`, tokenised transition by transition.
-
-    Unlike the base dataset (which cuts tokens), a window over ``max_tokens`` loses whole oldest transitions,
-    exactly as :class:`models.lm.policy.LMPolicy` truncates its context.
-    """
+    """Windows of a :class:`LanguageTrajectoryDataset`, tokenised transition by transition; a window over
+    ``max_tokens`` loses whole oldest transitions, as :class:`models.lm.policy.LMPolicy` truncates its context."""
 
     def __init__(self, windows: LanguageTrajectoryDataset, max_tokens: int, loss_on: str = "actions"):
         self.windows = windows
@@ -47,18 +44,10 @@ class LMDataModule(L.LightningDataModule):
     """Owns the train / held-out split of a dataset and the loaders of tokenised windows.
 
     Discrete-state datasets are windowed as the RL format does (:func:`ad.formats.rl.load_window_source`: the same
-    ``subsample`` and expert-only selection) and served by :class:`models.lm.windows.TransitionWindows`; text
-    histories by :class:`LMWindows` (no episode selection).
-
-    Args:
-        path: dataset folder or URL.
-        tokenizer: Hugging Face tokenizer (with a pad token).
-        template: Language-format template name.
-        window: transitions per window; stride: distance between window starts.
-        max_tokens: token budget of a window; loss_on: "actions" or "all".
-        subsample: keep every k-th episode of each stream; expert_only: keep each stream's last episodes only
-        (``expert_fraction`` of them).
-        batch_size, val_batches, steps_per_epoch, num_workers, seed: loader settings.
+    ``subsample`` and expert-only selection, ``expert_fraction`` of each stream's last episodes) and served by
+    :class:`models.lm.windows.TransitionWindows`; text histories by :class:`LMWindows` (no episode selection).
+    ``window`` transitions per window, ``stride`` between window starts, ``max_tokens`` per window, ``loss_on``
+    "actions" or "all"; the tokenizer needs a pad token.
     """
 
     def __init__(self, path: Any, tokenizer: Any, template: str = "compact", window: int = 40, stride: int = 5,

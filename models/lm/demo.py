@@ -1,17 +1,10 @@
 """`ad demo --model lm`: Algorithm Distillation in the Language format on DarkRoom, beside the RL-format AD.
 
-The demo pipeline (:mod:`ad.demo`) with the hooks of :class:`models.lm.demo_config.LMDemoConfig`:
-
-1. the data: the RL-format demo (``ad demo --task darkroom --model rl``, skipped when ``<out>/eval/eval.json``
-   exists): the source's histories in ``<out>/darkroom`` (``--source``: the explorer by default, or A2C), the AD and
-   ED transformers, their in-context evaluation;
-2. ``ad train lm`` on the same histories: the LM on every ``--subsample``-th episode (AD, ``<out>/lm-<lm>``) and
-   on expert episodes only (this format's ED, ``<out>/lm-<lm>-ed``); finished runs are skipped, interrupted ones
-   resume;
-3. ``ad eval`` of each LM on the same held-out goals, seeds and episodes (``<out>/eval-lm/<run>/``);
-4. ``<out>/report-lm.md``: one table (return / optimal at episodes 1-5, 36-40 and 91-100) with every model in
-   ``<out>`` (RL-format AD and ED, each LM run present, random, the source) and one plot
-   (``<out>/eval-lm/in_context.png``).
+The demo pipeline (:mod:`ad.demo`) with the hooks of :class:`models.lm.demo_config.LMDemoConfig`: the RL-format
+demo's data, models and evaluation (``ad demo --task darkroom --model rl``, skipped when ``<out>/eval/eval.json``
+exists); ``ad train lm`` on the same histories, AD (``<out>/lm-<lm>``) and ED (expert episodes only,
+``<out>/lm-<lm>-ed``); ``ad eval`` of each LM on the same held-out goals (``<out>/eval-lm/<run>/``); and
+``<out>/report-lm.md``, one table and one plot with every model in ``<out>``.
 """
 from __future__ import annotations
 
@@ -62,8 +55,7 @@ def lm_options(config: LMDemoConfig, data: Path) -> dict[str, Any]:
 
 def grid_text_options(size: int, context: int, steps: int) -> dict[str, Any]:
     """`ad train lm` options of the pretrained LM's run (``benchmarks/lm_pretraining.py`` gives them to the scratch LM
-    too, so that only pretraining differs): the scratch preset's ``grid<size>`` text and loss on every token, every
-    window start, a 10% warm-up and checkpoints every 40 steps (short CPU runs)."""
+    too): the ``grid<size>`` text, loss on every token, every window start, a 10% warm-up, checkpoints every 40."""
     return {"template": f"grid{size}", "max_tokens": 10 * context, "stride": 1, "loss_on": "all",
             "warmup_steps": max(1, steps // 10), "log_every": 10, "checkpoint_every": 40}
 

@@ -15,15 +15,12 @@ from ad.config.groups import RunOptions, run_options
 
 #: --lm choices: a Llama trained from scratch (word tokenizer), or the pretrained default + LoRA
 LMS = ("scratch", "smollm2-135m")
-#: Per DarkRoom source: the LM's context (transitions), subsampling, AD and ED steps when left at 0. The explorer's
-#: histories are near-optimal after ~10 of their 60 episodes, so the LM reads them whole with 5 episodes in context
-#: (the LM from scratch: 0.97-0.98 at episodes 36-40 on 2 seeds, docs/experiments/language-format.md); the A2C's take ~1000 episodes,
-#: so it reads every 40th with 4 in context (0.52-0.66 there).
+#: Per DarkRoom source: the LM's context (transitions), subsampling, AD and ED steps when left at 0: explorer
+#: histories whole with 5 episodes in context, every 40th A2C episode with 4 (docs/experiments/language-format.md).
 SOURCE_DEFAULTS = {"explorer": {"context": 100, "subsample": 1, "ad_steps": 2000, "ed_steps": 500},
                    "a2c": {"context": 80, "subsample": 40, "ad_steps": 2000, "ed_steps": 1000}}
-#: The pretrained LM's budget when left at 0, sized for 2 CPU cores (a SmolLM2-135M step cost ~90x the scratch LM's
-#: even in bfloat16): 2 episodes in context, 160 steps x 8 windows (docs/experiments/language-format.md, `benchmarks/lm_pretraining.py`,
-#: which trains the scratch LM at the same budget beside it). A GPU affords the scratch LM's budget.
+#: The pretrained LM's budget when left at 0, sized for 2 CPU cores: 2 episodes in context, 160 steps x 8 windows
+#: (docs/experiments/language-format.md, `benchmarks/lm_pretraining.py`).
 PRETRAINED_DEFAULTS = {"context": 40, "ad_steps": 160, "ed_steps": 80, "batch_size": 8}
 #: The scratch LM's batch size when left at 0.
 SCRATCH_BATCH_SIZE = 16

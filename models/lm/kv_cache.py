@@ -1,11 +1,9 @@
 """A transformers KV cache that grows in place: what :class:`models.lm.policy.LMPolicy` acts with.
 
-transformers' ``DynamicCache`` appends each step's keys and values with ``torch.cat``, which copies the whole cache
-every step: acting with the 4 x 128 scratch LM on 60 DarkRoom envs spent 28% of its time there. A ``StaticCache``
-writes in place but attends over its whole preallocated length every step, which cost as much again. The layer
-here keeps its keys and values in a buffer with spare room (doubled when full, so a window costs O(log L) copies)
-and hands attention a view of the filled part only. It is a ``DynamicLayer`` in every other respect (crop, batch
-repeat / select), plugged in through the public ``Cache(layer_class_to_replicate=...)``.
+``DynamicCache`` copies the whole cache every step (``torch.cat``), and ``StaticCache`` attends over its whole
+preallocated length; this layer keeps keys and values in a buffer with spare room (doubled when full) and hands
+attention a view of the filled part. It is a ``DynamicLayer`` in every other respect (crop, batch repeat /
+select), plugged in through the public ``Cache(layer_class_to_replicate=...)``.
 """
 from __future__ import annotations
 

@@ -45,11 +45,8 @@ def load_model(path: Any) -> tuple[Any, Any, dict[str, Any]]:
 
 
 def load(path: Any, greedy: bool = False, seed: int = 0, threads: int | None = None) -> Any:
-    """An :class:`~models.lm.policy.LMPolicy` (``num_states`` / ``num_actions`` attributes for checks).
-
-    A model trained on open-text actions acts by free generation instead (``GeneratePolicy``: output that does
-    not parse raises).
-    """
+    """An :class:`~models.lm.policy.LMPolicy` (``num_states`` / ``num_actions`` attributes for checks); a model
+    trained on open-text actions acts by free generation instead (``GeneratePolicy``; unparsable output raises)."""
     import torch
 
     from ad.progress.hf import library_bars_off_in_logs

@@ -12,19 +12,17 @@ import torch
 from models.training import OptimConfig, StepModule
 
 def add_lora(model: Any, lora: dict[str, Any]) -> Any:
-    """Wrap ``model`` in a peft ``PeftModel`` with LoRA adapters; only the adapters are trainable.
-
-    ``lora`` holds the :class:`ad.config.groups.LoRAOptions` fields (``LoRAOptions.lora_dict()``)."""
+    """Wrap ``model`` in a peft ``PeftModel`` with LoRA adapters (``lora``: ``LoRAOptions.lora_dict()``); only the
+    adapters are trainable."""
     import warnings
 
     from peft import get_peft_model
 
     from ad.config.groups import peft_lora_config
 
-    config = peft_lora_config(lora)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*")  # peft calls a deprecated API
-        return get_peft_model(model, config)
+        return get_peft_model(model, peft_lora_config(lora))
 
 
 def sequence_loss(model: Any, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:

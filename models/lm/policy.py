@@ -4,19 +4,16 @@ Each env's context is the Language-format text of its recent transitions followe
 state (``... s40 a2 r0\\ns41 a``). Two ways to act on it:
 
 * :class:`LMPolicy` *scores the valid actions*: the log-likelihood of every valid action's tokens after the
-  context, for all B envs in one batched forward pass, and picks the best (greedy) or samples from the scores
-  renormalised over the valid actions. It cannot emit an invalid action. One KV cache holds all B contexts
-  (left-padded, pads masked); a step feeds only the new tokens (last action + reward + new state prompt), then the
-  actions' tokens as one prefix tree (the shared scorer, :mod:`ad.lm.scoring`).
-* :class:`GeneratePolicy` generates text one env at a time and parses it through the template (how seed 002
-  and most LLM-agent libraries act). Unparseable or invalid outputs are counted in ``invalid`` and reported,
-  never silently replaced: ``on_invalid="error"`` raises, ``"random"`` takes a random valid action and counts it.
+  context, for all B envs in one batched forward pass over one KV cache (left-padded; a step feeds only the new
+  tokens, then the actions as one prefix tree, :mod:`ad.lm.scoring`), and picks the best (greedy) or samples from
+  the scores renormalised over the valid actions. It cannot emit an invalid action.
+* :class:`GeneratePolicy` generates text one env at a time and parses it through the template. Invalid outputs
+  are counted in ``invalid``: ``on_invalid="error"`` raises, ``"random"`` takes a random valid action.
 
-Window policy (shared by both through :class:`ContextBook`, and the same truncation rule as training): a
-context holds at most ``context`` transitions and ``max_tokens`` tokens (capped by the model's position limit)
-counting the new prompt and the longest action. When a new state does not fit, every env's context drops its
-oldest transitions down to half of both limits, and the cache is rebuilt from scratch. Dropping because of the
-*token* budget warns once.
+Window policy (:class:`ContextBook`, the same truncation rule as training): a context holds at most ``context``
+transitions and ``max_tokens`` tokens (capped by the model's position limit) counting the new prompt and the
+longest action. When a new state does not fit, every env's context drops its oldest transitions down to half of
+both limits and the cache is rebuilt; dropping because of the *token* budget warns once.
 """
 from __future__ import annotations
 
@@ -167,10 +164,8 @@ class _LMActor:
 
 class LMPolicy(_LMActor):
     """Scores every valid action after each env's context with one KV cache for B envs; never invalid.
-
     ``policy.reset(num_envs)``, then each step ``actions = policy.act(obs, prev_action, prev_reward, timestep,
-    first)``; ``policy.scores(...)`` returns the (B, A) action log-likelihoods instead (``valid``: optional
-    (B, A) bool mask of the actions allowed in each env).
+    first)``; ``policy.scores(...)`` returns the (B, A) action log-likelihoods (``valid``: optional (B, A) bool mask).
     """
 
     def __init__(self, *args: Any, **kwargs: Any):

@@ -1,9 +1,6 @@
-"""A Llama-style causal LM built from a ``transformers`` config, trained from scratch on a word tokenizer.
-
-The Language-format counterpart of the RL-format AD transformer (``models.rl``'s demo preset: 2 blocks, width 64,
-4 heads, feed-forward 256; the ``scratch`` preset of ``ad train lm`` takes 4 blocks of width 128, feed-forward 512,
-which the text needs), a vocabulary of the template's own words, and nothing else than a standard ``LlamaForCausalLM``
-(``save_pretrained`` / ``from_pretrained``).
+"""A Llama-style causal LM built from a ``transformers`` config, trained from scratch on a word tokenizer: the
+Language-format counterpart of the RL-format AD transformer, a vocabulary of the template's own words, and nothing
+else than a standard ``LlamaForCausalLM`` (``save_pretrained`` / ``from_pretrained``).
 """
 from __future__ import annotations
 

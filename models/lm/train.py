@@ -1,16 +1,9 @@
 """`ad train lm`: a causal LM on Language-format learning histories (Lightning): a pretrained LM + LoRA, or
 (``--model scratch``) a Llama built from a config with a word tokenizer, all weights trained.
 
-Run folder (``--out``)::
-
-    config.yaml          the resolved options
-    checkpoints/         last.ckpt (+ the latest step=N.ckpt): LoRA weights + optimiser state, for --resume
-    tb/                  TensorBoard logs (train/* and val/* metrics)
-    model/lm.json        what ``ad eval`` needs to act: base model, template, window, valid actions
-    model/adapter/       the LoRA adapters in peft format (``PeftModel.from_pretrained(base, model/adapter)``)
-    model/weights/       --model scratch: the whole model (``AutoModelForCausalLM.from_pretrained``)
-    model/tokenizer/     the tokenizer (with its pad token)
-    model/merged/        with --merge: the base model with the adapters merged in (plain ``from_pretrained``)
+Besides the run folder of every run (:mod:`models.trainer`), ``model/`` holds ``lm.json`` (what ``ad eval`` needs
+to act: base model, template, window, valid actions), ``adapter/`` (peft LoRA adapters), ``weights/`` (``--model
+scratch``: the whole model), ``tokenizer/`` and, with ``--merge``, ``merged/`` (the adapters merged in).
 """
 from __future__ import annotations
 
@@ -58,14 +51,10 @@ def save_model(model: Any, tokenizer: Any, out: Path, info: dict[str, Any], merg
     """Write model/ (adapter, tokenizer, lm.json and, with ``merge``, merged weights); returns the folder."""
     folder = out / MODEL_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    if info.get("base_model") == SCRATCH:  # all weights trained: the whole model, a plain transformers folder
-        model.save_pretrained(folder / WEIGHTS_DIR)
-        tokenizer.save_pretrained(folder / "tokenizer")
-        write_json_atomic(folder / "lm.json", {"model_type": MODEL_TYPE, **info}, indent=1)
-        return folder
-    model.save_pretrained(folder / "adapter")
+    scratch = info.get("base_model") == SCRATCH  # all weights trained: the whole model, a plain transformers folder
+    model.save_pretrained(folder / (WEIGHTS_DIR if scratch else "adapter"))
     tokenizer.save_pretrained(folder / "tokenizer")
-    if merge:
+    if merge and not scratch:
         import copy
 
         merged = copy.deepcopy(model).merge_and_unload()
@@ -76,9 +65,9 @@ def save_model(model: Any, tokenizer: Any, out: Path, info: dict[str, Any], merg
 
 
 def fsdp_strategy(config: TrainLMConfig) -> Any:
-    """FSDP2 through Lightning's ``ModelParallelStrategy``: every process holds a shard of each decoder layer
-    (:meth:`models.lm.module.LMLightningModule.configure_model` applies ``fully_shard``); unlike Lightning's
-    ``"fsdp"`` (FSDP1, GPU only) it also runs on CPU processes (gloo). Checkpoints hold the full LoRA state."""
+    """FSDP2 through Lightning's ``ModelParallelStrategy`` (a shard of each decoder layer per process:
+    :meth:`models.lm.module.LMLightningModule.configure_model`); unlike ``"fsdp"`` (FSDP1) it runs on CPU too.
+    Checkpoints hold the full LoRA state."""
     from lightning.pytorch.strategies import ModelParallelStrategy
 
     return ModelParallelStrategy(data_parallel_size=config.devices * config.num_nodes, tensor_parallel_size=1,
@@ -103,11 +92,8 @@ def build_model(config: TrainLMConfig, reader: Any) -> tuple[Any, Any]:
 
 
 def trained_model(module: Any, trainer: Any, config: TrainLMConfig, reader: Any) -> Any:
-    """The trained peft model as a plain module with full weights, or None on ranks other than 0.
-
-    Under DDP that is the module's own model. FSDP shards the weights, so the full state is gathered (every rank
-    takes part) and loaded into a fresh base model + LoRA on rank 0.
-    """
+    """The trained peft model as a plain module with full weights, or None on ranks other than 0 (FSDP's sharded
+    weights are gathered, every rank taking part, into a fresh base model + LoRA on rank 0)."""
     from lightning.pytorch.strategies import ModelParallelStrategy
 
     if not isinstance(trainer.strategy, ModelParallelStrategy):
@@ -122,12 +108,9 @@ def trained_model(module: Any, trainer: Any, config: TrainLMConfig, reader: Any)
 
 
 def train(config: TrainLMConfig) -> Path:
-    """Train (or resume) a run in ``config.out``; returns the saved model folder (``model/``).
-
-    With ``--devices N`` (and ``--num-nodes M``) Lightning runs N x M processes: ``--batch-size`` stays the global
-    batch and each process trains on its slice of it (``ad.distributed.sampling``), so DDP follows the one-process
-    loss; ``--strategy fsdp`` also shards the model, one unit per decoder layer. Only rank 0 writes ``model/``.
-    """
+    """Train (or resume) a run in ``config.out``; returns the saved model folder (``model/``). Under DDP each process
+    trains on its slice of the global ``--batch-size``; ``--strategy fsdp`` also shards the model, one unit per decoder
+    layer. Only rank 0 writes ``model/``."""
     import dataclasses
 
     import lightning as L

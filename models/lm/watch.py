@@ -1,9 +1,6 @@
-"""Held-out in-context return during `ad train lm` (the loss alone does not show in-context learning).
-
-:class:`HeldoutReturn` is a Lightning callback: every ``every`` steps it acts with the model being trained, in
-context, on the held-out tasks (one batched :class:`models.lm.policy.LMPolicy`, the env of ``ad eval``), and logs
-``val/return_first5`` and ``val/return_last5`` (mean return / optimal over the first and last 5 episodes), also
-printed as one plain line.
+"""Held-out in-context return during `ad train lm` (the loss alone does not show in-context learning):
+:class:`HeldoutReturn`, a Lightning callback that acts in context on the held-out tasks every ``every`` steps and
+logs ``val/return_first5`` and ``val/return_last5`` (mean return / optimal over the first and last 5 episodes).
 """
 from __future__ import annotations
 
@@ -14,14 +11,9 @@ import torch
 
 
 class HeldoutReturn(L.Callback):
-    """Act in context on held-out tasks every ``every`` optimiser steps and log return / optimal.
-
-    Args:
-        every: steps between checks; episodes: episodes in context; make_env: ``() -> ad.evaluate.EvalEnv``.
-        policy_kwargs: :class:`models.lm.policy.LMPolicy` arguments besides the model (tokenizer, template,
-        actions, context, max_tokens).
-        seed: env and sampling seed (the same at every check, so checks differ only by the weights).
-    """
+    """Act in context on held-out tasks every ``every`` optimiser steps and log return / optimal: ``make_env``
+    returns an ``ad.evaluate.EvalEnv``, ``policy_kwargs`` are the :class:`models.lm.policy.LMPolicy` arguments besides
+    the model, and ``seed`` is the same at every check."""
 
     def __init__(self, every: int, episodes: int, make_env: Any, policy_kwargs: dict[str, Any], seed: int = 0):
         self.every, self.episodes, self.make_env = every, episodes, make_env

@@ -1,11 +1,9 @@
 """Language-format training windows over RL-format window sources (discrete states and actions).
 
-:class:`TransitionWindows` serves the windows of a :class:`ad.formats.rl.WindowSource` (so the AD subsampling
-and the expert-only selection are exactly the RL format's) as token ids, with the truncation rule of
-:mod:`models.lm.context` (a window over the token budget loses whole oldest transitions). A batch is fetched at
-once (``__getitems__``). When the template writes every field as one token (the ``words`` template with its
-word tokenizer) a batch is one numpy gather through lookup tables (:class:`WordTable`); otherwise each window goes
-through :func:`models.lm.context.encode_window`. Both give the same tokens (tests/test_lm_words.py).
+:class:`TransitionWindows` serves the windows of a :class:`ad.formats.rl.WindowSource` (the RL format's
+subsampling and expert-only selection) as token ids, with the truncation rule of :mod:`models.lm.context`, a batch
+at once (``__getitems__``): one numpy gather through lookup tables (:class:`WordTable`) when the template writes
+every field as one token, else :func:`models.lm.context.encode_window` per window (the same tokens).
 """
 from __future__ import annotations
 
@@ -22,11 +20,8 @@ from models.lm.context import TruncationWarner, encode_transition, encode_window
 
 
 class WordTable:
-    """Token ids of every field of a one-token-per-field template: boundary, state, action, reward lookups.
-
-    Built by encoding representative rows through the template (so it cannot disagree with it); ``None`` from
-    :meth:`build` when some field takes more than one token.
-    """
+    """Token ids of every field of a one-token-per-field template (boundary, state, action, reward lookups), built by
+    encoding representative rows through the template; :meth:`build` returns None when a field takes several tokens."""
 
     def __init__(self, boundary: int, states: np.ndarray, actions: np.ndarray, reward_values: np.ndarray,
                  reward_ids: np.ndarray):
@@ -106,14 +101,8 @@ class WordTable:
 
 
 class TransitionWindows(Dataset):
-    """Windows of a :class:`WindowSource` as Language-format tokens (see the module docstring).
-
-    Args:
-        source: the RL-format windows (already subsampled / expert-only).
-        template, tokenizer: how transitions become tokens.
-        max_tokens: token budget of a window; loss_on: "actions" or "all".
-        pad_id: token of right padding (masked out).
-    """
+    """Windows of a :class:`WindowSource` (already subsampled / expert-only) as Language-format tokens (see the module
+    docstring): ``max_tokens`` per window, the loss on "actions" or "all", right padding ``pad_id`` masked out."""
 
     def __init__(self, source: WindowSource, template: Template, tokenizer: Any, max_tokens: int,
                  loss_on: str = "actions", pad_id: int = 0, num_states: int = 0, num_actions: int = 0):

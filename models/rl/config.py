@@ -226,11 +226,9 @@ def parameter_count(config: Any) -> int:
 
 
 def training_memory_bytes(config: Any) -> int:
-    """Peak memory of one optimiser step: parameters, gradients and Adam moments, plus the activations the
-    backward pass keeps (per layer and token: the residual stream, queries / keys / values and the feed-forward
-    hidden layer), in float32, twice over for the gradients of the activations. Attention weights are left out:
-    torch's fused attention keeps them linear in the context, so this is a lower bound that only refuses sizes
-    no run could take."""
+    """Peak memory of one optimiser step: parameters, gradients and Adam moments, plus the float32 activations the
+    backward pass keeps (residual stream, queries / keys / values, feed-forward hidden layer) twice over; attention
+    weights are left out (fused attention), so this lower bound only refuses sizes no run could take."""
     tokens = config.context * (1 if config.layout == "transition" else 3)
     per_layer = tokens * (8 * config.n_embd + 2 * config.n_ff)
     activations = 2 * 4 * config.batch_size * config.n_layer * per_layer

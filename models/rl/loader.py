@@ -42,8 +42,7 @@ def load(path: Any, greedy: bool = False, seed: int = 0, threads: int | None = N
 
 
 def training_data(directory: Path) -> tuple[str | None, dict]:
-    """(task family, task spec) of the dataset a model was trained on; (None, {}) for a model saved before
-    ``ad train rl`` recorded them."""
+    """(task family, task spec) of a model's training dataset; (None, {}) for a model saved before they were kept."""
     file = directory / TRAINING_DATA_FILE
     if not file.is_file():
         return None, {}

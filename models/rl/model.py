@@ -1,41 +1,31 @@
 """The Algorithm-Distillation transformer, readable top to bottom (nanoGPT style).
 
-Input: an RL-format window of T consecutive transitions of one stream
-(crossing episode boundaries): states (B, T) int64 [or (B, T, D) float32],
-actions (B, T) int64 [or (B, T, A) float32 for Box actions], rewards (B, T) float32, timesteps (B, T) int64.
-Transition t = (s_t, a_t, r_t): a_t was taken in s_t and r_t received after it.
+Input: an RL-format window of T consecutive transitions of one stream (crossing episode boundaries): states (B, T)
+int64 [or (B, T, D) float32], actions (B, T) int64 [or (B, T, A) float32 for Box actions], rewards (B, T) float32,
+timesteps (B, T) int64. Transition t = (s_t, a_t, r_t): a_t was taken in s_t and r_t received after it.
 
 Token layouts (``ADConfig.layout``):
 
-* ``transition``: one token per transition,
-  ``x_t = E_s(s_t) + E_a(a_{t-1}) + E_r(r_{t-1}) + E_time(timestep_t)``;
+* ``transition``: one token per transition, ``x_t = E_s(s_t) + E_a(a_{t-1}) + E_r(r_{t-1}) + E_time(timestep_t)``;
   the first token of a window uses learned START ids for a_{-1} and r_{-1}.
-* ``separate`` (AD paper): three tokens per transition
-  ``[s_t, a_t, r_t]``, each plus ``E_time(timestep_t)``.
+* ``separate`` (AD paper): three tokens per transition ``[s_t, a_t, r_t]``, each plus ``E_time(timestep_t)``.
 
-Every token carries the embedded in-episode time step, so the model knows when an episode is about to
-reset. By default (``ADConfig.position_embedding``, on) each token also gets a learned embedding of its
-position in the window; turn it off for the AD paper's time-step-only variant.
-
-Box actions (``ADConfig.action_dim`` > 0) are rescaled to [-1, 1] and embedded by a linear projection (a
-learned START vector stands for a_{-1}); their head is a tanh-squashed Gaussian or bins per dimension
-(:mod:`models.rl.box_actions`).
+Every token carries the embedded in-episode time step, so the model knows when an episode is about to reset, and
+by default (``ADConfig.position_embedding``) a learned embedding of its position in the window. Box actions
+(``ADConfig.action_dim`` > 0) are rescaled to [-1, 1] and embedded by a linear projection (a learned START vector
+stands for a_{-1}); their head is a tanh-squashed Gaussian or bins per dimension (:mod:`models.rl.box_actions`).
 
 Heads, all on the final hidden states:
 
-* action: predicts a_t from everything before acting in s_t (the hidden state
-  of the s_t token; in the transition layout that token *is* s_t's). A batch with
+* action: predicts a_t from everything before acting in s_t (the hidden state of the s_t token). A batch with
   ``action_targets`` (B, T) trains it on those instead: the optimal action in s_t (DPT).
-* outcome heads, teacher-forced on the true a_t: reward r_t, next state s_{t+1}
-  and the behaviour policy's logprob of a_t. In the separate layout they read
-  the a_t token's hidden state (which has seen a_t); in the transition layout
-  they read ``h_t + E_out(a_t)``. Both go through one small GELU layer first.
-  The next-state target is masked where the next row of the window starts a new
+* outcome heads, teacher-forced on the true a_t: reward r_t, next state s_{t+1} and the behaviour policy's
+  logprob of a_t, through one small GELU layer on the a_t token's hidden state (separate layout) or on
+  ``h_t + E_out(a_t)`` (transition layout). The next-state target is masked where the next row starts a new
   episode (timestep 0): that row is a reset state, not the transition's outcome.
 
-Incremental inference: :class:`KVCache` + :meth:`ADTransformer.transformer`
-with ``cache=`` appends tokens and attends over everything cached; its outputs
-equal the full forward pass over the same tokens (tests check it).
+Incremental inference: :class:`KVCache` + :meth:`ADTransformer.transformer` with ``cache=`` appends tokens and
+attends over everything cached; its outputs equal the full forward pass over the same tokens (tests check it).
 """
 from __future__ import annotations
 
@@ -53,10 +43,8 @@ from models.rl.config import ADConfig
 
 
 class KVCache:
-    """Keys and values of every layer for a batch of token streams that advance together.
-
-    Buffers are preallocated for ``capacity`` tokens; ``length`` tokens are filled.
-    """
+    """Keys and values of every layer for a batch of token streams that advance together: buffers for ``capacity``
+    tokens, ``length`` of them filled."""
 
     def __init__(self, config: ADConfig, batch_size: int, capacity: int, device=None, dtype=torch.float32):
         hs = config.n_embd // config.n_head
@@ -221,10 +209,8 @@ class ADTransformer(nn.Module):
         return self.reward_emb(rewards.to(self.reward_emb.weight.dtype).unsqueeze(-1))  # (B, T, C)
 
     def tokens(self, states, actions, rewards, timesteps, start: int = 0) -> torch.Tensor:
-        """Token embeddings of a window: (B, T, C) in the transition layout, (B, 3T, C) in the separate one.
-
-        ``start`` is the position in the window of the first transition given (for the position embedding).
-        """
+        """Token embeddings of a window: (B, T, C) in the transition layout, (B, 3T, C) in the separate one; ``start``
+        is the position in the window of the first transition given (for the position embedding)."""
         B, T = actions.shape[:2]
         time = self.time_emb(timesteps)  # (B, T, C)
         if self.pos_emb is not None:
@@ -259,10 +245,8 @@ class ADTransformer(nn.Module):
 
     # ------------------------------------------------------------------ trunk
     def transformer(self, x: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
-        """Run the blocks over tokens (B, Tn, C) -> final-normed hidden states (B, Tn, C).
-
-        With ``cache`` the tokens are appended after the cached ones and attend to them too.
-        """
+        """Run the blocks over tokens (B, Tn, C) -> final-normed hidden states (B, Tn, C); with ``cache`` the tokens are
+        appended after the cached ones and attend to them too."""
         for block in self.blocks:
             x = block(x, cache)
         if cache is not None:
@@ -275,12 +259,9 @@ class ADTransformer(nn.Module):
 
     # ------------------------------------------------------------------ heads
     def forward(self, states, actions, rewards, timesteps) -> dict[str, torch.Tensor]:
-        """Head outputs for every transition of the windows.
-
-        Returns "action" logits (B, T, A) [Box actions: the head's parameters (B, T, 2A) or (B, T, A x bins), see
-        :mod:`models.rl.box_actions`] and, for heads with a weight > 0, "state" (B, T, S or D) = prediction
-        of s_{t+1}, "reward" (B, T, R or 1) and "logprob" (B, T), each given the true a_t.
-        """
+        """Head outputs for every transition of the windows: "action" logits (B, T, A) [Box actions: the head's
+        parameters, :mod:`models.rl.box_actions`] and, for heads with a weight > 0, "state" (B, T, S or D) = prediction
+        of s_{t+1}, "reward" (B, T, R or 1) and "logprob" (B, T), each given the true a_t."""
         h = self.transformer(self.tokens(states, actions, rewards, timesteps))  # (B, L, C)
         if self.config.layout == "transition":
             h_act = h  # (B, T, C)

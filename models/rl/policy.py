@@ -1,18 +1,11 @@
 """Acting with a trained AD transformer, in context, in B environments that advance in lockstep.
 
-Window policy (the same in every code path, shared through :class:`ContextWindow`):
-the context holds at most ``config.context`` transitions, the newest one only
-partly known (its state; its action is being chosen). When a new state arrives
-and the window is full, the oldest transitions are dropped so that the most
-recent ``context // 2`` complete transitions remain; those are re-encoded from
-scratch (a window's first token then uses the START ids, exactly as a training
-window that starts there), and the new state is appended. Between two shifts
-every step appends the new tokens to the KV cache, so a step costs one token
-(transition layout) or three (separate layout), plus one re-encode of half a
-window every ``context - context // 2`` steps.
-
-:class:`ADPolicy` keeps one KV cache for all B envs (``benchmarks/helpers/references.py`` holds the slow
-reference that recomputes the full forward over the window at every step).
+Window policy (shared by every code path through :class:`ContextWindow`): the context holds at most
+``config.context`` transitions, the newest one only partly known (its state; its action is being chosen). When a
+new state arrives and the window is full, the newest ``context // 2`` complete transitions are kept and re-encoded
+from scratch (the first token then uses the START ids, as a training window starting there does), then the new
+state is appended. Between two shifts a step appends one token (transition layout) or three (separate layout) to
+the one KV cache of all B envs (``benchmarks/helpers/references.py`` holds the slow full-forward reference).
 """
 from __future__ import annotations
 
@@ -72,13 +65,10 @@ class ContextWindow:
 class ADPolicy:
     """Acts with one KV cache shared by B envs (see the module docstring for the window policy).
 
-    Usage: ``policy.reset(num_envs)``, then each step
-    ``actions = policy.act(obs, prev_action, prev_reward, timestep, first)`` where ``first`` is True only at the
-    very first step. ``policy.logits(...)`` returns the action logits (B, A) instead.
-
-    Box actions (a model with ``action_dim`` > 0): ``prev_action`` and the returned actions are (B, A) float in the
-    env's scale; ``greedy`` takes the squashed Gaussian mean (or the most likely bin per dimension), otherwise an
-    action is sampled from the head (:meth:`models.rl.box_actions.BoxActions.choose`).
+    ``policy.reset(num_envs)``, then each step ``actions = policy.act(obs, prev_action, prev_reward, timestep,
+    first)`` (``first`` True only at the very first step); ``policy.logits(...)`` returns the action logits (B, A).
+    Box actions (``action_dim`` > 0): ``prev_action`` and the actions are (B, A) floats in the env's scale; ``greedy``
+    takes the head's most likely action, else one is sampled (:meth:`models.rl.box_actions.BoxActions.choose`).
     """
 
     def __init__(self, model: ADTransformer, greedy: bool = True, generator: torch.Generator | None = None):

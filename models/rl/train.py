@@ -1,17 +1,11 @@
 """`ad train rl`: train the AD transformer on an RL-format dataset with Lightning.
 
-Run folder (``--out``)::
-
-    config.yaml          the resolved options (data-derived sizes filled in)
-    checkpoints/         last.ckpt (+ the latest step=N.ckpt), written every --checkpoint-every steps
-    tb/                  TensorBoard logs (train/* and val/* metrics)
-    model/               the final model (config.json + model.safetensors), for ADTransformer.from_pretrained
-
-The run folder is a local path; ``--data`` may be any pyarrow / fsspec URL. With ``--devices N``
-(and ``--num-nodes M``) Lightning runs N x M processes (DDP; gloo on CPU): ``--batch-size`` stays the
-global batch, each process trains on its slice of it (``ad.distributed.sampling``), so the loss
-trajectory matches one process. Under the default ``ddp`` strategy Lightning starts the extra
-processes by re-running this command, so call it from the CLI (or a script), or use ``ddp_spawn``.
+The run folder (``--out``, local; :mod:`models.trainer`) gets the final model as ``model/config.json`` +
+``model/model.safetensors`` (:meth:`ADTransformer.from_pretrained`); ``--data`` may be any pyarrow / fsspec URL.
+With ``--devices N`` (and ``--num-nodes M``) Lightning runs N x M processes (DDP): ``--batch-size`` stays the
+global batch, each process trains on its slice (``ad.distributed.sampling``), so the loss trajectory matches one
+process. The default ``ddp`` strategy re-runs this command for the extra processes: call it from the CLI (or a
+script), or use ``ddp_spawn``.
 """
 from __future__ import annotations
 
@@ -34,20 +28,16 @@ def resolve_data_sizes(config: TrainRLConfig, spec: Any, metadata: dict) -> dict
     """num_states / state_dim / num_actions or action_dim (+ action bounds) / episode_length from the dataset; a
     UserError if they do not fit."""
     sizes = {"num_states": 0, "state_dim": 0, "num_actions": 0, "action_dim": 0, "episode_length": 0}
-    if spec.state.kind == "discrete":
-        sizes["num_states"] = int(spec.state.n)
-    elif spec.state.kind == "vector":
-        sizes["state_dim"] = int(spec.state.dim)
-    else:
-        raise UserError(f"dataset {config.data} has {spec.state.kind} states; the RL model needs discrete or vector "
-                        "states (train a language model on it with `ad train lm` instead)")
-    if spec.action.kind == "discrete":
-        sizes["num_actions"] = int(spec.action.n)
-    elif spec.action.kind == "vector":
-        sizes["action_dim"] = int(spec.action.dim)
-    else:
-        raise UserError(f"dataset {config.data} has {spec.action.kind} actions; the RL model needs discrete or Box "
-                        "actions")
+    for what, column, count, dim, needs in (
+            ("states", spec.state, "num_states", "state_dim",
+             "discrete or vector states (train a language model on it with `ad train lm` instead)"),
+            ("actions", spec.action, "num_actions", "action_dim", "discrete or Box actions")):
+        if column.kind == "discrete":
+            sizes[count] = int(column.n)
+        elif column.kind == "vector":
+            sizes[dim] = int(column.dim)
+        else:
+            raise UserError(f"dataset {config.data} has {column.kind} {what}; the RL model needs {needs}")
     episode_length = (metadata.get("task_spec") or {}).get("episode_length")
     sizes["episode_length"] = int(episode_length or 0)
     if not sizes["episode_length"] and not config.episode_length:

@@ -2,15 +2,7 @@
 instances, and ``ad generate bandit``.
 
 A task is one instance (``bandit-bern5-i00123``: arm means fixed by the name); one pull is one transition and one
-one-step episode, so a learning history is a run of pulls and ``ad eval --episodes 500`` runs 500 pulls in context.
-The optimum (best arm mean) and the expected regret are exact (:mod:`tasks.bandit.instances`);
-:mod:`tasks.bandit.demo` runs generate -> AD / ED training -> regret against Thompson sampling, UCB1 and random.
-
-    ad generate bandit --out data/bandit [--arms 5] [--kind bernoulli|gaussian] [--instances 1000] [--pulls 500]
-                       [--source thompson|ucb] [--seed 0] [--heldout-fraction 0.1]
-    ad train rl --data data/bandit --out runs/bandit-ad --context 500 --batch-size 8 --max-steps 3000 --threads 1
-    ad eval --ckpt runs/bandit-ad --data data/bandit --episodes 500
-
+one-step episode. The optimum and the expected regret are exact (:mod:`tasks.bandit.instances`).
 Importing this package registers the gymnasium ids (``ad/BernoulliBandit-v0``, ``ad/GaussianBandit-v0``), the CLI
 command and the evaluation env of ``ad eval``; nothing heavy (torch) is imported until one of them runs.
 """

@@ -1,18 +1,12 @@
 """Source algorithms of the bandit histories, vectorised over thousands of instances at once (numpy).
 
-* :class:`UCB1` (Auer et al. 2002): pull every arm once, then the arm with the largest
-  ``mean_j + c * scale * sqrt(2 ln n / n_j)`` (``n`` pulls so far, ``n_j`` of arm j; ``scale`` 1 for rewards in
-  [0, 1], the noise std for Gaussian rewards; ties go to the lowest arm). Deterministic: logprob 0.
-* :class:`Thompson` sampling: Bernoulli rewards with a Beta(1, 1) prior per arm (posterior
-  Beta(1 + successes, 1 + failures)); Gaussian rewards of known noise std with a N(0.5, 1) prior per arm
-  (conjugate normal posterior). Each pull draws one sample per arm from the posterior and pulls the largest. The
-  probability of that choice has no closed form: its logprob is stored as NaN ("unknown", which the store allows).
+* :class:`UCB1` (Auer et al. 2002): every arm once, then the largest ``mean_j + c * scale * sqrt(2 ln n / n_j)``
+  (``scale`` 1 for rewards in [0, 1], the noise std for Gaussian rewards; ties go to the lowest arm); logprob 0.
+* :class:`Thompson` sampling: a Beta(1, 1) prior per arm (Bernoulli) or N(0.5, 1) (Gaussian, known noise std);
+  each pull takes the largest posterior sample. Its logprob has no closed form and is stored as NaN.
 
-Every per-step random draw is one vectorised call on one generator: ``rng.beta(alpha, beta)`` /
-``rng.standard_normal((N, arms))`` for the posterior samples, then ``rng.random(N)`` /
-``rng.standard_normal(N)`` for the rewards. numpy fills arrays element by element in C order from the same
-stream, so :func:`run_source` equals a per-instance loop of scalar draws made in that order
-(``tests/test_bandit_algorithms.py`` checks it).
+Every per-step draw is one vectorised call on one generator, so :func:`run_source` equals a per-instance loop of
+scalar draws made in the same order (``tests/test_bandit_algorithms.py``).
 """
 from __future__ import annotations
 
@@ -101,10 +95,8 @@ def draw_rewards(rng: np.random.Generator, kind: str, means: np.ndarray, noise_s
 
 def run_source(source: str, kind: str, means: np.ndarray, pulls: int, rng: np.random.Generator,
                noise_std: float = 0.5, ucb_c: float = 1.0) -> dict[str, np.ndarray]:
-    """Run ``source`` for ``pulls`` pulls on every instance of ``means`` (N, arms) at once.
-
-    Returns ``action`` (N, pulls) int64, ``reward`` (N, pulls) float64, ``logprob`` (N, pulls) float64.
-    """
+    """Run ``source`` for ``pulls`` pulls on every instance of ``means`` (N, arms) at once: ``action`` (N, pulls)
+    int64, ``reward`` and ``logprob`` (N, pulls) float64."""
     means = np.asarray(means, dtype=np.float64)
     n, arms = means.shape
     algo = make_algorithm(source, n, arms, kind, noise_std, ucb_c)

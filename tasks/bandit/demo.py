@@ -4,20 +4,10 @@
     summary = run_demo("data/demo-bandit", seed=0)          # report.md, regret.json, regret.png in that folder
 
 The demo pipeline (:mod:`ad.demo`) with the bandit's options and hooks (:class:`BanditDemoConfig`, light to
-import: ``ad --help`` reads its options; torch loads only when a stage runs):
-
-1. ``ad generate bandit``: UCB1 (c = 0.3 on Bernoulli, 0.5 on Gaussian bandits; or Thompson sampling) on
-   ``instances`` bandits, every pull recorded (``<out>/data``).
-2. ``ad train rl`` twice on the training instances: AD on whole histories (context = ``pulls`` by default, so one
-   window holds a whole run and the evaluation never slides it), and ED (expert distillation: the same model
-   trained on the last 10% of each history only, so its context is that long); with ``--methods`` also DPT, on the
-   same histories or (``--dpt-data random``) on random contexts of the same instances (``<out>/data-random``).
-3. In context on the held-out instances (:func:`evaluate_regret`: ``eval_envs`` runs each, the same reward noise
-   for every policy): AD, ED, and the bandit algorithms themselves (Thompson sampling, UCB1, the UCB1 source where
-   its coefficient is another, uniformly random pulls) for ``pulls`` pulls.
-   The figure is the expected cumulative regret, sum over pulls of ``max(means) - means[arm]``.
-
-Every stage resumes: re-running the same call skips finished work (delete ``<out>/ad`` or ``<out>/ed`` to retrain).
+import): ``ad generate bandit`` (UCB1 or Thompson sampling on ``instances`` bandits); ``ad train rl`` for AD on
+whole histories and ED on their last 10% (with ``--methods`` also DPT, on the same histories or on random
+contexts); then the expected cumulative regret in context on the held-out instances (:func:`evaluate_regret`)
+of AD, ED and the bandit algorithms themselves. Every stage resumes.
 """
 from __future__ import annotations
 
@@ -141,8 +131,7 @@ class BanditDemoConfig(DemoConfig, MethodsOptions, run_options("out", "seed", "t
 
 
 def run_demo(out: str | Path = "data/demo-bandit", seed: int = 0, **options: Any) -> dict[str, Any]:
-    """Run the bandit demo into ``out`` with ``seed`` (and any :class:`BanditDemoConfig` option); returns the summary
-    (``<out>/regret.json``)."""
+    """Run the bandit demo into ``out`` (any :class:`BanditDemoConfig` option); returns the ``regret.json`` summary."""
     config = make_config(BanditDemoConfig, {"out": str(out), "seed": seed, **options}, source="bandit demo options")
     run_ad_demo(config)
     return json.loads((Path(config.out) / "regret.json").read_text())
@@ -151,10 +140,8 @@ def run_demo(out: str | Path = "data/demo-bandit", seed: int = 0, **options: Any
 def evaluate_regret(data: str | Path, checkpoints: dict[str, str | Path], envs_per_task: int = 2, seed: int = 0,
                     threads: int = 1) -> dict[str, Any]:
     """Expected cumulative regret of trained models (``checkpoints``: label -> ``ad train`` run folder) and of
-    Thompson sampling, UCB1 and random pulls on the dataset's held-out instances, ``task_spec.pulls`` pulls each.
-
-    Every policy meets the same instances and the same reward noise (same env seed). Returns per policy the mean
-    cumulative-regret curve, its standard error over runs, and the final value.
+    Thompson sampling, UCB1 and random pulls on the dataset's held-out instances, ``task_spec.pulls`` pulls each, every
+    policy with the same instances and reward noise: per policy the mean curve, its standard error and the final value.
     """
     import torch
 

@@ -1,21 +1,12 @@
 """The single k-armed bandit (gymnasium ``Env``): one pull is one step and one whole episode.
 
-Action: the arm. Reward: a Bernoulli draw with the arm's mean (``kind="bernoulli"``, rewards 0 / 1), or the mean
-plus Gaussian noise of std ``noise_std`` (``kind="gaussian"``). Every step terminates the episode
-(``terminated=True``), so a learning history of pulls is a sequence of one-step episodes of one bandit instance.
-
-Observation (``observation=``): ``"last-pull"`` (default) is the outcome of the previous pull: for Bernoulli
-bandits the index ``1 + 2 * arm + reward`` (``Discrete(2 * arms + 1)``), for Gaussian ones the vector
-``[one_hot(arm), reward * one_hot(arm)]``; 0 (zeros) before the first pull of a run. See
-:func:`tasks.bandit.instances.pull_observations` for why. ``"none"`` is a constant 0 (``Discrete(1)``).
-
+Action: the arm. Reward: a Bernoulli draw with the arm's mean (``kind="bernoulli"``), or the mean plus Gaussian
+noise of std ``noise_std`` (``kind="gaussian"``); one draw per step, as the vectorised env
+(:mod:`tasks.bandit.vector_env`) draws it. Observation: ``"last-pull"`` (default) is the outcome of the previous
+pull (Bernoulli: the index ``1 + 2 * arm + reward``; Gaussian: ``[one_hot(arm), reward * one_hot(arm)]``; 0 /
+zeros before the first pull; :func:`tasks.bandit.instances.pull_observations`), ``"none"`` a constant 0.
 ``means=None`` draws an instance (means from U(0, 1)) at the first reset and at every reset given a ``seed`` or
-``options={"new_instance": True}``; such a reset starts a new run (observation zeros). Other resets (the
-autoreset before the next pull) keep the instance and show the last pull's outcome.
-
-Randomness: the reward of a pull is ``u < mean`` with ``u = np_random.random()`` (Bernoulli) or
-``mean + noise_std * np_random.standard_normal()`` (Gaussian), one draw per step, so the vectorised env
-(:mod:`tasks.bandit.vector_env`) reproduces single envs draw for draw.
+``options={"new_instance": True}``, which starts a new run; the autoreset before the next pull keeps it.
 """
 from __future__ import annotations
 
@@ -77,10 +68,8 @@ class BanditEnv(gym.Env):
     def step(self, action):
         assert self.means is not None, "call reset() before step()"
         mean = float(self.means[int(action)])
-        if self.kind == "bernoulli":
-            reward = float(self.np_random.random() < mean)
-        else:
-            reward = mean + self.noise_std * float(self.np_random.standard_normal())
+        reward = (float(self.np_random.random() < mean) if self.kind == "bernoulli"
+                  else mean + self.noise_std * float(self.np_random.standard_normal()))
         if self.observation != "none":
             self._last = pull_observations(np.array(int(action)), np.array(reward, dtype=np.float32), self.arms,
                                            self.kind)

@@ -1,20 +1,11 @@
-"""``ad generate bandit``: UCB1 / Thompson-sampling learning histories (or noise-distillation or random contexts) on many bandit instances, into the store.
-
-    from ad.config import make_config
-    from tasks.bandit.config import GenerateConfig
-    from tasks.bandit.generate import generate
-    path = generate(make_config(GenerateConfig, {"out": "data/bandit", "arms": 5, "instances": 1000}))
+"""``ad generate bandit``: UCB1 / Thompson-sampling learning histories (or noise-distillation or random contexts) on
+many bandit instances, into the store.
 
 Layout: task = one instance (``bandit-bern5-i00123``), run = ``--seed``, one stream per unit; every pull is a
 transition and a one-step episode (``update`` = ``episode`` = pull index, ``step`` = 0, ``terminated`` = True);
-``state`` is what the env shows before the pull: with ``--observation last-pull`` the previous pull's outcome
-(Bernoulli: the index ``1 + 2 * arm + reward``; Gaussian: the vector ``[one_hot(arm), reward * one_hot(arm)]``;
-0 / zeros before the first pull), with ``none`` a constant 0.
-
-Instances run in fixed blocks of :data:`BLOCK` consecutive ids, each block one vectorised computation with its own
-generator seeded by (seed, block): an instance's history depends on the seed, the settings and its block only,
-never on which blocks run in this process or are already on disk, so re-running an interrupted command recomputes
-a block and commits only its missing units, identically.
+``state`` is what the env shows before the pull (:mod:`tasks.bandit.env`).
+Instances run in fixed blocks of :data:`BLOCK` consecutive ids, each one vectorised computation with a generator
+seeded by (seed, block), so an instance's history never depends on which blocks run or are already on disk.
 ``<out>/_run/summary.json`` records the source's mean cumulative regret next to uniformly random pulls'.
 """
 from __future__ import annotations
@@ -41,8 +32,7 @@ FAMILY = "bandit"
 
 
 def history_spec(arms: int, kind: str, observation: str = "last-pull") -> HistorySpec:
-    """Columns of a bandit dataset: the observation (see :mod:`tasks.bandit.env`), the arm, scalar logprobs (NaN for
-    Thompson sampling)."""
+    """Columns of a bandit dataset: the observation (:mod:`tasks.bandit.env`), the arm, scalar logprobs."""
     if observation == "none":
         state = ColumnSpec.discrete(1)
     else:
@@ -51,11 +41,8 @@ def history_spec(arms: int, kind: str, observation: str = "last-pull") -> Histor
 
 
 def dataset_metadata(cfg: GenerateConfig) -> dict[str, Any]:
-    """task_spec, source, seeds, split and the held-out instances' optimal returns of a run.
-
-    Every instance's arm means follow from its name (:func:`~tasks.bandit.instances.arm_means`) and are also in
-    its unit record with its optimal return; ``tasks`` lists only the held-out ones (dataset.json stays small).
-    """
+    """task_spec, source, seeds, split and the held-out instances' optimal returns of a run (every instance's arm
+    means follow from its name and are in its unit record; ``tasks`` lists only the held-out ones)."""
     train, heldout = split_instances(cfg.instances, cfg.heldout_fraction, cfg.seed)
     tasks = {task_name(cfg.kind, cfg.arms, i): {
         "split": "heldout", "optimal_return": float(optimal_return(arm_means(cfg.kind, cfg.arms, i)))} for i in heldout}

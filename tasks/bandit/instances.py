@@ -1,8 +1,7 @@
 """Bandit instances: task names, arm means, the train / held-out split, and the exact optimum and regret.
 
-A bandit *task* is one instance: ``arms`` arms whose means are drawn once from U(0, 1) by a generator keyed by
-(kind, arms, index), so a task name (``bandit-bern5-i00123``: Bernoulli, 5 arms, instance 123) always means the
-same arm means, whatever the run seed. One pull is one transition and one episode (length 1). Its optimal
+A task is one instance whose ``arms`` means are drawn from U(0, 1) by a generator keyed by (kind, arms, index), so a
+task name (``bandit-bern5-i00123``: Bernoulli, 5 arms, instance 123) always means the same arm means. Its optimal
 return is the best arm's mean; the expected regret of pulling arm ``a`` is ``max(means) - means[a]``.
 """
 from __future__ import annotations
@@ -82,20 +81,11 @@ def expected_regret(means: np.ndarray, actions: np.ndarray) -> np.ndarray:
 
 
 def pull_observations(actions: np.ndarray, rewards: np.ndarray, arms: int, kind: str) -> np.ndarray:
-    """The "last-pull" observation after each pull, for arms / rewards of any shape (...):
-
-    * Bernoulli: one index per (arm, reward) pair, ``1 + 2 * arm + reward`` (int64, in 1..2 * arms; 0 is the
-      observation before the first pull), so the observation space is ``Discrete(2 * arms + 1)``;
-    * Gaussian: a float32 vector ``[one_hot(arm), reward * one_hot(arm)]`` (..., 2 * arms); zeros before the first
-      pull.
-
-    Why: a transformer that adds the embeddings of the previous action and of the previous reward (one token per
-    transition) cannot tell, once it averages over its context, which arm each reward came from; an observation
-    that pairs them makes every arm's pull count and reward sum linear in the tokens. Measured on 5-armed Bernoulli
-    bandits with the same training: AD's regret over 500 pulls fell from 2.2x Thompson sampling's (constant
-    observation) to 1.3-1.5x with the (arm, reward) index; a vector ``[one_hot(arm), reward * one_hot(arm)]``
-    helped less there (1.9-2.3x: failures have no feature of their own).
-    """
+    """The "last-pull" observation after each pull, for arms / rewards of any shape (...): Bernoulli, the index
+    ``1 + 2 * arm + reward`` (int64, in 1..2 * arms; 0 before the first pull: ``Discrete(2 * arms + 1)``);
+    Gaussian, the float32 vector ``[one_hot(arm), reward * one_hot(arm)]`` (..., 2 * arms; zeros before the first
+    pull). Pairing arm and reward in one token makes every arm's pull count and reward sum linear in the tokens,
+    which a transformer adding separate action and reward embeddings cannot recover (docs/experiments/bandit.md)."""
     actions = np.asarray(actions, dtype=np.int64)
     if kind == "bernoulli":
         return 1 + 2 * actions + (np.asarray(rewards) > 0.5).astype(np.int64)

@@ -1,20 +1,11 @@
 """A natively vectorised k-armed bandit over (instances x parallel envs), in numpy.
 
-Follows gymnasium's ``VectorEnv`` conventions like ``tasks.darkroom.vector_env``: batched spaces and
-``metadata["autoreset_mode"] = SAME_STEP``. Every pull ends its one-step episode, so every ``step`` reports
-``terminated`` for every sub-env, puts the last observation in ``infos["final_obs"]`` and starts the next episode at
-once, whose observation is the outcome of that pull (``observation="last-pull"``, see :mod:`tasks.bandit.env`; 0 or
-zeros after a reset) or a constant 0 (``"none"``).
-
-Sub-env ``i`` plays ``means[i // envs_per_task]``; ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i`` like
-``SyncVectorEnv``, and each sub-env draws from its own generator exactly what a single
-:class:`~tasks.bandit.env.BanditEnv` draws (its reward noise drawn ahead in blocks, so a step is a few array
-operations), so the two agree pull for pull. ``means=None`` gives every sub-env a random instance, drawn as the
-single env draws it (at the first reset, and at a seeded reset).
-
-``infos["arm_mean"]`` holds the chosen arms' means (the expected rewards of the pulls), and
-:attr:`BanditVectorEnv.chosen_means` collects them since the last reset: the expected regret of a whole run is
-``optimal - chosen_means`` with no sampling noise (:meth:`BanditVectorEnv.regret`).
+Follows gymnasium's ``VectorEnv`` conventions (batched spaces, ``autoreset_mode`` SAME_STEP): every step
+terminates every sub-env's one-step episode, puts the last observation in ``infos["final_obs"]`` and starts the
+next. Sub-env ``i`` plays ``means[i // envs_per_task]``; ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i``, and
+each sub-env draws exactly what a single :class:`~tasks.bandit.env.BanditEnv` draws (its reward noise drawn ahead
+in blocks), so the two agree pull for pull. ``infos["arm_mean"]`` holds the chosen arms' means, and
+:meth:`BanditVectorEnv.regret` the exact expected regret of the run since the last reset.
 """
 from __future__ import annotations
 
@@ -96,10 +87,7 @@ class BanditVectorEnv(VectorEnv):
             raise ValueError(f"actions must be {self.num_envs} arms in 0..{self.arms - 1}")
         mean = self.means[np.arange(self.num_envs), actions]  # (E,)
         noise = self._next_noise()  # (E,)
-        if self.kind == "bernoulli":
-            rewards = (noise < mean).astype(np.float32)
-        else:
-            rewards = (mean + self.noise_std * noise).astype(np.float32)
+        rewards = ((noise < mean) if self.kind == "bernoulli" else mean + self.noise_std * noise).astype(np.float32)
         self.chosen_means.append(mean)
         obs = self._observe(actions, rewards)
         done = np.ones(self.num_envs, dtype=bool)
@@ -118,10 +106,8 @@ class BanditVectorEnv(VectorEnv):
     def _next_noise(self) -> np.ndarray:
         """The next noise draw (uniform or standard normal) of every sub-env's own generator."""
         if self._used == self._noise.shape[1]:
-            if self.kind == "bernoulli":
-                self._noise = np.stack([rng.random(_DRAW_BLOCK) for rng in self._rngs])  # (E, B)
-            else:
-                self._noise = np.stack([rng.standard_normal(_DRAW_BLOCK) for rng in self._rngs])  # (E, B)
+            draw = "random" if self.kind == "bernoulli" else "standard_normal"
+            self._noise = np.stack([getattr(rng, draw)(_DRAW_BLOCK) for rng in self._rngs])  # (E, B)
             self._used = 0
         self._used += 1
         return self._noise[:, self._used - 1]
@@ -135,9 +121,8 @@ class BanditVectorEnv(VectorEnv):
 
 def make_vector_env(num_envs: int = 1, arms: int = 5, kind: str = "bernoulli", means: Any = None,
                     noise_std: float = 0.5, observation: str = "last-pull") -> BanditVectorEnv:
-    """The ``vector_entry_point`` of the gymnasium ids: ``num_envs`` sub-envs with the single env's settings, on one
-    instance's ``means`` (arms,), on many instances' (tasks, arms) task-major (:func:`tasks.vector_tasks`),
-    or each on a random instance."""
+    """The ``vector_entry_point`` of the gymnasium ids: ``num_envs`` sub-envs on one instance's ``means`` (arms,), on
+    many instances' (tasks, arms) task-major (:func:`tasks.vector_tasks`), or each on a random instance."""
     if means is None:
         return BanditVectorEnv(None, envs_per_task=num_envs, kind=kind, noise_std=noise_std, arms=arms,
                                observation=observation)
@@ -150,9 +135,7 @@ def make_vector_env(num_envs: int = 1, arms: int = 5, kind: str = "bernoulli", m
 
 def eval_kwargs(metadata: dict[str, Any], tasks: Sequence[str]) -> dict[str, Any]:
     """The ``gymnasium.make_vec`` kwargs that play ``tasks`` (instance ids, whose names fix their arm means) with a
-    dataset's recorded reward kind, noise and observation (its ``task_spec``): what ``ad eval`` builds its envs
-    from. ``ad eval --episodes P`` then runs P pulls per env; the env's ``regret()`` gives each pull's expected
-    regret."""
+    dataset's recorded reward kind, noise and observation: what ``ad eval`` builds its envs from."""
     spec = metadata.get("task_spec", {})
     kind, arms = spec.get("kind", "bernoulli"), int(spec.get("arms", 0))
     for name in tasks:

@@ -1,8 +1,6 @@
-"""DarkRoom (the Algorithm Distillation paper's grid world) on the grid engine (:mod:`tasks.grid`).
-
-Importing this package registers the gymnasium ids (``ad/DarkRoom-9x9-v0`` ...) and the task family
-(``ad generate darkroom``, the evaluation env of ``ad eval``, ``ad demo --task darkroom``); torch is imported only
-when one of them runs (``ad --help`` imports this package).
+"""DarkRoom (the Algorithm Distillation paper's grid world) on the grid engine (:mod:`tasks.grid`). Importing this
+package registers the gymnasium ids (``ad/DarkRoom-9x9-v0`` ...) and the task family; torch is imported only when
+one of its commands runs (``ad --help`` imports this package).
 """
 from __future__ import annotations
 

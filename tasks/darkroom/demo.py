@@ -1,12 +1,7 @@
-"""``ad demo`` (``--task darkroom``, the default): Algorithm Distillation on DarkRoom end to end.
-
-Source learning histories on every goal -> AD on (subsampled) histories of the training goals and the ED baseline ->
-both in context on the held-out goals -> report.md (the pipeline: :mod:`ad.demo`).
-
-Two sources: the nearest-unvisited explorer (the default; :mod:`tasks.darkroom.explorer`), whose histories search the
-room systematically, and the AD paper's A2C. Options left at 0 (``--streams``, ``--steps-per-goal``, ``--subsample``,
-``--context``, ``--ad-steps``) take the source's measured default (:data:`SOURCE_DEFAULTS`, :func:`explorer_streams`,
-docs/experiments/darkroom.md).
+"""``ad demo`` (``--task darkroom``, the default): Algorithm Distillation on DarkRoom end to end (the pipeline:
+:mod:`ad.demo`), from the nearest-unvisited explorer's histories (the default) or the AD paper's A2C. Options left
+at 0 (``--streams``, ``--steps-per-goal``, ``--subsample``, ``--context``, ``--ad-steps``) take the source's
+measured default (:data:`SOURCE_DEFAULTS`, :func:`explorer_streams`, docs/experiments/darkroom.md).
 """
 from __future__ import annotations
 
@@ -20,16 +15,14 @@ from tasks.darkroom.config import GenerateConfig
 from tasks.darkroom.goals import all_goals
 from tasks.grid.room import check_size, split_goals
 
-#: Per source: env steps per history (stream), subsample, context (transitions), AD steps. The explorer's histories
-#: find the goal in ~5 episodes and are near-optimal after ~10 (60 episodes per stream), so AD reads them whole (no
-#: subsampling) with 10 episodes in context; the A2C's take ~1000 episodes, so AD reads every 40th with 4 in context.
+#: Per source: env steps per history (stream), subsample, context (transitions), AD steps: the explorer's
+#: histories whole with 10 episodes in context, every 40th A2C episode with 4 (docs/experiments/darkroom.md).
 SOURCE_DEFAULTS = {"explorer": {"steps_per_stream": 1_200, "subsample": 1, "context": 200, "ad_steps": 4000},
                    "a2c": {"steps_per_stream": 24_000, "subsample": 40, "context": 80, "ad_steps": 5000}}
 #: Episode length and histories (streams) per goal of the demo's histories (`ad generate darkroom` defaults).
 EPISODE_LENGTH, STREAMS = GenerateConfig.episode_length, GenerateConfig.num_envs
-#: The explorer's histories per goal where a room has fewer than FEW_GOALS training goals (5x5: 18): with 10 per goal
-#: AD tied "the goal" to the 18 cells it saw rewarded and left held-out goals it had found (0.76-0.90 of optimal at
-#: episodes 36-40); with 30 it reads the goal from the rewards in context (docs/experiments/darkroom.md).
+#: The explorer's histories per goal where a room has fewer than FEW_GOALS training goals (5x5: 18), so that AD
+#: reads the goal from the rewards in context instead of tying it to the few cells it saw rewarded.
 FEW_GOALS, FEW_GOALS_STREAMS = 30, 30
 
 

@@ -1,10 +1,8 @@
 """The single DarkRoom environment (gymnasium ``Env``), same dynamics as ``toymeta.dark_room.DarkRoom``.
 
-The agent walks a dark ``size x size`` grid; it sees only its cell index ``row * size + col``.
-Actions: 0 noop, 1 up (row-1), 2 right (col+1), 3 down (row+1), 4 left (col-1); moves are clipped
-at the walls. After each move the reward is 1.0 if the agent stands on the goal, else 0.0. With
-``terminate_on_goal`` the episode ends on the first reward. Episode length comes from gymnasium's
-``TimeLimit`` (``max_episode_steps`` at registration, see ``tasks/darkroom/__init__.py``).
+The agent walks a dark ``size x size`` room (:mod:`tasks.grid.room`) and sees only its cell index. After each move
+the reward is 1.0 if the agent stands on the goal, else 0.0; with ``terminate_on_goal`` the episode ends on the
+first reward.
 """
 from __future__ import annotations
 

@@ -1,20 +1,11 @@
 """A source algorithm that explores DarkRoom systematically: the nearest-unvisited explorer.
 
-An optimistic, model-based agent (R-max-like) that knows the room's deterministic moves but not where the goal is.
-Each history stream keeps the set of cells it has stepped on, across episodes:
-
-* until it has been rewarded at the goal, it walks to the nearest cell it has never visited (Manhattan distance,
-  ties broken at random, the target kept until reached or visited on the way) by a move that brings it closer (a
-  random one of them);
-* once rewarded, it walks to the goal and stays there (noop).
-
-Each action is replaced by a uniformly random one with probability ``epsilon`` before the goal is found and
-``epsilon_after_goal`` after (so the histories also show recoveries). Its histories take ~5 episodes (9x9) to find
-the goal and are near-optimal after ~10, where the A2C's early episodes are 20-step random walks from the centre:
-AD distilled from them explores held-out rooms the same way (docs/experiments/darkroom.md).
-
-Every stream of one goal runs vectorised; each goal has its own generator seeded by (seed, row, col), so a goal's
-histories do not depend on which other goals run (or already ran) in the same command.
+An optimistic, model-based agent (R-max-like) that knows the room's moves but not where the goal is. Each stream
+keeps the set of cells it has stepped on, across episodes: until rewarded at the goal it walks to the nearest
+unvisited cell (Manhattan distance, ties broken at random) by a random move that brings it closer; once rewarded
+it walks to the goal and stays there. Each action is replaced by a uniformly random one with probability
+``epsilon`` before the goal is found and ``epsilon_after_goal`` after (docs/experiments/darkroom.md).
+Every stream of one goal runs vectorised, with a generator seeded by (seed, row, col).
 """
 from __future__ import annotations
 
@@ -32,11 +23,8 @@ def explore_goal(size: int, goal: tuple[int, int], streams: int, episodes: int, 
                  epsilon: float, epsilon_after_goal: float, seed: int, random_start: bool = False,
                  terminate_on_goal: bool = False) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Histories of ``streams`` explorers on one goal: history columns (stream-major, time-ordered) and the return of
-    every episode (streams, episodes).
-
-    ``logprob`` is the exact log-probability of each action under the explorer's policy (the epsilon mixture of the
-    uniform choice among the moves that get closer, or of noop at the target, with the uniform random action).
-    """
+    every episode (streams, episodes); ``logprob`` is the exact log-probability of each action under the explorer's
+    epsilon-mixed policy."""
     S, A = size * size, NUM_ACTIONS
     next_cell = transition_table(size)  # (S, A)
     rows, cols = np.divmod(np.arange(S), size)

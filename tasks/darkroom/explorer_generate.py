@@ -1,10 +1,9 @@
 """``ad generate darkroom --source explorer``: nearest-unvisited explorer histories for every DarkRoom goal.
 
-The same dataset layout, task names, split and metadata as the A2C source (:mod:`tasks.darkroom.generate`): one unit
-``(task, run=seed)`` per goal with ``--num-envs`` streams of ``steps_per_goal / (num_envs * episode_length)``
-episodes each, and the explorer (:mod:`tasks.darkroom.explorer`) in ``source``. Re-running the command skips committed
-goals; a goal's histories depend only on the seed and the goal. ``<out>/_run/summary.json`` (or ``--run-dir``) holds
-the same learning figure as the A2C source's.
+The A2C source's dataset layout, task names, split and metadata (:mod:`tasks.darkroom.generate`), with
+``--num-envs`` streams of ``steps_per_goal / (num_envs * episode_length)`` episodes per goal and the explorer
+(:mod:`tasks.darkroom.explorer`) as ``source``; re-running skips committed goals, and summary.json holds the same
+learning figure as the A2C source's.
 """
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
 """``ad generate darkroom``: learning histories for every DarkRoom goal, into the history store.
 
-    from ad.config import make_config
-    from tasks.darkroom.config import GenerateConfig
-    from tasks.darkroom.generate import generate
-    path = generate(make_config(GenerateConfig, {"out": "data/darkroom", "steps_per_goal": 100_000}))
-
-The A2C source (the default) is the grid engine's (:mod:`tasks.grid.generate`: batches, resuming, the Ray backend,
-summary, TensorBoard, pictures) configured by :data:`DARKROOM`; ``--source explorer`` runs the explorer
-(:mod:`tasks.darkroom.explorer_generate`), ``--source noise`` the noisy demonstrator and ``--source random`` random
-contexts (:mod:`tasks.darkroom.noise_generate`), on the same goals, with the same dataset layout, task names, split and metadata. Each goal is one unit
-``(task, run=seed)``; re-running the same command skips committed units.
+The A2C source (the default) is the grid engine's (:mod:`tasks.grid.generate`) configured by :data:`DARKROOM`;
+``--source explorer`` runs the explorer (:mod:`tasks.darkroom.explorer_generate`), ``--source noise`` the noisy
+demonstrator and ``--source random`` random contexts (:mod:`tasks.darkroom.noise_generate`), with the same dataset
+layout, task names, split and metadata. Each goal is one unit ``(task, run=seed)``.
 """
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""DarkRoom goals: task names, the goals of a command line, and the exact optimal return.
-
-A DarkRoom *task* is one goal cell on a ``size x size`` grid (the room: :mod:`tasks.grid.room`). Tasks are named
-``darkroom{size}-g{row}-{col}`` (path-safe: it names a partition folder).
+"""DarkRoom goals: task names (``darkroom{size}-g{row}-{col}``, one goal cell each), the goals of a command line, and
+the exact optimal return.
 """
 from __future__ import annotations
 
@@ -73,11 +71,8 @@ def resolve_goals(specs: list[str], size: int) -> list[tuple[int, int]]:
 
 def optimal_return(size: int, goal: tuple[int, int], episode_length: int, terminate_on_goal: bool,
                    random_start: bool = False) -> float:
-    """Exact optimal expected return of one goal, by finite-horizon dynamic programming.
-
-    With ``random_start`` the start cell is uniform over the grid (as the env draws it), so the
-    result is the mean of the optimal return from every cell.
-    """
+    """Exact optimal expected return of one goal, by finite-horizon dynamic programming; with ``random_start`` the
+    mean of the optimal return from every cell (the env's start is uniform)."""
     next_cell = transition_table(size)  # (S, A)
     goal_cell = goal[0] * size + goal[1]
     reward = (next_cell == goal_cell).astype(np.float64)  # (S, A)

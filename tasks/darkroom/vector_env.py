@@ -1,12 +1,9 @@
 """A natively vectorised DarkRoom over (goals x parallel envs), in numpy: the shared grid room
 (:class:`tasks.grid.room.GridVectorEnv`) rewarded on the goal.
 
-Sub-env ``i`` plays goal ``goals[i // envs_per_goal]``; ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i`` like
-``SyncVectorEnv``, so it matches single :class:`~tasks.darkroom.env.DarkRoomEnv` copies wrapped in ``TimeLimit``
-transition for transition. With ``goals=None`` every sub-env draws its goal at every reset from its own generator,
-as the single env without ``goal`` does.
-
-:func:`make_vector_env` is the ``vector_entry_point`` of the gymnasium ids (``gymnasium.make_vec``).
+Sub-env ``i`` plays goal ``goals[i // envs_per_goal]`` and matches single :class:`~tasks.darkroom.env.DarkRoomEnv`
+copies wrapped in ``TimeLimit`` transition for transition; with ``goals=None`` every sub-env draws its goal at every
+reset, as the single env without ``goal`` does. :func:`make_vector_env` is the ``vector_entry_point`` of the ids.
 """
 from __future__ import annotations
 
@@ -45,9 +42,8 @@ class DarkRoomVectorEnv(GridVectorEnv):
 def make_vector_env(num_envs: int = 1, size: int = 9, goal: Sequence[int] | None = None,
                     goals: Sequence[Sequence[int]] | None = None, random_start: bool = False,
                     terminate_on_goal: bool = False, max_episode_steps: int = 20) -> DarkRoomVectorEnv:
-    """The ``vector_entry_point`` of the gymnasium ids: ``num_envs`` sub-envs with the single env's settings, on
-    ``goal``, on ``goals`` (:func:`tasks.vector_tasks`), or each drawing its goal at every reset; episodes of
-    ``max_episode_steps`` steps (gymnasium passes the id's own)."""
+    """The ``vector_entry_point`` of the gymnasium ids: ``num_envs`` sub-envs on ``goal``, on ``goals``
+    (:func:`tasks.vector_tasks`), or each drawing its goal at every reset, episodes of ``max_episode_steps`` steps."""
     chosen, per_goal = vector_tasks(num_envs, goal, goals)
     return DarkRoomVectorEnv(chosen, per_goal, size, max_episode_steps, random_start, terminate_on_goal)
 

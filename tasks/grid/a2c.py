@@ -1,30 +1,18 @@
 """Batched A2C: one independent tabular actor-critic per grid task (a DarkRoom goal, a Key-to-Door key/door pair),
 all of them trained in one computation.
 
-Agent (the DarkRoom AD recipe): a shared embedding layer (``hidden`` features per cell, then ReLU) feeding a
-linear actor head and a linear critic head. Every goal ``g`` has its own parameters, stacked on a leading
-``G`` dimension; one Adam step updates every agent, and gradient clipping is done per goal, so each
-agent is exactly what it would be trained alone (``tests/test_darkroom_a2c.py`` checks it against
-a plain ``nn.Module`` agent).
+Agent (the DarkRoom AD recipe): a shared embedding layer (``hidden`` features per cell, then ReLU) feeding linear
+actor and critic heads. Every goal has its own parameters, stacked on a leading ``G`` dimension; one Adam step
+updates every agent, with gradient clipping per goal, so each agent is exactly what it would be trained alone.
+Each update computes the whole policy / value table ``(G, A, S)`` / ``(G, S)`` once (rollout steps gather from
+it); the loss uses the rollout only through per-table-entry sums (``np.bincount``), and its gradient is written out
+by hand (two ``bmm``'s and a ReLU mask). Random numbers come from one ``torch.Generator`` per goal.
 
-Parameters are fixed during a rollout and observations are discrete, so each update computes the
-whole policy / value table ``(G, A, S)`` / ``(G, S)`` once; rollout steps are gathers from it.
-The loss uses the rollout only through per-table-entry sums (``np.bincount``), so its gradient is
-taken over the table, not over every transition, and written out by hand: the network is two
-matrix products and a ReLU, so the backward pass is two ``bmm``'s and a mask (no autograd graph;
-``tests/test_darkroom_a2c.py`` compares it with autograd). Random numbers come from one
-``torch.Generator`` per goal (seeded from the run seed and the goal cell), drawn a block of updates
-at a time.
-
-A goal's history is the same bit for bit whatever batch it is trained in (``--goals-per-batch``, the
-Ray backend's units) and on any number of torch threads (``tests/test_darkroom_batching.py``). Besides
-the per-goal generators this takes a goal-major memory layout (:func:`_goal_major`: every goal's
-block 64-byte aligned and padded, so MKL's gemm, fused Adam and the norms see each goal alike), one
-gemm per goal on one thread (:func:`_bmm`), and per-goal gradient norms combined elementwise.
-
-Training runs with denormal floats flushed to zero (:func:`denormals_flushed`): Adam's moment
-estimates of never-visited cells decay geometrically into the denormal range, where x86 arithmetic
-is many times slower (measured: the Adam step went from 0.55 to 2.9 ms per update after ~2000 updates).
+A goal's history is the same bit for bit whatever batch it is trained in and on any number of torch threads: the
+per-goal generators, a goal-major memory layout (:func:`_goal_major`), one gemm per goal on one thread
+(:func:`_bmm`) and per-goal gradient norms combined elementwise see to it. Training runs with denormal floats
+flushed to zero (:func:`denormals_flushed`): Adam's moments of never-visited cells decay into the denormal range,
+where x86 arithmetic is many times slower.
 """
 from __future__ import annotations
 
@@ -48,17 +36,11 @@ def _goal_major(G: int, shape: tuple[int, ...], zero: bool = True) -> tuple[torc
     """A ``(G, *shape)`` float32 tensor in goal-major layout: (that view, the ``(G, block)`` tensor under it),
     zero-filled (padding included) if ``zero``, else uninitialised (for results that are written whole).
 
-    Goal g's block starts at float ``g * block``, ``block`` being the next multiple of ``_ALIGN`` above
-    ``prod(shape)`` (at least one float of zero padding). This is what keeps a goal's arithmetic
-    independent of its batch (which other goals share it, and at which index):
-
-    - every block is 64-byte aligned: MKL's gemm rounds differently for differently aligned operands
-      (seen with hidden 9 in a 5x5 room), and packed blocks' alignment depends on the goal's index;
-    - every block is a whole number of SIMD vectors: fused Adam runs a tensor's last
-      ``numel % vector-width`` elements through scalar code that rounds differently from its vector code;
-    - the view is never contiguous, so :func:`_bmm` into it computes one gemm per goal, not MKL's
-      batched gemm, whose rounding depends on the batch size and on the matrix's place in it (seen: in a
-      3x3 room, odd-indexed goals' products differed from the same products computed alone).
+    Goal g's block starts at float ``g * block``, ``block`` being the next multiple of ``_ALIGN`` above ``prod(shape)``,
+    which keeps a goal's arithmetic independent of its batch: every block is 64-byte aligned (MKL's gemm rounds by
+    alignment) and a whole number of SIMD vectors (fused Adam's scalar tail rounds differently), and the view is never
+    contiguous, so :func:`_bmm` into it computes one gemm per goal, not MKL's batched gemm (whose rounding depends on
+    the batch).
     """
     n = math.prod(shape)
     block = (n // _ALIGN + 1) * _ALIGN
@@ -68,11 +50,9 @@ def _goal_major(G: int, shape: tuple[int, ...], zero: bool = True) -> tuple[torc
 
 
 def _goal_major_param(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``x`` ``(G, ...)`` copied into a :func:`_goal_major` tensor with a zero ``.grad`` of the same layout;
-    returns (the view, whose ``.grad`` is the matching view, the ``(G, block)`` tensor for the optimiser).
-
-    The padding gets zero gradients, so Adam leaves it at zero and it adds nothing to a gradient norm.
-    """
+    """``x`` ``(G, ...)`` copied into a :func:`_goal_major` tensor with a zero ``.grad`` of the same layout: (the view,
+    whose ``.grad`` is the matching view, the ``(G, block)`` tensor for the optimiser); the padding's zero gradients
+    keep it at zero under Adam and out of gradient norms."""
     view, rows = _goal_major(x.shape[0], tuple(x.shape[1:]))
     view.copy_(x)
     rows.grad = torch.zeros_like(rows)
@@ -81,12 +61,9 @@ def _goal_major_param(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
-    """``torch.bmm(a, b)`` into the :func:`_goal_major` tensor ``out``, on one thread whatever torch's thread count.
-
-    Into a non-contiguous ``out`` bmm computes one matrix product per goal; on one thread, each is the
-    same computation whatever the batch (with several, MKL's split of a product over the threads may
-    change its rounding, and the thread count is no setting of the dataset).
-    """
+    """``torch.bmm(a, b)`` into the :func:`_goal_major` tensor ``out``, on one thread whatever torch's thread count:
+    one matrix product per goal, each the same computation whatever the batch (MKL's split of a product over threads
+    may change its rounding)."""
     threads = torch.get_num_threads()
     if threads > 1:
         torch.set_num_threads(1)
@@ -105,10 +82,7 @@ def _bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
 
 @contextlib.contextmanager
 def denormals_flushed() -> Iterator[None]:
-    """Flush denormal floats to zero on this thread (where the CPU supports it) inside the block.
-
-    Only values below ~1.2e-38 change (to 0), far under anything the A2C's results depend on.
-    """
+    """Flush denormal floats (below ~1.2e-38) to zero on this thread, where the CPU supports it, inside the block."""
     flushed = torch.set_flush_denormal(True)
     try:
         yield
@@ -146,11 +120,9 @@ def env_seeds(seed: int, size: int, goals: list[tuple[int, ...]], envs_per_goal:
 
 @dataclass
 class TableLoss:
-    """Each goal's A2C loss, written through per-table-entry sums of one rollout.
-
-    The loss of goal g is the mean over its ``n`` transitions of ``-A * log pi(a|s) + vf_coef * (R - V(s))^2
-    - ent_coef * H(pi(.|s))``; every term depends on a transition only through its table entry.
-    """
+    """Each goal's A2C loss, the mean over its ``n`` transitions of ``-A * log pi(a|s) + vf_coef * (R - V(s))^2 -
+    ent_coef * H(pi(.|s))``, written through per-table-entry sums of one rollout (every term depends on a transition
+    only through its table entry)."""
 
     log_pi: torch.Tensor  # (G, A, S) log-policy table
     values: torch.Tensor  # (G, S) value table
@@ -186,16 +158,11 @@ class TableLoss:
 class BatchedA2C:
     """A2C agents for ``goals`` (one per goal), trained together on the family's grid vector env.
 
-    Args:
-        cfg: a config with the A2C options of :class:`tasks.grid.family.GridOptions` (hidden, num_envs, num_steps,
-            lr, adam_betas, adam_eps, max_grad_norm, ent_coef, vf_coef, gamma, gae_lambda) and the env options
-            (size, episode_length, random_start, ...).
-        goals: the tasks, one agent each: tuples of ints (a DarkRoom goal cell, a Key-to-Door key + door).
-        seed: run seed; agent ``g``'s initial weights and action noise depend on (seed, goals[g]) only.
-        family: the grid family (:class:`tasks.grid.family.GridFamily`): its ``num_states(cfg)`` (the agent's
-            tabular states, which may be more than the observed cells: Key-to-Door's source sees (cell, key
-            carried)) and ``make_env(cfg, goals)`` (a :class:`~tasks.grid.room.GridVectorEnv` over ``goals`` x
-            ``cfg.num_envs``, goal-major, whose observations index those states).
+    ``cfg`` holds the A2C options of :class:`tasks.grid.family.GridOptions` and the env options; ``goals`` are the
+    tasks (tuples of ints); agent ``g``'s initial weights and action noise depend on (``seed``, goals[g]) only.
+    ``family`` (:class:`tasks.grid.family.GridFamily`) gives ``num_states(cfg)`` (the agent's tabular states, which
+    may be more than the observed cells) and ``make_env(cfg, goals)`` (a goal-major
+    :class:`~tasks.grid.room.GridVectorEnv` whose observations index those states).
     """
 
     def __init__(self, cfg, goals: list[tuple[int, ...]], seed: int, family):
@@ -261,11 +228,9 @@ class BatchedA2C:
 
     # ------------------------------------------------------------------ one update
     def step(self, stats: bool = True) -> tuple[Rollout, dict[str, torch.Tensor]]:
-        """Collect ``num_steps`` steps in every env with the current policies, then one optimiser step.
-
-        Returns the rollout (for the history store) and per-goal stats ``(G,)`` tensors (loss, its parts
-        and the gradient norm before clipping; an empty dict with ``stats=False``, which saves their cost).
-        """
+        """Collect ``num_steps`` steps in every env with the current policies, then one optimiser step; returns the
+        rollout and per-goal stats ``(G,)`` tensors (loss, its parts and the gradient norm before clipping; none with
+        ``stats=False``)."""
         cfg, G, S, A, N, T = self.cfg, self.G, self.S, self.A, self.N, self.T
         h, log_pi, values = self._forward()  # (G, H, S), (G, A, S), (G, S)
         flat_values = values.reshape(G * S).numpy()  # (G*S,)
@@ -292,11 +257,8 @@ class BatchedA2C:
         return r, ({**loss.stats(), "grad_norm": grad_norm} if stats else {})
 
     def _rollout(self, log_pi: torch.Tensor, flat_values: np.ndarray) -> tuple[Rollout, np.ndarray]:
-        """``num_steps`` steps of every env under the policy tables; returns the rollout and the bootstrap cells.
-
-        ``log_pi`` is ``(G, A, S)``, ``flat_values`` ``(G*S,)``. The bootstrap cell of step t ``(T, E)`` is the
-        cell whose value follows it: the next observation, or the final one where the episode ended.
-        """
+        """``num_steps`` steps of every env under the policy tables ``log_pi`` ``(G, A, S)``; returns the rollout and
+        the bootstrap cells ``(T, E)`` whose values follow each step (the next observation, or an episode's last)."""
         G, S, A, T, E = self.G, self.S, self.A, self.T, self.G * self.N
         # inverse-CDF sampling: the action is the number of cumulative probabilities <= u; the last is
         # ~1 (the count over the first A-1 is already < A, which also guards against cdf[-1] < 1)
@@ -332,10 +294,8 @@ class BatchedA2C:
         return adv, adv + r.value
 
     def _backward(self, h: torch.Tensor, d_logits: torch.Tensor, d_values: torch.Tensor) -> None:
-        """Parameter gradients (into each ``p.grad``) from the table gradients ``(G, A, S)`` / ``(G, S)``.
-
-        ``h`` is the ``(G, H, S)`` ReLU output of the forward pass.
-        """
+        """Parameter gradients (into each ``p.grad``) from the table gradients ``(G, A, S)`` / ``(G, S)``; ``h`` is the
+        ``(G, H, S)`` ReLU output of the forward pass."""
         d_out, _ = _goal_major(self.G, (self.A + 1, self.S), zero=False)  # (G, A+1, S) goal-major, a bmm operand
         d_out[:, :self.A] = d_logits
         d_out[:, self.A] = d_values

@@ -1,13 +1,8 @@
 """What a grid family configures, and what every grid dataset shares (no torch, nothing heavy: ``ad --help`` reads
-the options).
-
-- the options every grid family's sources share, declared and checked once (:class:`GridOptions`: a family's config
-  inherits it, adds its own options and sets its defaults with :func:`ad.config.override`, ``learning_rate: float =
-  override(GridOptions, "learning_rate", 1e-3)``);
-- :class:`GridFamily`: a family as the grid sources see it, one configuration of the engine;
-- :func:`register_grid_family`: a family's gymnasium ids and task family, registered the same way for each;
-- a grid dataset's columns (:func:`history_spec`), its metadata's split and task table (:func:`grid_metadata`) and
-  its learning figure (:func:`ratio_summary`).
+the options): the sources' shared options and their checks (:class:`GridOptions`, a family's config inherits it and
+sets its defaults with :func:`ad.config.override`), :class:`GridFamily` (a family as the grid sources see it),
+:func:`register_grid_family`, and a grid dataset's columns (:func:`history_spec`), metadata (:func:`grid_metadata`)
+and learning figure (:func:`ratio_summary`).
 """
 from __future__ import annotations
 
@@ -104,10 +99,9 @@ def register_grid_family(name: str, package: str, env_class: str, gym_ids: dict[
                          env_kwargs: dict[str, Any], summary: str, generate_config: type, demo_config: type,
                          default: bool = False) -> None:
     """Register a grid family of the package ``package`` (``"tasks.darkroom"``): its gymnasium ids (``gym_ids``: id ->
-    (size, max_episode_steps); the first is the one ``ad eval`` uses; entry point ``<package>.env:<env_class>``,
-    vector entry point ``<package>.vector_env:make_vector_env``, each built with ``env_kwargs`` and its size) and its
-    :class:`ad.families.TaskFamily` (source ``<package>.generate:generate``, the shared demo pipeline, optimal actions
-    from ``<package>.optimal``). Imports no torch."""
+    (size, max_episode_steps), the first used by ``ad eval``; ``<package>.env:<env_class>`` and
+    ``<package>.vector_env:make_vector_env`` built with ``env_kwargs``) and its :class:`ad.families.TaskFamily`
+    (``<package>.generate:generate``, optimal actions from ``<package>.optimal``). Imports no torch."""
     import gymnasium
 
     from ad.families import TaskFamily, register_family
@@ -175,13 +169,10 @@ Columns = dict[str, np.ndarray]
 
 @dataclass(frozen=True)
 class GridFamily:
-    """A grid family as the grid sources see it: one configuration of the engine (DarkRoom's is
-    :data:`tasks.darkroom.generate.DARKROOM`, Key-to-Door's :data:`tasks.keydoor.generate.KEYDOOR`).
-
-    A family's tasks are tuples of ints ("goals": a DarkRoom goal cell, a Key-to-Door key + door). Its agents and
-    demonstrators see *full states* (DarkRoom: the cell; Key-to-Door: cell + size^2 * key carried); ``derive`` maps
-    full-state columns to the stored ones. Every callable is a module-level function (a Ray work unit pickles the
-    family by reference).
+    """A grid family as the grid sources see it: one configuration of the engine (DarkRoom's
+    :data:`tasks.darkroom.generate.DARKROOM`, Key-to-Door's :data:`tasks.keydoor.generate.KEYDOOR`). Its tasks are
+    tuples of ints; its agents see *full states* (Key-to-Door: cell + size^2 * key carried), which ``derive`` maps to
+    the stored columns. Every callable is a module-level function (a Ray work unit pickles the family by reference).
     """
 
     family: str  #: the dataset's family

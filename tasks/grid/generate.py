@@ -1,23 +1,12 @@
 """The A2C source of the grid families: A2C learning histories for every task of a family, into the history store.
 
-    from ad.config import make_config
-    from tasks.darkroom.config import GenerateConfig
-    from tasks.darkroom.generate import DARKROOM
-    from tasks.grid.generate import generate_a2c
-    path = generate_a2c(make_config(GenerateConfig, {"out": "data/darkroom", "steps_per_goal": 100_000}), DARKROOM)
-
 A family (:class:`~tasks.grid.family.GridFamily`: DarkRoom's in :mod:`tasks.darkroom.generate`, Key-to-Door's in
-:mod:`tasks.keydoor.generate`) says what its tasks are, how they are named and described, and which env its agents
-walk; this module does the rest. Tasks are trained in batches (all at once by default); each task is one unit
-``(task, run=seed)`` of the dataset, committed when its batch finishes. Re-running the same command skips committed
-units and reruns the rest from scratch (deterministically: a task's agent depends only on the seed and the task).
-Beside the shards, ``<out>/_run/`` holds summary.json, learning_curves.png, the family's other pictures and
-TensorBoard logs (``_``-prefixed folders are ignored by Parquet readers); for a remote ``--out`` URL these stay on
-the local disk (``--run-dir``).
-
+:mod:`tasks.keydoor.generate`) says what its tasks are, how they are named and which env its agents walk; this
+module does the rest. Tasks are trained in batches; each task is one unit ``(task, run=seed)``, committed when its
+batch finishes, and re-running the command skips committed units (a task's agent depends only on seed and task).
+``<out>/_run/`` (``--run-dir`` for a remote ``--out``) holds summary.json, the pictures and TensorBoard logs.
 With ``--backend ray`` each batch is a work unit (:mod:`ad.distributed`) run by :func:`grid_unit` on a Ray worker,
-which writes its tasks' shards itself; the driver records each finished unit in dataset.json. The dataset is the
-same as the local backend's (a task's history does not depend on its batch), and a unit whose worker dies is rerun.
+which writes its tasks' shards itself; the dataset is the same as the local backend's.
 """
 from __future__ import annotations
 
@@ -245,12 +234,10 @@ def _diverged(cfg: Any, what: str, update: int) -> None:
 def _summarize(cfg: Any, out: Location, metadata: dict[str, Any], elapsed: float,
                steps: int) -> dict[str, Any]:
     """The learning figure over every unit of the dataset (this run's and earlier runs')."""
-    units = HistoryReader(out).units()
     ratios = {}
-    for unit in units:
-        info = unit.get("info", {})
+    for unit in HistoryReader(out).units():
         if unit["run"] == cfg.seed:
-            ratio = info.get("final_ratio")
+            ratio = unit.get("info", {}).get("final_ratio")
             ratios[unit["task"]] = ratio if ratio is not None and np.isfinite(ratio) else None
     return {**ratio_summary(ratios),
             "criterion": f"mean return over the last {FINAL_FRACTION:.0%} of each stream >= "

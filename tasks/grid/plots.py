@@ -11,13 +11,9 @@ from tasks.grid.room import GridVectorEnv
 
 def plot_learning_curves(path: Path, steps: np.ndarray, curves: np.ndarray, optimum: np.ndarray,
                          labels: list[str], room: str = "DarkRoom") -> None:
-    """Mean episode return vs env steps per goal, divided by each goal's optimum (``room`` names the family).
-
-    Args:
-        steps: ``(P,)`` env steps per goal at each point.
-        curves: ``(P, G)`` mean return of the episodes finished in each bin.
-        optimum: ``(G,)`` optimal return of each goal.
-    """
+    """Mean episode return vs env steps per goal, divided by each goal's optimum (``room`` names the family):
+    ``steps`` ``(P,)`` env steps per goal at each point, ``curves`` ``(P, G)`` mean return of the episodes finished in
+    each bin, ``optimum`` ``(G,)``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -41,12 +37,8 @@ def plot_learning_curves(path: Path, steps: np.ndarray, curves: np.ndarray, opti
 
 
 def greedy_policy_gif(path: Path, env: GridVectorEnv, greedy: np.ndarray, cell_px: int = 24) -> None:
-    """Animate one episode of each goal's greedy policy side by side (green agent, red goal, yellow = reached).
-
-    Args:
-        env: a grid vector env with one sub-env per goal shown (its ``goal_cell`` is drawn).
-        greedy: ``(num_envs, states)`` greedy action per observation for each of those goals.
-    """
+    """Animate one episode of each goal's greedy policy side by side (green agent, red goal, yellow = reached):
+    ``env`` has one sub-env per goal shown, ``greedy`` ``(num_envs, states)`` the greedy action per observation."""
     from PIL import Image
 
     size, n = env.size, env.num_envs

@@ -42,13 +42,9 @@ def unit_columns(columns: dict[str, np.ndarray], g: int, envs_per_goal: int) -> 
 
 
 class BatchWriter:
-    """Hands buffered rollouts to a batch's units in order, on a background thread if ``background``.
-
-    With the background thread, column preparation and Parquet encoding (numpy and pyarrow release
-    the GIL there) overlap with the next updates on a second core. At most one hand-off is in flight,
-    which bounds memory; an error in the writer is raised in the training thread at the next hand-off.
-    ``derive``, if given, maps each unit's column batch to the columns stored (a task whose agent's states are
-    more than its observations stores the observed part, e.g. Key-to-Door's cell without the key flag).
+    """Hands buffered rollouts to a batch's units in order, on a background thread if ``background`` (encoding then
+    overlaps with the next updates; one hand-off in flight at most; a writer error is raised at the next hand-off).
+    ``derive``, if given, maps each unit's column batch to the columns stored (e.g. Key-to-Door's cell without the key).
     """
 
     def __init__(self, units: dict[int, UnitWriter], envs_per_goal: int, background: bool = False,
@@ -104,11 +100,8 @@ def _lower_priority() -> None:
 
 
 class ReturnTracker:
-    """Accumulates the return of every finished episode, grouped by goal and by update.
-
-    ``sums[u, g]`` / ``counts[u, g]``: total return / number of episodes of goal ``g`` that ended
-    during update ``u``; enough for learning curves and for the "last 5% of the stream" figure.
-    """
+    """Accumulates the return of every finished episode, grouped by goal and by update: ``sums[u, g]`` /
+    ``counts[u, g]`` are the total return / number of episodes of goal ``g`` that ended during update ``u``."""
 
     def __init__(self, num_goals: int, envs_per_goal: int, num_updates: int):
         self.G, self.N = num_goals, envs_per_goal

@@ -26,8 +26,7 @@ MAX_SIZE = 32
 
 
 def check_size(size: int, room: str = "DarkRoom") -> None:
-    """Raise a UserError unless ``size`` is a usable grid size (2 .. MAX_SIZE); ``room`` names the family's room
-    in the message."""
+    """UserError unless ``size`` is a usable grid size (2 .. MAX_SIZE), naming the family's ``room``."""
     if int(size) < 2:
         raise UserError(f"{room} --size must be at least 2 (a {size}x{size} grid has no goal besides the start); "
                         "pass --size 2 or more")
@@ -44,17 +43,12 @@ def start_cell(size: int) -> tuple[int, int]:
 def split_goals(goals: list[tuple[int, ...]], heldout_fraction: float, seed: int
                 ) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
     """Deterministic train / held-out split of a family's tasks: a seeded permutation, the first ``round(f * n)``
-    held out.
-
-    Both lists come back in the input order. At least one task stays in train.
-    """
+    held out (at least one task stays in train); both lists in the input order."""
     n = len(goals)
     n_heldout = min(int(round(heldout_fraction * n)), n - 1) if n > 1 else 0
     order = np.random.default_rng(seed).permutation(n)
-    heldout_idx = set(order[:n_heldout].tolist())
-    train = [g for i, g in enumerate(goals) if i not in heldout_idx]
-    heldout = [g for i, g in enumerate(goals) if i in heldout_idx]
-    return train, heldout
+    held = set(order[:n_heldout].tolist())
+    return [g for i, g in enumerate(goals) if i not in held], [g for i, g in enumerate(goals) if i in held]
 
 
 def transition_table(size: int) -> np.ndarray:
@@ -66,9 +60,8 @@ def transition_table(size: int) -> np.ndarray:
 
 
 def shortest_path_actions(size: int, target_cell: int) -> np.ndarray:
-    """``action[s]``: an action on a shortest path from cell ``s`` to ``target_cell`` (rows first, then columns;
-    noop on the target itself), shape ``(size * size,)`` int64. The room has no walls inside, so the path is the
-    Manhattan one."""
+    """``action[s]`` ``(size * size,)`` int64: an action on a shortest (Manhattan: no walls inside) path from cell ``s``
+    to ``target_cell``, rows first, then columns; noop on the target itself."""
     rows, cols = np.divmod(np.arange(size * size), size)  # (S,), (S,)
     t_row, t_col = divmod(int(target_cell), size)
     action = np.zeros(size * size, dtype=np.int64)  # noop on the target
@@ -139,14 +132,10 @@ class GridEnv(gym.Env):
 class GridVectorEnv(VectorEnv):
     """``len(goals) * envs_per_goal`` sub-envs of one room, goal-major (sub-env i -> goal i // envs_per_goal).
 
-    Follows gymnasium's ``VectorEnv`` conventions: batched spaces, ``metadata["autoreset_mode"]`` (``SAME_STEP``: a
-    finished sub-env is reset inside the same ``step``; its last observation is in ``infos["final_obs"]`` where
-    ``infos["_final_obs"]`` is True). ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i`` like ``SyncVectorEnv``.
-    One step is a table lookup for all sub-envs at once. A goal is a target cell (row, col); with ``goals=None``
-    every sub-env draws its task at every reset from its own generator (:meth:`_draw_tasks`).
-
-    A family supplies its reward (:meth:`_rewards`) and its task draw; it may extend the observation
-    (:meth:`_observe`) and the restart (:meth:`_restart`).
+    Gymnasium ``VectorEnv`` conventions: batched spaces, ``SAME_STEP`` autoreset (a finished sub-env's last observation
+    is in ``infos["final_obs"]``), ``reset(seed=s)`` seeds sub-env ``i`` with ``s + i``. One step is a table lookup for
+    all sub-envs; with ``goals=None`` every sub-env draws its task at every reset (:meth:`_draw_tasks`). A family
+    supplies its reward (:meth:`_rewards`) and task draw, and may extend :meth:`_observe` and :meth:`_restart`.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
@@ -225,21 +214,16 @@ class GridVectorEnv(VectorEnv):
         return self.cell.copy()
 
     def _restart(self, idx: np.ndarray) -> None:
-        """Put the sub-envs ``idx`` at the start of a new episode (cells only; counters are the caller's)."""
+        """Put the sub-envs ``idx`` at the start of a new episode: the centre, or a cell drawn from each sub-env's own
+        generator (cells only; counters are the caller's)."""
         if self.random_goals:
             self._draw_tasks(idx)
-        self.cell[idx] = self._start_cells(idx)
-
-    # ------------------------------------------------------------------ helpers
-    def _start_cells(self, idx: np.ndarray) -> np.ndarray:
-        """Start cells for the sub-envs ``idx`` (centre, or drawn from each sub-env's own generator)."""
         if not self.random_start:
-            return np.full(len(idx), self._start, dtype=np.int64)
-        cells = np.empty(len(idx), dtype=np.int64)
-        for j, i in enumerate(idx):  # only with random_start: one draw per finished sub-env
+            self.cell[idx] = self._start
+            return
+        for i in idx:  # one draw per finished sub-env
             row, col = self._rngs[i].integers(0, self.size, size=2)
-            cells[j] = int(row) * self.size + int(col)
-        return cells
+            self.cell[i] = int(row) * self.size + int(col)
 
 
 def room_tasks(metadata: dict[str, Any], tasks: Sequence[str],

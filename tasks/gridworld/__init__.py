@@ -1,8 +1,6 @@
 """LLM grid world (after LactChain): the env, an LLM actor constrained to the move vocabulary, a Monte-Carlo critic,
-SimPO training, and ``ad generate gridworld``.
-
-Importing this package registers the gymnasium ids (``ad/GridWorld-4x4-v0`` ...) and the CLI command; torch is
-imported only when the command runs.
+SimPO training, and ``ad generate gridworld``. Importing this package registers the gymnasium ids
+(``ad/GridWorld-4x4-v0`` ...) and the CLI command; torch is imported only when the command runs.
 """
 from __future__ import annotations
 

@@ -1,14 +1,10 @@
 """The LLM actor: a causal LM whose output is constrained to move lists, for B prompts in one cached pass.
 
-Every move list of 1..``max_moves`` moves is a *candidate*: the tokens of its text (``" forward, left"``) followed
-by EOS. The candidates form a token trie. Decoding runs B prompts in lockstep with one KV cache (the shared
-scorer's :class:`ad.lm.scoring.CachedContexts`: left-padded, pads masked, position ids skip pads); at each
-token the logits of each prompt are restricted to the children of its trie node, so every output is a valid move
-list and the model never runs off the vocabulary. The logged log-probabilities are those of the behaviour policy:
-the restricted, renormalised (and tempered) softmax.
-
-The prompts of a batch share their opening (strategy + grid info): the tokens they have in common are run once
-and their KV cache is repeated for every row, so only each prompt's own tail (its state) is computed per env.
+Every move list of 1..``max_moves`` moves (its text, ``" forward, left"``, then EOS) is a candidate in a token
+trie. Decoding runs B prompts in lockstep with one KV cache (:class:`ad.lm.scoring.CachedContexts`), each
+prompt's logits restricted to the children of its trie node, so every output is a valid move list; the logged
+log-probabilities are those of that restricted, renormalised (and tempered) softmax. The prompts' shared opening
+(strategy + grid info) runs once and its KV cache is repeated for every row.
 """
 from __future__ import annotations
 

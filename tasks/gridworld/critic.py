@@ -2,6 +2,7 @@
 trained on Monte-Carlo returns of the frozen actor's episodes."""
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -27,7 +28,7 @@ class LMFeatures:
         missing = sorted({p for p in prompts if p not in self.cache})
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         device = next(self.model.parameters()).device
-        disable = getattr(self.model, "disable_adapter", None)
+        disable = getattr(self.model, "disable_adapter", contextlib.nullcontext)  # a plain model has no adapter
         was_training = self.model.training
         self.model.eval()
         for i in range(0, len(missing), self.batch_size):
@@ -36,10 +37,7 @@ class LMFeatures:
             positions = (mask.cumsum(1) - 1).clamp(min=0)  # (b, L)
             kwargs = dict(input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=positions.to(device),
                           output_hidden_states=True)
-            if disable is not None:
-                with disable():
-                    out = self.model(**kwargs)
-            else:
+            with disable():
                 out = self.model(**kwargs)
             last = out.hidden_states[-1][:, -1].float().cpu().numpy()  # (b, H) left padding: last = real token
             self.cache.update(zip(chunk, last))

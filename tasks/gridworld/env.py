@@ -1,18 +1,10 @@
 """The LLM grid world of LactChain as a gymnasium ``Env``: one step takes a *list* of moves.
 
 The agent stands on a ``size x size`` grid at ``(x, y)`` facing an orientation (0 north = +y, 1 east = +x,
-2 south = -y, 3 west = -x). Moves are words of a fixed vocabulary: ``left`` / ``right`` turn 90 degrees in
-place, ``forward`` moves one cell the way the agent faces. A step executes the moves of its list in order:
-
-* reaching the goal cell ends the episode (``terminated``) with ``goal_reward``; later moves are ignored;
-* leaving the grid ends the episode with ``-offmap_penalty`` (or, with ``clip_at_wall``, the agent stays put);
-* every executed move costs ``move_cost``.
-
-Observation: ``(x, y, orientation, goal_x, goal_y)`` (``MultiDiscrete``); ``info`` carries the state text, the
-info string ("Grid world is size 4x4"), ``success``, ``off_map`` and ``moves``. Episode length (in steps, i.e.
-move lists) comes from ``TimeLimit`` (``max_episode_steps`` at registration, see ``tasks/gridworld/__init__.py``).
-Start/goal configurations (``(x, y, orientation, goal_x, goal_y)``) are split into train and held-out sets by
-:func:`split_configs`.
+2 south = -y, 3 west = -x); ``left`` / ``right`` turn in place, ``forward`` moves one cell. Reaching the goal ends
+the episode with ``goal_reward`` (later moves are ignored), leaving the grid with ``-offmap_penalty`` (with
+``clip_at_wall`` the agent stays put); every executed move costs ``move_cost``. Observation: ``(x, y, orientation,
+goal_x, goal_y)``; ``info``: state and info texts, ``success``, ``off_map``, ``moves``. Splits: :func:`split_configs`.
 """
 from __future__ import annotations
 
@@ -85,9 +77,7 @@ def split_configs(size: int, heldout_fraction: float = 0.2, seed: int = 0) -> tu
     configs = all_configs(size)
     order = np.random.default_rng(seed).permutation(len(configs))
     n_held = max(1, int(round(heldout_fraction * len(configs))))
-    held = sorted(configs[i] for i in order[:n_held])
-    train = sorted(configs[i] for i in order[n_held:])
-    return train, held
+    return sorted(configs[i] for i in order[n_held:]), sorted(configs[i] for i in order[:n_held])
 
 
 def info_text(size: int) -> str:

@@ -1,19 +1,11 @@
 """``ad generate gridworld``: evaluate the prompted actor, collect episodes for a Monte-Carlo critic (actor
 frozen), train the actor with SimPO, evaluate again. Every episode of every phase is logged.
 
-Units (task names; run = seed), each committed atomically and only after what it depends on is saved:
-  ``eval-before`` / ``eval-after``: greedy episodes on held-out start/goal configurations;
-  ``critic-bNNNN``: sampled episodes of the frozen base actor (then ``_run/checkpoints/critic.pt`` is fit on
-  the logged Monte-Carlo returns, so a resumed run fits the same critic);
-  ``simpo-iNNNN``: per SimPO iteration, sampled full episodes of the current actor (phase ``simpo-rollout``,
-  the training curve) + the sampled pairs (phase ``simpo-pair``); committed after the adapter of that
-  iteration is saved to ``_run/checkpoints/actor-iNNNN``. Re-running the same command resumes after the last
-  committed unit. ``_run/`` also holds TensorBoard scalars (tb/), rates.png and summary.json.
-
-``--out`` is a folder or any pyarrow / fsspec URL (``file://``, ``s3://``, ``gs://``, ``memory://``): the dataset
-goes through :mod:`ad.history`. The run folder (called ``_run/`` above) stays on the local disk: ``--run-dir``, else
-``<out>/_run`` for a local ``--out``, else ``runs/generate-<name>`` (resuming a remote dataset needs the same run
-folder: it holds the critic and the adapters).
+Units (run = seed), each committed only after what it depends on is saved: ``eval-before`` / ``eval-after``
+(greedy, held-out configurations), ``critic-bNNNN`` (the frozen base actor's episodes, whose returns fit the
+critic), ``simpo-iNNNN`` (an iteration's episodes and pairs, after its adapter is saved); a re-run resumes after
+the last committed unit. The run folder (``--run-dir``, else ``<out>/_run`` for a local ``--out``) holds the
+checkpoints, TensorBoard scalars, rates.png and summary.json.
 """
 from __future__ import annotations
 
@@ -43,7 +35,6 @@ from tasks.gridworld.simpo import make_optimizer, sample_pairs, train_simpo
 
 #: Adam state of the actor, saved beside each SimPO iteration's adapter (a resumed run continues it).
 OPTIMIZER_FILE = "optimizer.pt"
-#: In a run folder outside the dataset: the --out whose run the folder holds.
 
 
 def dataset_metadata(cfg: GenerateConfig, train: list, heldout: list) -> dict[str, Any]:
@@ -133,7 +124,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
               "episodes, greedy)", flush=True)
 
     evaluate("eval-before", 0)
-    critic = None
+    critic, critic_file = None, ckpt / "critic.pt"
     if "critic" in cfg.phase_list:
         batches = math.ceil(cfg.critic_episodes / cfg.num_envs)
         for k in _progress(range(batches), "critic episodes", cfg.progress):
@@ -144,17 +135,14 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
                               episode_offset=k)
             commit_episodes(writer, task, run, ep, "critic", 0, cfg.gamma, {"phase": "critic"})
             board.add(k, **{"critic/success_rate": ep.success_rate(), "critic/offmap_rate": ep.offmap_rate()})
-        features = LMFeatures(model, tokenizer)
-        path = ckpt / "critic.pt"
-        if path.is_file():
-            critic = LMCritic.load(path, features)
-        else:
+        if not critic_file.is_file():
             writer.sync()  # the critic reads back the episodes just committed
             table = HistoryReader(location).table(columns=["phase", "state", "mc_return"]).to_pandas()
             table = table[table["phase"] == "critic"]
-            critic, losses = fit_critic(features, list(table["state"]), table["mc_return"].to_numpy(),
-                                        cfg.critic_epochs, cfg.critic_learning_rate, cfg.seed)
-            critic.save(path)
+            critic, losses = fit_critic(LMFeatures(model, tokenizer), list(table["state"]),
+                                        table["mc_return"].to_numpy(), cfg.critic_epochs, cfg.critic_learning_rate,
+                                        cfg.seed)
+            critic.save(critic_file)
             summary["critic"] = {"rows": len(table), "mse_first": losses[0], "mse_last": losses[-1],
                                  "return_var": float(table["mc_return"].var())}
             for i, loss in enumerate(losses):
@@ -162,8 +150,8 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
             _save_summary(summary_path, summary)
             print(f"critic: MSE {losses[0]:.4f} -> {losses[-1]:.4f} on {len(table)} turns "
                   f"(return variance {summary['critic']['return_var']:.4f})", flush=True)
-    elif (ckpt / "critic.pt").is_file():
-        critic = LMCritic.load(ckpt / "critic.pt", LMFeatures(model, tokenizer))
+    if critic is None and critic_file.is_file():  # fit by an earlier run
+        critic = LMCritic.load(critic_file, LMFeatures(model, tokenizer))
 
     if "simpo" in cfg.phase_list:
         from peft import get_peft_model, set_peft_model_state_dict

@@ -10,8 +10,7 @@ STRATEGY = ("You are in a grid world. Propose a list of moves that reaches the g
 
 
 def make_prompt(size: int, config: Sequence[int], style: str = "absolute") -> str:
-    """The actor's prompt for one state (state text in ``style``, see ``env.STATE_TEXTS``); the completion (a move
-    list) follows ``Moves:``."""
+    """The actor's prompt for one state (state text in ``style``); the completion (a move list) follows ``Moves:``."""
     return (f"{STRATEGY}\n{info_text(size)} (x and y run from 0 to {size - 1}; north is +y, east is +x).\n"
             f"{state_text(config, style)}\nMoves:")
 

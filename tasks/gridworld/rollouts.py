@@ -1,10 +1,9 @@
 """Episodes of B grid worlds stepped in lockstep by one batched actor call per turn, and their history rows.
 
-Row layout (one row = one turn = one move list): state = the actor's prompt (strategy + info + state), action =
-the move-list text, logprob = per-token behaviour log-probabilities, reward, terminated (goal or off map),
-truncated (turn limit), stream = env slot, episode = index of the episode within its stream, step = turn,
-update = policy version (0 = base actor; SimPO iteration k trains update k + 1). Extra: phase, success, off_map,
-mc_return (discounted return from this turn on).
+One row = one turn = one move list: state = the actor's prompt, action = the move-list text, per-token logprob,
+terminated (goal or off map), truncated (turn limit), stream = env slot, step = turn, update = policy version
+(0 = base actor; SimPO iteration k trains update k + 1); extra columns phase, success, off_map and mc_return
+(discounted return from this turn on).
 """
 from __future__ import annotations
 
@@ -63,9 +62,8 @@ class Episodes:
 def run_episodes(actor: Actor, rewards: Rewards, starts: Sequence[Sequence[int]], max_turns: int,
                  greedy: bool = False, batch: int | None = None, episode_offset: int = 0) -> Episodes:
     """Play one episode from each start config in ``batch`` env slots (default: all at once), one batched actor
-    call per turn. A slot whose episode ends takes the next start right away (continuous batching), so calls stay
-    full until the starts run out. Rows: stream = slot, episode = ``episode_offset`` + the slot's episode count;
-    ``outcomes`` follow the order of ``starts``."""
+    call per turn; a slot whose episode ends takes the next start at once. Rows: stream = slot, episode =
+    ``episode_offset`` + the slot's episode count; ``outcomes`` follow the order of ``starts``."""
     out = Episodes()
     batch = max(1, min(batch or len(starts), len(starts)))
     queue = iter(range(len(starts)))

@@ -33,11 +33,9 @@ def _body_and_head(model: Any) -> tuple[Any, Any]:
 
 def sequence_logps(model: Any, prompt_ids: Sequence[Sequence[int]], completions: Sequence[Sequence[int]],
                    pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-token log-probabilities of N completions after their prompts, the prompts' shared opening run once.
-
-    Returns ``(token_logps, row)``: (M,) log p of every completion token (full vocabulary) and (M,) the row each
-    belongs to (M = total completion tokens). Differentiable w.r.t. the model's trainable weights.
-    """
+    """Per-token log-probabilities of N completions after their prompts, the prompts' shared opening run once:
+    ``(token_logps, row)``, (M,) log p of every completion token (full vocabulary) and (M,) the row each belongs to
+    (M = total completion tokens). Differentiable w.r.t. the model's trainable weights."""
     from transformers import DynamicCache
 
     N = len(prompt_ids)

@@ -1,13 +1,9 @@
-"""SimPO phase: ``samples`` sampled move lists per start state (2 in the original recipe), ranked by reward + discounted
-value of the next state (= the critic advantage up to the shared V(s)); the best and the worst make the
-preference pair. With ``candidates`` (``--simpo-chosen all``) the chosen list is instead the best of every valid
-move list from that state, scored the same way with the env's dynamics (a deterministic simulator), and the
-rejected one stays the policy's worst sample. Trained with :mod:`tasks.gridworld.shared_prefix_simpo` (default)
-or trl's CPOTrainer (``loss_type="simpo"``); ``nll`` (trl's ``cpo_alpha``) weighs an NLL term on the chosen move
-list (CPO-SimPO); ``nll=0`` is pure SimPO.
-
-The next state's value is the critic's plus a potential-based shaping term, ``-progress_bonus`` per cell of
-Manhattan distance to the goal (Ng et al. 1999: shaping by a potential leaves the optimal policy unchanged).
+"""SimPO phase: ``samples`` sampled move lists per start state, ranked by reward + discounted value of the next state
+(the critic advantage up to the shared V(s)), minus ``progress_bonus`` per cell of Manhattan distance to the goal (a
+potential-based shaping, Ng et al. 1999); the best and the worst make the preference pair. With ``candidates``
+(``--simpo-chosen all``) the chosen list is the best of every valid move list, scored with the env's dynamics.
+Trained with :mod:`tasks.gridworld.shared_prefix_simpo` (default) or trl's CPOTrainer (``loss_type="simpo"``);
+``nll`` (trl's ``cpo_alpha``) weighs an NLL term on the chosen move list (CPO-SimPO).
 """
 from __future__ import annotations
 
@@ -45,11 +41,9 @@ def score_move_lists(critic: Critic | None, rewards: Rewards, configs: Sequence[
 def sample_pairs(actor: Actor, critic: Critic | None, rewards: Rewards, starts: Sequence[Sequence[int]],
                  gamma: float, episode_offset: int = 0, samples: int = 2, progress_bonus: float = 0.0,
                  candidates: Sequence[Sequence[int]] | None = None) -> tuple[list[dict[str, str]], Episodes]:
-    """Preference pairs {prompt, chosen, rejected} (best vs worst of ``samples`` move lists per start state) and
-    the sampled one-turn episodes (stream = sample index). Scores: :func:`score_move_lists`. With ``candidates``
-    (e.g. every valid move list), the chosen list is the best of those instead, scored the same way from the same
-    state; the rejected one is still the worst sample, and a state whose worst sample scores as well as the best
-    candidate gives no pair."""
+    """Preference pairs {prompt, chosen, rejected} (best vs worst of ``samples`` move lists per start state, scored by
+    :func:`score_move_lists`; with ``candidates`` the chosen list is the best of those instead) and the sampled
+    one-turn episodes (stream = sample index); a state whose worst sample scores as well as the chosen gives no pair."""
     if samples < 2:
         raise ValueError(f"samples must be at least 2, got {samples}")
     prompts = [rewards.prompt(s) for s in starts]
@@ -98,10 +92,7 @@ def train_simpo(model: Any, tokenizer: Any, pairs: list[dict[str, str]], out_dir
                 lr: float, epochs: int, batch: int, seed: int, progress: bool,
                 optimizer: Any = None, nll: float = 0.0) -> dict[str, float]:
     """One SimPO pass over ``pairs`` with trl's CPOTrainer on the (peft) model, in place; returns its last logs.
-
-    ``optimizer`` (from :func:`make_optimizer`) carries Adam's state from one iteration to the next, at a constant
-    learning rate; without it each call starts a fresh optimiser.
-    """
+    ``optimizer`` (:func:`make_optimizer`) carries Adam's state across iterations at a constant learning rate."""
     import torch
     from datasets import Dataset
     from trl.experimental.cpo import CPOConfig, CPOTrainer

@@ -1,17 +1,7 @@
-"""Dark Key-to-Door (the Algorithm Distillation paper's second environment), its batched A2C source and
-``ad generate keydoor`` / ``ad demo --task keydoor``.
-
-A task is an ordered pair of distinct cells of a 9x9 room, the key and the door: reward 1 on first reaching the
-key, 1 on reaching the door with it (the episode ends), 50-step episodes; the agent observes its cell only.
-
-    ad generate keydoor --out data/kd --tasks 960 --steps-per-task 120000 [--seed 0] [--heldout-fraction 0.1]
-    ad train rl --data data/kd --out runs/kd-ad --context 200 --subsample 40 --batch-size 16 --max-steps 6000
-    ad train rl --data data/kd --out runs/kd-ed --context 200 --expert-only --batch-size 16 --max-steps 600
-    ad eval --ckpt runs/kd-ad --baseline runs/kd-ed --data data/kd --episodes 50
-    ad demo --task keydoor                     # all of the above (tasks/keydoor/demo.py has the defaults)
-
-Importing this package registers the gymnasium ids (``ad/DarkKeyToDoor-9x9-v0`` ...) and the task family; torch is
-imported only when a command runs.
+"""Dark Key-to-Door (the Algorithm Distillation paper's second environment): a task is an ordered pair of cells of a
+9x9 room, the key and the door (reward 1 on first reaching the key, 1 on reaching the door with it, which ends the
+episode; 50 steps; the agent observes its cell only). Importing this package registers the gymnasium ids
+(``ad/DarkKeyToDoor-9x9-v0`` ...) and the task family; torch is imported only when a command runs.
 """
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Options of ``ad generate keydoor`` (importing this module does not import torch).
-
-The room, A2C, noise, random and running options are the grid engine's (:class:`tasks.grid.family.GridOptions`,
-declared and checked there once); this config adds the task draw and sets Key-to-Door's defaults.
+"""Options of ``ad generate keydoor`` (no torch): the grid engine's (:class:`tasks.grid.family.GridOptions`) plus the
+task draw, with Key-to-Door's defaults.
 """
 from __future__ import annotations
 

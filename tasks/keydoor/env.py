@@ -1,12 +1,8 @@
 """The single Dark Key-to-Door environment (gymnasium ``Env``), same dynamics as toymeta's ``DarkKeyToDoor``.
 
-The agent walks a dark ``size x size`` room and sees only its cell index ``row * size + col`` (not whether it
-carries the key). Actions: 0 noop, 1 up, 2 right, 3 down, 4 left, clipped at the walls (the grid room's,
-:mod:`tasks.grid.room`). After each
-move: reward 1.0 the first time the agent stands on the key; reward 1.0 when it stands on the door carrying the
-key, which ends the episode (``terminated``). The start is the centre, or a uniformly random cell with
-``random_start``. Episode length comes from gymnasium's ``TimeLimit`` (``max_episode_steps`` at registration:
-50, see ``tasks/keydoor/__init__.py``). ``info["has_key"]`` says whether the key is carried (for analysis).
+The agent walks a dark ``size x size`` room (:mod:`tasks.grid.room`) and sees only its cell index. After each move:
+reward 1.0 the first time it stands on the key; reward 1.0 when it stands on the door carrying the key, which ends
+the episode. ``info["has_key"]`` says whether the key is carried (for analysis).
 """
 from __future__ import annotations
 

@@ -1,17 +1,9 @@
 """``ad generate keydoor``: A2C learning histories on Dark Key-to-Door tasks, into the history store.
 
-    from ad.config import make_config
-    from tasks.keydoor.config import GenerateConfig
-    from tasks.keydoor.generate import generate
-    path = generate(make_config(GenerateConfig, {"out": "data/keydoor", "tasks": 400}))
-
-The grid engine's A2C source (:mod:`tasks.grid.generate`) configured by :data:`KEYDOOR`: the same batching, resuming
-(re-running the command skips committed tasks), Ray backend, run folder (``<out>/_run``: summary.json,
-learning_curves.png) and bit-identical histories whatever the batching as DarkRoom's. The source may see the full
-state, so each agent's tables have ``2 * size**2`` rows (cell ``c`` without the key is state ``c``, with it
-``c + size**2``: :class:`~tasks.keydoor.vector_env.KeyDoorVectorEnv` with ``observe_key``); the history stores the
-observed cell in ``state`` and the flag in a ``key`` column (for analysis): the transformer must infer the flag from
-the rewards in its context.
+The grid engine's A2C source (:mod:`tasks.grid.generate`) configured by :data:`KEYDOOR`. The source sees the full
+state: each agent's tables have ``2 * size**2`` rows (cell ``c`` with the key is state ``c + size**2``:
+:class:`~tasks.keydoor.vector_env.KeyDoorVectorEnv` with ``observe_key``); the history stores the observed cell in
+``state`` and the flag in a ``key`` column, so the transformer must infer the flag from the rewards in its context.
 """
 from __future__ import annotations
 

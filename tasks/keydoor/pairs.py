@@ -1,8 +1,5 @@
-"""Dark Key-to-Door tasks: (key cell, door cell) pairs, their names, the seeded draw and split, the exact optimum.
-
-A task is an ordered pair of distinct cells of a ``size x size`` room: the key, then the door. Tasks are named
-``keydoor{size}-k{row}-{col}-d{row}-{col}`` (path-safe: it names a partition folder). A 9x9 room has
-81 * 80 = 6480 of them; a dataset draws ``--tasks`` of them with its seed (:func:`draw_pairs`).
+"""Dark Key-to-Door tasks: (key cell, door cell) pairs, their names (``keydoor{size}-k{row}-{col}-d{row}-{col}``), the
+seeded draw (:func:`draw_pairs`) and the exact optimum. A 9x9 room has 81 * 80 = 6480 tasks.
 """
 from __future__ import annotations
 
@@ -65,16 +62,10 @@ def parse_pair(text: str, size: int) -> Pair:
 
 
 def draw_pairs(size: int, count: int, seed: int, pairs: list[str] | None = None) -> list[Pair]:
-    """The tasks of a dataset: the ``pairs`` named (deduplicated, in order), else ``count`` pairs drawn without
-    replacement by ``seed`` (0 or more than exist: all of them; the command refuses more), in :func:`all_pairs`
-    order."""
+    """The tasks of a dataset: the ``pairs`` named (deduplicated, in order), else ``count`` pairs drawn by ``seed``
+    without replacement (0 or more than exist: all of them), in :func:`all_pairs` order."""
     if pairs:
-        out: list[Pair] = []
-        for text in pairs:
-            pair = parse_pair(text, size)
-            if pair not in out:
-                out.append(pair)
-        return out
+        return list(dict.fromkeys(parse_pair(text, size) for text in pairs))  # first occurrences, in order
     every = all_pairs(size)
     if count <= 0 or count >= len(every):
         return every
@@ -95,12 +86,8 @@ def steps_needed(size: int, pair: Pair, random_start: bool = False) -> int:
 
 
 def optimal_return(size: int, pair: Pair, episode_length: int, random_start: bool = False) -> float:
-    """Exact optimal expected return of one task, by finite-horizon dynamic programming over (cell, key carried).
-
-    Reward 1 for stepping onto the key without it, 1 for stepping onto the door with it (the episode ends there).
-    With ``random_start`` the start cell is uniform over the room (as the env draws it): the mean over cells.
-    On 9x9 with 50 steps every task's optimum is 2.0 (at most 8 + 16 moves are needed).
-    """
+    """Exact optimal expected return of one task, by finite-horizon dynamic programming over (cell, key carried);
+    with ``random_start`` the mean over start cells. On 9x9 with 50 steps every task's optimum is 2.0."""
     next_cell = transition_table(size)  # (S, A)
     key, door = pair[0] * size + pair[1], pair[2] * size + pair[3]
     key_reward = (next_cell == key).astype(np.float64)  # (S, A) without the key

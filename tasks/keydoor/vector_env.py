@@ -1,12 +1,7 @@
 """A natively vectorised Dark Key-to-Door over (tasks x parallel envs), in numpy: the shared grid room
-(:class:`tasks.grid.room.GridVectorEnv`) with a key and a door per sub-env.
-
-Same conventions as every grid vector env (SAME_STEP autoreset, ``final_obs``,
-``reset(seed=s)`` seeds sub-env ``i`` with ``s + i``), so it matches single
-:class:`~tasks.keydoor.env.KeyDoorEnv` copies wrapped in ``TimeLimit`` transition for transition. The observation
-is the cell; with ``observe_key`` (the A2C source's full-state view) it is ``cell + size**2 * has_key``, so a
-tabular agent gets 2 * size**2 states. With ``pairs=None`` every sub-env draws its pair at every reset, as the single
-env without ``pair`` does; :func:`make_vector_env` is the ``vector_entry_point`` of the gymnasium ids.
+(:class:`tasks.grid.room.GridVectorEnv`) with a key and a door per sub-env, matching single
+:class:`~tasks.keydoor.env.KeyDoorEnv` copies in ``TimeLimit`` transition for transition. The observation is the
+cell, or with ``observe_key`` (the A2C source's full-state view) ``cell + size**2 * has_key``.
 """
 from __future__ import annotations
 
@@ -79,9 +74,8 @@ class KeyDoorVectorEnv(GridVectorEnv):
 def make_vector_env(num_envs: int = 1, size: int = 9, pair: Pair | str | None = None,
                     pairs: Sequence[Pair | str] | None = None, random_start: bool = False,
                     max_episode_steps: int = 50, observe_key: bool = False) -> KeyDoorVectorEnv:
-    """The ``vector_entry_point`` of the gymnasium ids: ``num_envs`` sub-envs with the single env's settings, on
-    ``pair``, on ``pairs`` (:func:`tasks.vector_tasks`; a pair may be written ``"kr,kc/dr,dc"``),
-    or each drawing its pair at every reset; episodes of ``max_episode_steps`` steps (gymnasium passes the id's)."""
+    """The ``vector_entry_point`` of the gymnasium ids: ``num_envs`` sub-envs on ``pair``, on ``pairs``
+    (:func:`tasks.vector_tasks`; ``"kr,kc/dr,dc"`` text too), or each drawing its pair at every reset."""
     chosen, per_task = vector_tasks(num_envs, pair, pairs)
     if chosen is not None:
         chosen = [parse_pair(p, int(size)) if isinstance(p, str) else p for p in chosen]

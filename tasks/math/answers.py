@@ -55,10 +55,8 @@ def to_number(text: str) -> Fraction | None:
 
 
 def exact_number(text: str) -> Fraction:
-    """One whole number written as text -> an exact Fraction: ``"-1,234.50"``, ``"$12"``, ``"7/2"``, ``"2.5e-3"``.
-
-    Raises ValueError saying why (not one number, not finite: ``inf``, ``nan`` or beyond the float range such as
-    ``1e999``, a zero denominator), so that a caller can name the file and line."""
+    """One whole number written as text -> an exact Fraction: ``"-1,234.50"``, ``"$12"``, ``"7/2"``, ``"2.5e-3"``;
+    ValueError saying why not (not one number, not finite, a zero denominator), for the caller to name file and line."""
     cleaned = text.strip().replace(",", "").replace("$", "").replace(" ", "").rstrip("%").rstrip(".")
     if cleaned.lstrip("+-").lower() in ("inf", "infinity", "nan"):
         raise ValueError("is not finite")
@@ -77,9 +75,8 @@ def exact_number(text: str) -> Fraction:
 
 
 def reference_answer(answer: str | int | float) -> tuple[Fraction, str]:
-    """A problem file's answer -> (exact value, the text of the final number). ``answer`` is a worked solution whose
-    text after its last ``####`` must be one whole number (GSM8K), a bare number (text or JSON), or a text whose
-    last number, read whole, is the answer. ValueError says why it cannot be read (see :func:`exact_number`)."""
+    """A problem file's answer -> (exact value, the final number's text): the number after the last ``####`` (GSM8K),
+    a bare number (text or JSON), or the last number of a text, read whole; ValueError says why it cannot be read."""
     if isinstance(answer, float) and not math.isfinite(answer):
         raise ValueError("has no parsable final number: it is not finite")
     if not isinstance(answer, str):
@@ -102,26 +99,17 @@ def reference_answer(answer: str | int | float) -> tuple[Fraction, str]:
     return exact_number(numbers[-1]), numbers[-1].strip()
 
 
-def _marked_number(text: str) -> Fraction | None:
-    try:
-        return exact_number(text)
-    except ValueError:
-        return None
-
-
 def parse_answer(text: str) -> ParsedAnswer:
     """The final answer of a solution text (see the module doc for the precedence of forms)."""
     for form, pattern in (("boxed", _BOXED), ("hashes", _HASHES), ("answer_is", _ANSWER_IS)):
         for found in reversed(pattern.findall(text)):
-            if form == "boxed":
-                numbers = _WHOLE_NUMBER.findall(found)
-                value = _marked_number(numbers[-1]) if numbers else None
-            else:
-                value = _marked_number(found)
-            if value is not None:
-                return ParsedAnswer(value, form)
-    numbers = _NUMBER.findall(text)
-    for candidate in reversed(numbers):
+            if form == "boxed":  # the last number inside the box ("" when there is none: no number)
+                found = (_WHOLE_NUMBER.findall(found) or [""])[-1]
+            try:
+                return ParsedAnswer(exact_number(found), form)
+            except ValueError:  # not one finite number: an earlier one of this form may be
+                continue
+    for candidate in reversed(_NUMBER.findall(text)):
         value = to_number(candidate)
         if value is not None:
             return ParsedAnswer(value, "last_number")

@@ -1,10 +1,9 @@
 """``ad generate math``: REINFORCE (trl's RLOO) with a KL to a refreshed reference on word problems, every sampled
 solution logged as a learning history.
 
-Units are chunks of ``chunk_steps`` training iterations (task ``math-c0000``, ``-c0001`` ..., run = seed). After
-each chunk the trainer writes ``<run>/checkpoints/checkpoint-<step>`` and only then the chunk's rows are committed;
-re-running the same command resumes from the checkpoint of the last committed unit (the RLHF task's resume rule).
-``<run>/`` also holds summary.json (held-out accuracy before / after, greedy) and reward_curve.png.
+Units are chunks of ``chunk_steps`` training iterations (task ``math-c0000``, ``-c0001`` ..., run = seed), with the
+RLHF task's resume rule (:mod:`tasks.trl_runs`). ``<run>/`` also holds summary.json (held-out greedy accuracy before
+/ after) and reward_curve.png.
 """
 from __future__ import annotations
 

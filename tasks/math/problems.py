@@ -1,12 +1,9 @@
 """Math word problems with known answers: a small seeded generator of grade-school problems, and GSM8K-format jsonl.
 
-Generated problems come from story templates (:data:`TEMPLATES`: apples, marbles, a library ...). A problem at
-difficulty level ``L`` is a chain of ``L`` operations on one running quantity (add, take away, add ``n`` groups of
-``m``), numbers growing with the level; every intermediate value stays a non-negative integer. A problem's text
-and answer depend only on (template, level, index), so problem ids (``apples-L2-00017``) name problems exactly.
-
-The held-out split is by *template*: :func:`split_templates` shuffles the templates with the seed and holds a
-fraction out, so held-out problems are stories the policy never trained on (different seeds: different splits).
+A generated problem at difficulty level ``L`` is a chain of ``L`` operations on one running quantity in a story
+template (:data:`TEMPLATES`), every intermediate value a non-negative integer; its text and answer depend only on
+(template, level, index), so ids (``apples-L2-00017``) name problems exactly. The held-out split is by *template*
+(:func:`split_templates`), so held-out problems are stories the policy never trained on.
 """
 from __future__ import annotations
 
@@ -126,8 +123,7 @@ def make_problem(template: str, level: int, index: int) -> Problem:
 
 
 def split_templates(seed: int, heldout_fraction: float) -> tuple[list[str], list[str]]:
-    """(train templates, held-out templates): the templates shuffled by ``seed``, the last fraction held out (at
-    least one on each side)."""
+    """(train, held-out) templates: shuffled by ``seed``, the last fraction held out (at least one on each side)."""
     names = list(TEMPLATE_NAMES)
     random.Random(seed).shuffle(names)
     k = min(max(1, round(len(names) * heldout_fraction)), len(names) - 1)
@@ -141,9 +137,8 @@ def generate_problems(templates: list[str], level: int, count: int, offset: int 
 
 # ---------------------------------------------------------------------------------------------- GSM8K jsonl
 def load_jsonl(path: str) -> list[Problem]:
-    """Problems from a GSM8K-format jsonl file: one object per line with ``question`` and ``answer`` (the worked
-    solution ending in ``#### n``; a bare number, or a text whose last number is the answer, is accepted too).
-    Blank lines are skipped. UserError naming file and line for a bad line."""
+    """Problems from a GSM8K-format jsonl file (one object a line with ``question`` and ``answer``, as
+    :func:`tasks.math.answers.reference_answer` reads it; blank lines skipped); UserError naming file and line."""
     file = check_input_file(path, "--problems", "pass a GSM8K-format .jsonl: one JSON object per line with "
                                                 "'question' and 'answer' fields")
     problems: list[Problem] = []

@@ -1,9 +1,6 @@
-"""The text the policy sees: an instruction, optional few-shot worked examples, the problem.
-
-With a tokenizer that has a chat template (SmolLM2-Instruct does) the prompt is that template rendered with the
-generation prompt, few-shot examples as earlier user / assistant turns; without one (the tiny test models) it is
-plain ``Question: ...\\nAnswer:`` text. Either way the prompt is a string, so the history stores exactly the text
-the policy was conditioned on.
+"""The text the policy sees: an instruction, optional few-shot worked examples, the problem: a chat template rendered
+with the generation prompt where the tokenizer has one (few-shot examples as earlier turns), else plain
+``Question: ...\\nAnswer:`` text. Either way a string, so the history stores exactly what the policy saw.
 """
 from __future__ import annotations
 
@@ -34,9 +31,8 @@ MAX_CHARS_PER_TOKEN = 256
 
 def check_prompt_lengths(problems: Sequence[Problem], tokenizer: Any, shots: Sequence[Problem], limit: int | None,
                          max_new_tokens: int, source: str) -> None:
-    """UserError naming the first problem whose prompt (instruction, ``shots`` and question) plus ``max_new_tokens``
-    does not fit the model's ``limit`` positions; checked before any prompt is built for training, so an absurdly
-    long question is refused at once instead of exhausting memory. ``source`` names where the problems came from."""
+    """UserError naming the first problem whose prompt plus ``max_new_tokens`` does not fit the model's ``limit``
+    positions, before any prompt is built for training; ``source`` names where the problems came from."""
     if not limit:
         return
     overhead = len(tokenizer(render_prompt(tokenizer, "", shots))["input_ids"])

@@ -1,13 +1,10 @@
 """Every solution RLOO samples, buffered per chunk of training iterations and committed as one history unit.
 
-Row layout (one row = one sampled solution = a one-step episode):
-  state = the problem text (the env's observation), action = the solution text, reward (1 correct, 0 not, plus
-  the format reward), logprob = per-token log-probabilities of the solution under the behaviour policy,
-  update = training iteration that sampled it, stream = position in its group of ``num_generations``,
-  episode = update x problems per iteration + the problem's
-  place in the batch (increasing along a stream), step = 0, terminated = the solution ended with EOS, truncated = it
-  hit the token limit. Extra: kl (sum over tokens of behaviour minus reference logprob: the estimate RLOO
-  penalises), problem_id, answer (the exact known answer), prompt (the full text the policy saw), completion_ids.
+One row = one sampled solution = a one-step episode: state = the problem text, action = the solution, reward
+(correctness plus the format reward), logprob = its per-token behaviour log-probabilities, update = the training
+iteration, stream = position in its group of ``num_generations``, episode = update x problems per iteration + the
+problem's place in the batch, terminated = ended with EOS, truncated = hit the token limit. Extra: kl (summed
+behaviour minus reference logprob), problem_id, answer, prompt (the full text the policy saw), completion_ids.
 """
 from __future__ import annotations
 
@@ -39,9 +36,8 @@ class MathRolloutLog(ChunkLog):
         self.G, self.eos_ids = num_generations, eos_ids
 
     def add(self, update: int, batch: dict[str, Any]) -> None:
-        """Buffer one generation batch (rows grouped ``num_generations`` by ``num_generations``, trl's order).
-
-        ``batch``: prompts, completions, completion_ids, rewards, logprobs, kl, question, problem_id, answer."""
+        """Buffer one generation batch (rows grouped ``num_generations`` by ``num_generations``, trl's order): prompts,
+        completions, completion_ids, rewards, logprobs, kl, question, problem_id, answer."""
         n = len(batch["completions"])
         if n % self.G or any(len(batch[k]) != n for k in ("prompts", "completion_ids", "rewards", "logprobs", "kl",
                                                           "question", "problem_id", "answer")):

@@ -1,20 +1,14 @@
 """trl's RLOOTrainer (REINFORCE with a leave-one-out baseline and a KL penalty in the reward) with every sampled
 solution logged, and the reference refresh of the seed for a LoRA policy.
 
-**Logging without an extra forward pass.** Right after generation, RLOO scores the completions twice without
-gradients: once under the policy (the behaviour log-probabilities) and once under the reference (with LoRA: the
-``"ref"`` adapter; else a separate model); then it calls the reward functions. A forward hook (public PyTorch API)
-on the policy and the reference keeps the per-token log-probabilities of those no-grad passes (trl's fused LM head
-returns them as ``log_probs``), and the reward function, called right after, joins them with the texts, token ids
-and rewards of the batch (trl's generation order). Per-token KL = behaviour logprob - reference logprob, the
-first-order estimate RLOO itself subtracts (times ``beta``) from the reward.
+**Logging without an extra forward pass.** Right after generation RLOO scores the completions without gradients
+under the policy (the behaviour log-probabilities) and the reference (with LoRA: the ``"ref"`` adapter), then calls
+the reward functions. A forward hook on the policy and the reference keeps the per-token log-probabilities of those
+passes, and the reward function joins them with the batch's texts, token ids and rewards. Per-token KL = behaviour
+logprob - reference logprob, the estimate RLOO itself subtracts (times ``beta``) from the reward.
 
-**Reference refresh.** trl's ``sync_ref_model`` refuses PEFT models. With a LoRA policy trl keeps the reference as
-a second adapter named ``"ref"`` (a copy of the trained one when the policy is passed in already wrapped); the
-:class:`RefreshReference` callback copies the trained adapter into it every k iterations, which is the seed's
-refreshed reference at the cost of one small copy. Without LoRA trl's own ``sync_ref_model`` (hard copy,
-``ref_model_mixup_alpha=1``) does it.
-
+**Reference refresh.** trl's ``sync_ref_model`` refuses PEFT models, so :class:`RefreshReference` copies the
+trained adapter into the ``"ref"`` adapter every k iterations; without LoRA trl's own ``sync_ref_model`` does it.
 What this relies on in trl's behaviour is pinned by ``tests/test_math_trainer.py``.
 """
 from __future__ import annotations
@@ -28,12 +22,9 @@ from trl import RLOOTrainer
 
 
 class ScoringPasses:
-    """Collects the per-token log-probabilities of the no-grad forward passes of one generation batch.
-
-    Attach to the policy (``role="policy"``) and, for a separate reference model, to it (``role="ref"``). With a
-    LoRA policy both passes run through the same module, policy first (trl's order): the first ``n`` rows are
-    the policy's, the next ``n`` the reference's.
-    """
+    """Collects the per-token log-probabilities of the no-grad forward passes of one generation batch, on the
+    policy (``role="policy"``) and a separate reference model (``role="ref"``); with a LoRA policy both passes run
+    through one module, policy first: the first ``n`` rows are the policy's, the next ``n`` the reference's."""
 
     def __init__(self) -> None:
         self.parts: dict[str, list[torch.Tensor]] = {"policy": [], "ref": []}
@@ -48,9 +39,8 @@ class ScoringPasses:
         self.handles.append(module.register_forward_hook(hook))
 
     def take(self, n: int, has_ref: bool) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
-        """(policy rows, reference rows or None) of the last batch of ``n`` completions; clears the buffer.
-
-        Each is a list of (b_i, L_i) chunks (trl may chunk the rows)."""
+        """(policy rows, reference rows or None) of the last batch of ``n`` completions, each a list of (b_i, L_i)
+        chunks; clears the buffer."""
         policy, ref = self.parts["policy"], self.parts["ref"]
         if not ref and has_ref:  # one module served both passes: split by order
             split, seen = 0, 0
@@ -84,9 +74,8 @@ def completion_logps(chunks: list[torch.Tensor], lengths: list[int]) -> list[np.
 
 
 class LoggingRLOOTrainer(RLOOTrainer):
-    """RLOOTrainer whose reward function (see :func:`tasks.math.generate.reward_function`) hands each generation
-    batch, with the behaviour and reference per-token log-probabilities of trl's own scoring passes, to
-    ``on_batch(update, rows)``. Adds the attribute ``ad_passes``; overrides nothing."""
+    """RLOOTrainer whose reward function (:func:`tasks.math.generate.reward_function`) hands each generation batch, with
+    trl's own behaviour and reference per-token log-probabilities, to ``on_batch(update, rows)``; overrides nothing."""
 
     def __init__(self, *args: Any, on_batch: Callable[[int, dict[str, Any]], None] | None = None,
                  **kwargs: Any) -> None:

@@ -30,9 +30,7 @@ def sample_completions(model: Any, tokenizer: Any, prompts: list[str], max_new_t
 
 
 def distinct_word_ratio(texts: list[str]) -> float:
-    """Mean over texts of (distinct words / words): a cheap degeneration check. Fluent 32-token story text from
-    the base SmolLM2 scores about 0.8-0.9; reward-hacked word salads ("wonderful wonderful beautiful ...") drop
-    toward 0.3."""
+    """Mean over texts of (distinct words / words): a cheap degeneration check (reward-hacked word salads score low)."""
     ratios = [len(set(words)) / len(words) for words in (t.lower().split() for t in texts) if words]
     return float(np.mean(ratios)) if ratios else 0.0
 

@@ -1,15 +1,9 @@
 """``ad generate rlhf``: GRPO toward positive sentiment, every completion logged as a learning history.
 
-Units are chunks of ``chunk_steps`` training iterations (task ``sentiment-c0000``, ``-c0001`` ..., run = seed).
-After each chunk the trainer writes ``<run>/checkpoints/checkpoint-<step>`` (adapter, optimiser, scheduler, RNG)
-and only then the chunk's rows are committed. Re-running the same command resumes from the checkpoint of the last
-committed unit (newer checkpoints are deleted), so no row is lost or duplicated. ``<run>/`` also holds TensorBoard
-scalars (tb/), reward_curve.png and summary.json.
-
-``--out`` is a folder or any pyarrow / fsspec URL (``file://``, ``s3://``, ``gs://``, ``memory://``): the dataset
-goes through :mod:`ad.history`. The run folder ``<run>`` stays on the local disk: ``--run-dir``, else
-``<out>/_run`` for a local ``--out``, else ``runs/generate-<name>`` (resuming a remote dataset needs the same run
-folder, which holds the training state).
+Units are chunks of ``chunk_steps`` training iterations (task ``sentiment-c0000``, ``-c0001`` ..., run = seed),
+each committed only after the trainer saved its checkpoint, so a re-run resumes from the last committed unit
+without losing or duplicating a row (:mod:`tasks.trl_runs`). The run folder (``--run-dir``, else ``<out>/_run``
+for a local ``--out``) also holds TensorBoard scalars, reward_curve.png and summary.json.
 """
 from __future__ import annotations
 
@@ -59,22 +53,18 @@ def build_trainer(cfg: GenerateConfig, model: Any, tokenizer: Any, train_prompts
     from datasets import Dataset
     from trl import GRPOConfig
 
+    from ad.config.groups import peft_lora_config
     from ad.progress.hf import trainer_progress
     from tasks.rlhf.trainer import LoggingGRPOTrainer
     from tasks.trl_runs import trainer_args
 
     disable_tqdm, progress_callbacks = trainer_progress(cfg.progress, "GRPO")  # plain lines in a log
     args = GRPOConfig(**trainer_args(cfg, ckpt_dir, disable_tqdm), use_cpu=True)
-    peft_config = None
-    if cfg.lora:
-        from ad.config.groups import peft_lora_config
-
-        peft_config = peft_lora_config(cfg.lora_dict())
+    peft_config = peft_lora_config(cfg.lora_dict()) if cfg.lora else None
     tokenizer.padding_side = "left"
-    trainer = LoggingGRPOTrainer(model=model, reward_funcs=reward_fn, args=args, processing_class=tokenizer,
-                                 train_dataset=Dataset.from_dict({"prompt": train_prompts}), peft_config=peft_config,
-                                 callbacks=[*callbacks, *progress_callbacks], rollout_log=log)
-    return trainer
+    return LoggingGRPOTrainer(model=model, reward_funcs=reward_fn, args=args, processing_class=tokenizer,
+                              train_dataset=Dataset.from_dict({"prompt": train_prompts}), peft_config=peft_config,
+                              callbacks=[*callbacks, *progress_callbacks], rollout_log=log)
 
 
 def generate(cfg: GenerateConfig) -> dict[str, Any]:

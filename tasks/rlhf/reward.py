@@ -42,9 +42,8 @@ def load_reward(name: str) -> RewardFn:
 
 def checked_reward(fn: RewardFn, name: str, on_scored: Callable[..., None], where: Callable[[], str]) -> RewardFn:
     """Wrap ``fn`` so that a raise, a wrong count, or a non-finite / non-number value stops the run with a clear
-    UserError (nothing of the unfinished unit is written), and every scored batch is passed to
-    ``on_scored(prompts, completions, rewards, completion_ids)`` (``completion_ids``: the token ids trl passes to
-    reward functions, None if it passed none)."""
+    UserError (nothing of the unfinished unit is written), and every scored batch is passed to ``on_scored(prompts,
+    completions, rewards, completion_ids)`` (the token ids trl passes to reward functions, or None)."""
 
     def reward(prompts: list[str], completions: list[str], **kwargs: Any) -> list[float]:
         try:

@@ -1,10 +1,9 @@
 """Every completion GRPO generates, buffered per chunk of training iterations and committed as one history unit.
 
-Row layout (one row = one completion = a one-step episode):
-  state = prompt text, action = completion text, reward, logprob = per-token log-probabilities of the completion
-  under the behaviour policy, update = training iteration that generated it, stream = position in its
-  generation group (0..G-1), episode = index of the row within its stream, step = 0, terminated = the
-  completion ended with EOS, truncated = it hit the token limit. Extra: advantage, prompt_ids, completion_ids.
+One row = one completion = a one-step episode: state = prompt text, action = completion text, reward, per-token
+behaviour logprob, update = training iteration, stream = position in its generation group, episode = the row's
+index within its stream, terminated = ended with EOS, truncated = hit the token limit; extra columns advantage,
+prompt_ids and completion_ids.
 """
 from __future__ import annotations
 

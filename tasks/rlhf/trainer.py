@@ -1,26 +1,11 @@
 """trl's GRPOTrainer with every generated completion logged (nothing dropped), plus the chunk/TensorBoard callbacks.
 
-Why GRPO: trl (1.x) has no PPO any more; its online RL trainers are GRPO and RLOO. GRPO needs no value model
-(important on a CPU budget), scores a group of ``num_generations`` completions per prompt against the group mean,
-and is trl's most maintained online trainer.
-
-Only trl's public extension points are used (no method whose name starts with ``_`` is overridden or called):
-
-- the **reward function** (:func:`tasks.rlhf.reward.checked_reward`) sees every generation batch once, in trl's
-  generation order (groups of ``num_generations`` completions of one prompt): prompts, completion texts, completion
-  token ids, rewards. It hands them to :meth:`LoggingGRPOTrainer.scored`.
-- **compute_loss** (the Trainer's documented override point) sees the batch trl trains on: prompt / completion ids
-  and masks, advantages and, only when trl computed them, ``old_per_token_logps``. trl shuffles (and may split) the
-  generation batch before the loss, so its rows are matched back to the scored rows by content (see
-  :func:`match_rows`).
-- **Behaviour logprobs without an extra forward pass**: when trl computes ``old_per_token_logps`` (generation and
-  updates misaligned) those are logged. Otherwise (on-policy, the default) the loss pass evaluates the completions
-  under the same weights that generated them (no optimiser step happens between generation and the loss passes of
-  a batch), so a forward hook (public PyTorch API) on the policy reads the per-token logprobs trl computes there.
-
-What this relies on in trl's behaviour (pinned by ``tests/test_rlhf_trl_contract.py``, so a trl update fails a test
-rather than a user's run) lives in the section "trl behaviour" below: the loss-pass forward's output, the prompt
-tokenisation, and advantages that rise with the reward inside a group.
+GRPO because trl (1.x) has no PPO any more and GRPO needs no value model. Only trl's public extension points are
+used: the reward function (:func:`tasks.rlhf.reward.checked_reward`) hands each generation batch to
+:meth:`LoggingGRPOTrainer.scored`; ``compute_loss`` sees the (shuffled) batch trl trains on, matched back to the
+scored rows by content (:func:`match_rows`), and its behaviour logprobs (trl's ``old_per_token_logps``, else those
+a forward hook reads in the on-policy loss pass). What this relies on in trl (section "trl behaviour" below) is
+pinned by ``tests/test_rlhf_trl_contract.py``.
 """
 from __future__ import annotations
 
@@ -38,13 +23,10 @@ from tasks.rlhf.rollouts import RolloutLog
 
 # ---------------------------------------------------------------------------------------------- trl behaviour
 def loss_pass_logps(outputs: list[Any], completion_ids: torch.Tensor, temperature: float) -> torch.Tensor:
-    """(b, C) per-token logprobs of the completions from the policy forward(s) trl ran inside ``compute_loss``.
-
-    trl >= 1.16 patches the model with a fused LM head: the forward returns ``log_probs`` (b, L - 1) over the
-    shifted labels (the last C are the completion tokens, already divided by the temperature). Earlier trl returned
-    ``logits`` whose last C + 1 positions predict the completion tokens (divided by the temperature here, as trl did).
-    A forward may be chunked over rows: the chunks are concatenated.
-    """
+    """(b, C) per-token logprobs of the completions from the policy forward(s) trl ran inside ``compute_loss``: trl
+    >= 1.16's fused LM head returns ``log_probs`` (b, L - 1) over the shifted labels (already divided by the
+    temperature); earlier trl ``logits`` (divided by the temperature here, as trl did). Chunked forwards are
+    concatenated."""
     C = completion_ids.size(1)
     parts = []
     for out in outputs:
@@ -85,13 +67,9 @@ class LossRows:
 
 def match_rows(prompt_ids: list[tuple[int, ...]], completion_ids: list[tuple[int, ...]], rewards: list[float],
                loss: LossRows) -> list[int]:
-    """For every scored row (generation order), the index of its row in ``loss`` (trl's shuffled order).
-
-    Rows are keyed by (prompt ids, completion ids). Rows with the same key are the same prompt and completion in
-    one group (a batch holds distinct prompts: the prompt list is de-duplicated and trl draws distinct prompts per
-    batch), so they carry the same logprobs; if the reward function gave them different rewards, their advantages
-    differ, and as a group's advantage rises with the reward they pair by rank (reward order = advantage order).
-    """
+    """For every scored row (generation order), the index of its row in ``loss`` (trl's shuffled order). Rows are keyed
+    by (prompt ids, completion ids): rows with the same key carry the same logprobs; should their rewards differ, they
+    pair by rank (a group's advantage rises with the reward)."""
     loss_rows: dict[tuple, list[int]] = {}
     for j, key in enumerate(zip(loss.prompt_ids, loss.completion_ids)):
         loss_rows.setdefault(key, []).append(j)
@@ -127,8 +105,7 @@ class _Pending:
 
 class RolloutRecorder:
     """Joins what the reward function saw (generation order) with what the loss saw (trl's order) and hands each
-    complete generation batch to a :class:`RolloutLog`. Kept apart from the trainer subclass so that no name of
-    ours can shadow one of trl's."""
+    complete generation batch to a :class:`RolloutLog` (apart from the trainer so no name of ours shadows trl's)."""
 
     def __init__(self, log: RolloutLog, tokenizer: Any, eos_ids: set[int]) -> None:
         self.log, self.tokenizer, self.eos_ids = log, tokenizer, eos_ids
@@ -175,10 +152,8 @@ class RolloutRecorder:
 
 class LoggingGRPOTrainer(GRPOTrainer):
     """GRPOTrainer that hands each generation batch (texts, ids, rewards, behaviour logprobs, advantages) to a
-    :class:`RolloutLog`. The reward function must be wrapped with :func:`tasks.rlhf.reward.checked_reward` whose
-    ``on_scored`` calls :meth:`scored` (that is how the texts, token ids and rewards of the batch arrive).
-
-    Overrides one public method, ``compute_loss``, and adds ``scored`` and the attribute ``ad_recorder``."""
+    :class:`RolloutLog`; its reward function must be wrapped with :func:`tasks.rlhf.reward.checked_reward` whose
+    ``on_scored`` calls :meth:`scored`. Overrides one public method, ``compute_loss``."""
 
     def __init__(self, *args: Any, rollout_log: RolloutLog | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

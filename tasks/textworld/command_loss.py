@@ -1,13 +1,10 @@
 """trl's ``SFTTrainer`` with the loss computed only where it is taken: the LM head and the log-softmax over the
 vocabulary run on the command tokens (labels != -100), not on every prompt position.
 
-trl 1.16's fused LM head scores every position over the whole vocabulary except on Triton devices (CUDA, XPU),
-where it keeps only the labelled ones. A demonstrated move is a ~300-token prompt and a 2-6-token command, so on a
-CPU that head took 42% of an SFT step (torch profiler, SmolLM2-135M, bfloat16, batch 8, 2026-11-25). The loss is
-the same: the mean negative log-likelihood of the labelled tokens with the head in float32, as trl computes it
-(``tests/test_textworld_sft.py`` checks loss and gradients against trl's own).
-
-Imports trl: import this module only when SFT runs.
+Off Triton devices trl 1.16's fused LM head scores every position over the whole vocabulary; with ~300-token
+prompts and 2-6-token commands that head took 42% of a CPU SFT step. The loss is the same as trl's (mean NLL of
+the labelled tokens, head in float32; ``tests/test_textworld_sft.py`` checks loss and gradients). Imports trl:
+import this module only when SFT runs.
 """
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """Every valid command's score at many moves, with gradients, from one forward pass per row: what PPO's update
-needs to train the distribution the policy acts by (``--ppo-ratio valid-commands``).
-
-The acting policy (:mod:`tasks.textworld.policy`) samples a command from the softmax of the valid commands' scores
-(each the sum of its tokens' log-probabilities after the prompt). Training that distribution needs every valid
-command's score under the current weights, differentiably, not only the chosen command's.
+needs to train the distribution the policy acts by, softmax over the valid commands' summed token log-probabilities
+(``--ppo-ratio valid-commands``).
 
 A *row* is a token sequence with one or more *branches*, each a point in the row where a move's command starts and
 that move's valid commands: a windowed move is a row (its prompt) with one branch at its end; a transcript game is
@@ -11,7 +8,7 @@ one row (the whole game) with a branch at every move. Each branch's candidate pr
 (:class:`ad.lm.scoring.CandidateTrie`: shared prefixes fed once, no command's last token fed) is appended
 after the row, and the row runs once through the decoder with a 4D mask: the row's tokens are causal, a node sees
 the row up to its branch and its own ancestors, at position branch + depth. So every command is scored as if it
-alone followed its prompt, exactly as acting scores it (the tests compare with a full recompute per command).
+alone followed its prompt, exactly as acting scores it.
 """
 from __future__ import annotations
 
@@ -29,8 +26,7 @@ MASKED_SCORE = -1e9
 
 @dataclass
 class Branch:
-    """One move inside a row: its command starts at ``at`` (the prompt is ``row[:at]``); ``commands`` are the
-    valid commands' token ids."""
+    """One move inside a row: its prompt is ``row[:at]``, ``commands`` the valid commands' token ids."""
 
     row: int
     at: int
@@ -108,12 +104,9 @@ def branch_scores(model: Any, rows: Sequence[Sequence[int]], branches: Sequence[
 
 def policy_terms(scores: torch.Tensor, mask: torch.Tensor, chosen: torch.Tensor, old_scores: torch.Tensor,
                  ref_scores: torch.Tensor, temperature: float) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """The acting distribution's PPO terms of B moves: pi = softmax(scores / temperature) over each move's valid
-    commands (``mask`` (B, A)), as :meth:`tasks.textworld.policy.TextWorldPolicy.act` samples.
-
-    Returns (log ratio (B,) = log pi_new(chosen) - log pi_old(chosen), per-move terms): ``kl`` (B,) the exact
-    KL(pi_new || pi_ref) to the reference, ``approx_kl`` (B,) the exact KL(pi_old || pi_new) (how far the update
-    moved the policy that played) and ``entropy`` (B,) of pi_new; each a sum over the valid commands."""
+    """The acting distribution's PPO terms of B moves, pi = softmax(scores / temperature) over the valid commands
+    (``mask`` (B, A)): (log ratio (B,) of the chosen commands, per-move terms (B,)): ``kl`` the exact KL(pi_new ||
+    pi_ref), ``approx_kl`` the exact KL(pi_old || pi_new) and ``entropy`` of pi_new, each summed over valid commands."""
     def log_pi(s: torch.Tensor) -> torch.Tensor:
         return torch.log_softmax((s.float() / temperature).masked_fill(~mask, MASKED_SCORE), -1)  # (B, A)
 

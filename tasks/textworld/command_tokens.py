@@ -1,9 +1,6 @@
 """The chosen command's token log-probabilities under the whole vocabulary (``--ppo-ratio command-tokens``): one
-plain causal forward per move, or per transcript game, and the PPO terms taken on them.
-
-Cheaper than rescoring every valid command (:mod:`tasks.textworld.command_scores`), but these are not the
-probabilities the policy acts by (a softmax over the valid commands): a step can move probability between the
-valid commands and all other text. Tested against the acting scorer and a per-sample formula.
+plain causal forward per move, or per transcript game, and the PPO terms taken on them. Cheaper than rescoring
+every valid command (:mod:`tasks.textworld.command_scores`), but not the distribution the policy acts by.
 """
 from __future__ import annotations
 
@@ -16,10 +13,9 @@ from ad.lm.scoring import base_model
 
 def token_terms(new_logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch.Tensor, token_mask: torch.Tensor
                 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """The chosen command's token terms of B moves (``--ppo-ratio command-tokens``); token tensors are (B, K) with
-    ``token_mask`` 1 on the command's tokens. Returns (log ratio (B,) = sum new - sum old, per-move terms): ``kl``
-    (B,) the summed per-token k3 estimate exp(ref - new) - (ref - new) - 1 (>= 0) of KL to the reference and
-    ``approx_kl`` (B,) (r - 1) - log r, how far the updated policy moved from the one that played (CleanRL's)."""
+    """The chosen command's token terms of B moves from (B, K) token tensors (``token_mask`` 1 on the command): (log
+    ratio (B,), per-move terms (B,)): ``kl`` the summed per-token k3 estimate of KL to the reference and ``approx_kl``
+    (r - 1) - log r, how far the update moved from the policy that played (CleanRL's)."""
     token_mask = token_mask.to(new_logp.dtype)
     log_ratio = ((new_logp - old_logp) * token_mask).sum(-1)  # (B,)
     d = (ref_logp - new_logp) * token_mask  # (B, K)
@@ -57,10 +53,9 @@ def move_logprobs(model: Any, prompt_ids: Sequence[Sequence[int]], command_ids: 
 
 def game_logprobs(model: Any, sequences: Sequence[Sequence[int]], spans: Sequence[Sequence[tuple[int, int]]],
                   pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """What :func:`move_logprobs` returns for every move of G transcript games, game-major, from one forward pass
-    per game (right-padded (G, L)): ``sequences[g]`` is game g's transcript through its last command and
-    ``spans[g]`` each move's command (start, end) in it; move k's prompt is ``sequences[g][:start]``, a prefix
-    (``--transcript``). Differentiable; one pass over ~2,000 tokens replaces ~25 passes of growing prompts."""
+    """What :func:`move_logprobs` returns for every move of G transcript games, game-major, from one forward pass per
+    game (right-padded (G, L)): ``sequences[g]`` is game g's transcript through its last command, ``spans[g]`` each
+    move's command (start, end) in it (move k's prompt is ``sequences[g][:start]``). Differentiable."""
     lm = base_model(model)
     device = next(lm.parameters()).device
     G, L = len(sequences), max(len(q) for q in sequences)

@@ -1,14 +1,10 @@
 """TextWorldExpress CookingWorld as a Gymnasium env (``ad/CookingWorld-v0``).
 
-* observation: text, the seed 002 step message: the task description, what the game says, the inventory;
-* action: a command (text); ``info["valid_actions"]`` lists the commands the game accepts now (the acting policy
-  scores only those, so it never issues an invalid one);
-* reward: the change of the game's normalised score (0..1); ``terminated`` on task success or failure,
-  ``truncated`` at ``step_limit`` moves.
-
-Which game a reset plays: ``options={"game_seed": s}`` (a seed of the env's fold), else one drawn from the fold's
-seeds with the env's RNG (so ``reset(seed=...)`` is reproducible). Games of one process share one JVM
-(:func:`tasks.textworld.server.shared_server`).
+Observation: the seed 002 step message (task, what the game says, inventory). Action: a command;
+``info["valid_actions"]`` lists the commands the game accepts now. Reward: the change of the game's normalised
+score (0..1); ``terminated`` on success or failure, ``truncated`` at ``step_limit`` moves. A reset plays
+``options={"game_seed": s}`` (a seed of the env's fold), else a fold seed drawn with the env's RNG. Games of one
+process share one JVM (:func:`tasks.textworld.server.shared_server`).
 """
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Game options (typed, shared by the env and ``ad generate textworld``), game ids and the fold split.
-
-A game is named by its fold and the TextWorldExpress seed of that fold: ``cookingworld-train-00042`` (train fold,
-seed 42), ``cookingworld-test-20005``. The train fold's games are trained on; the test fold is held out.
+"""Game options (typed, shared by the env and ``ad generate textworld``), game ids and the fold split: a game is
+named by its fold and seed (``cookingworld-train-00042``); the train fold is trained on, the test fold held out.
 Importing this module imports no torch and starts no JVM.
 """
 from __future__ import annotations

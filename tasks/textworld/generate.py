@@ -1,23 +1,11 @@
 """``ad generate textworld``: base LM -> SFT on gold paths -> PPO on CookingWorld, every episode logged.
 
-    from ad.config import make_config
-    from tasks.textworld.config import GenerateConfig
-    from tasks.textworld.generate import generate
-    generate(make_config(GenerateConfig, {"out": "data/textworld"}))
-
-Units of the dataset (task = phase part, run = ``--seed``), in the order they are made:
-
-    base-test, base-train     the base LM, greedy, on the held-out test-fold games and on train-fold games
-    gold                      the gold action sequences of the SFT games (the demonstrations)
-    sft-test, sft-train       after SFT (LoRA merged)
-    ppo-i0000 ...             each PPO iteration's sampled rollouts on train-fold games (with values)
-    ppo-test, ppo-train       after PPO (its adapter merged)
-
-The train-fold evaluation games are the first ``--train-eval-games`` (default: ``--eval-games``) SFT games (games
-the policy was trained on), so a train / held-out gap shows. Resume: a complete unit is never rewritten; the SFT
-adapter and every PPO iteration's weights, value head and optimiser are saved in ``<out>/_run`` before the next
-unit starts, and an iteration whose rollouts are on disk but whose update is not replays them with the same seeded
-draws.
+Units (task = phase part, run = ``--seed``), in the order they are made: ``base-test``, ``base-train`` (the base
+LM, greedy), ``gold`` (the SFT games' gold paths), ``sft-test``, ``sft-train``, ``ppo-i0000`` ... (each PPO
+iteration's sampled rollouts), ``ppo-test``, ``ppo-train``. The train-fold evaluation games are the first
+``--train-eval-games`` SFT games, so a train / held-out gap shows. Resume: a complete unit is never rewritten; the
+SFT adapter and every PPO iteration's weights, value head and optimiser are saved in ``<out>/_run`` before the
+next unit starts, and an iteration whose rollouts are on disk but whose update is not replays the same draws.
 """
 from __future__ import annotations
 
@@ -132,6 +120,7 @@ class Run:
 def generate(cfg: GenerateConfig) -> Path | str:
     """Run base -> SFT -> PPO on CookingWorld and log every episode to ``cfg.out``; returns its path."""
     import torch
+    from peft import get_peft_model
 
     from ad.config.groups import peft_lora_config
     from ad.lm.pretrained import load_base
@@ -159,7 +148,7 @@ def generate(cfg: GenerateConfig) -> Path | str:
         sft_model = training.sft_model(cfg, model, tokenizer, demos, run.run_dir, run.log)
         run.evaluate("sft", 1, lambda: policy(sft_model, None))
 
-        ppo_model = training.ppo_model(sft_model, peft_lora_config(cfg.lora_dict()))
+        ppo_model = get_peft_model(sft_model, peft_lora_config(cfg.lora_dict()))  # adapter off = the reference
         learner = training.ppo_learner(cfg, ppo_model, tokenizer)
         start = training.load_ppo_checkpoint(run.run_dir, ppo_model, learner)
         for k in range(start):  # iterations done before a resume: their recorded summaries

@@ -1,10 +1,8 @@
-"""History columns of TextWorld datasets and the rows of played episodes.
-
-One unit (task name = a phase's part, see :mod:`tasks.textworld.generate`) holds the episodes of one phase, one
-after another in a single stream (``episode`` = game index in the unit, ``step`` = move). Columns: state = the
-prompt text, action = the command, reward = score change, logprob = the command's per-token log-probabilities
-under the policy that chose it (empty for gold demonstrations), plus ``value`` (the value head's estimate, NaN
-where there is none), ``phase``, ``fold``, ``game_seed`` and ``score`` (the game's normalised score after the move).
+"""History columns of TextWorld datasets and the rows of played episodes: one unit per phase part
+(:mod:`tasks.textworld.generate`), its episodes one after another in a single stream (``episode`` = game index,
+``step`` = move); state = the prompt, action = the command, reward = score change, logprob = the command's per-token
+log-probabilities (empty for gold demonstrations), plus ``value`` (NaN where there is none), ``phase``, ``fold``,
+``game_seed`` and ``score`` (the game's normalised score after the move).
 """
 from __future__ import annotations
 

@@ -9,9 +9,8 @@ from ad.files import atomic_path
 
 def plot_phases(results: dict[str, dict[str, Any]], path: Path, seeds: Any = None,
                 phases: Sequence[str] = ("base", "sft", "ppo")) -> None:
-    """Bars of success and mean normalised score (test fold = held out, train fold) for base / SFT / PPO, and the
-    PPO iterations' sampled train success. ``results``: unit name -> summary (``success``, ``score``); a value may
-    be a list over seeds (bars show the mean, dots each seed)."""
+    """Bars of success and mean normalised score (test and train folds) for base / SFT / PPO, and the PPO iterations'
+    sampled train success, from ``results`` (unit name -> summary; a value may be a list over seeds, shown as dots)."""
     import matplotlib
 
     matplotlib.use("Agg")

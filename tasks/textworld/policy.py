@@ -2,12 +2,9 @@
 
 ``act`` scores every valid command of every game in one batched, cached pass
 (:func:`tasks.textworld.scoring.score_candidates`), then picks the best (greedy) or samples from the scores
-renormalised over the valid commands (``temperature``), so it never issues an invalid command. It returns what the
-history store logs: the chosen command, its per-token log-probabilities and the value estimate of the prompt.
-
-With ``transcript=True`` the prompts are whole games so far and each game's keys and values stay cached between
-moves (:class:`tasks.textworld.transcript.TranscriptScorer`): call :meth:`TextWorldPolicy.begin` before a new set
-of games and pass each game's ``key`` to ``act``.
+renormalised over the valid commands (``temperature``). With ``transcript=True`` each game's keys and values stay
+cached between moves (:class:`tasks.textworld.transcript.TranscriptScorer`): call :meth:`TextWorldPolicy.begin`
+before a new set of games and pass each game's ``key`` to ``act``.
 """
 from __future__ import annotations
 
@@ -71,8 +68,7 @@ class TextWorldPolicy:
     def act(self, prompts: Sequence[str], valid: Sequence[Sequence[str]], greedy: bool = True,
             temperature: float = 1.0, generator: torch.Generator | None = None,
             keys: Sequence[Any] | None = None) -> list[Choice]:
-        """One command per game; games are scored ``batch`` at a time (all at once with transcripts, whose
-        ``keys`` name the games)."""
+        """One command per game, ``batch`` games scored at a time (transcripts: all at once, ``keys`` naming games)."""
         was_training = self.model.training
         self.model.eval()
         choices: list[Choice] = []

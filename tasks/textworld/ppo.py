@@ -1,24 +1,13 @@
-"""A compact step-wise PPO over game moves (trl 1.16 ships no PPO trainer): a value head on the LM's hidden state,
-GAE over moves, a clipped policy ratio on the chosen command, a KL penalty to the SFT policy.
+"""A compact step-wise PPO over game moves (trl 1.16 ships no PPO trainer): a value head on the LM's hidden state
+at the prompt's last token, GAE over moves, a clipped policy ratio on the chosen command, a KL penalty to the SFT
+policy (the same model with its fresh LoRA adapter disabled).
 
-* The policy is the SFT model (its LoRA merged) with a fresh LoRA adapter; the reference is the same model with
-  the adapter disabled (no second copy).
-* One *move* = a prompt and the command chosen. A command's score is the sum of its tokens' log-probabilities.
-* ``ratio="valid-commands"`` (the default): the ratio and the KL are those of the distribution the policy acts by,
-  softmax(scores / temperature) over the move's valid commands (as GLAM, Carta et al. 2023, trains an LLM that
-  picks among an environment's actions): the update rescores every valid command
-  (:func:`tasks.textworld.command_scores.branch_scores`), the KL to the reference is exact over them.
-  ``ratio="command-tokens"``: the ratio is ``exp(new - old)`` of the chosen command's summed token
-  log-probabilities under the whole vocabulary and the KL a per-token estimate; cheaper, but a step can move
-  probability between the valid commands and all other text, which the acting policy never sees (clip fraction
-  and KL then measure changes that do not change play).
-* The value head reads the last-layer hidden state at the prompt's last token; targets are GAE returns.
-* An episode ends on success, failure or the step limit; the step number is in the prompt, so the limit is part of
-  the state and the last move's next value is 0 in every case.
-
-The pieces: :mod:`tasks.textworld.ppo_moves` (an iteration's moves, GAE), :mod:`tasks.textworld.command_scores`
-(valid-commands terms), :mod:`tasks.textworld.command_tokens` (command-tokens terms); here the loss and the
-optimiser. Each is tested against a slow reference.
+``ratio="valid-commands"`` (the default): ratio and KL are those of the distribution the policy acts by,
+softmax(scores / temperature) over the move's valid commands (as GLAM, Carta et al. 2023), exact over them
+(:mod:`tasks.textworld.command_scores`). ``ratio="command-tokens"``: ``exp(new - old)`` of the chosen command's
+summed token log-probabilities and a per-token KL estimate (:mod:`tasks.textworld.command_tokens`); cheaper, but
+it also measures probability moved to text the acting policy never sees. The step number is in the prompt, so
+an episode's last move has next value 0 whatever ended it. Moves and GAE: :mod:`tasks.textworld.ppo_moves`.
 """
 from __future__ import annotations
 
@@ -34,15 +23,10 @@ from tasks.textworld.ppo_moves import Moves, game_branches, game_starts, move_br
 def ppo_loss(log_ratio: torch.Tensor, terms: dict[str, torch.Tensor], advantages: torch.Tensor,
              new_values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, clip: float,
              value_clip: float, vf_coef: float, kl_coef: float) -> tuple[torch.Tensor, dict[str, float]]:
-    """PPO loss of a minibatch of B moves from their log ratios (B,) and per-move ``terms`` (:func:`token_terms`
-    or :func:`tasks.textworld.command_scores.policy_terms`: ``kl`` to the reference, ``approx_kl``, maybe
-    ``entropy``).
-
-    policy: mean over moves of max(-A r, -A clip(r, 1 - clip, 1 + clip)), r = exp(log ratio);
-    value: 0.5 mean max((v - R)^2, (old_v + clip(v - old_v, +-value_clip) - R)^2) (plain squared error if 0);
-    KL: mean over moves of ``terms["kl"]``. Statistics: the three parts, the clip fraction and the mean of every
-    term.
-    """
+    """PPO loss of B moves from their log ratios (B,) and per-move ``terms`` (:func:`token_terms` or
+    :func:`tasks.textworld.command_scores.policy_terms`): the clipped policy loss, 0.5 x the (``value_clip``-clipped,
+    if > 0) squared value error and the mean ``terms["kl"]``. Statistics: the three parts, the clip fraction and the
+    mean of every term."""
     ratio = log_ratio.exp()
     policy = torch.maximum(-advantages * ratio, -advantages * ratio.clamp(1 - clip, 1 + clip)).mean()
     value_err = (new_values - returns) ** 2  # (B,)
@@ -77,9 +61,8 @@ class PPOLearner:
         self.generator = torch.Generator().manual_seed(seed)
 
     def _minibatches(self, moves: Moves, first: list[int]) -> Any:
-        """Shuffled minibatches of ~``batch_size`` moves, each as its micro-batches: lists of (move indices, game
-        indices or None). Transcripts go by whole games (game g's moves start at ``first[g]``: :func:`game_starts`),
-        each game one row; windowed moves one row each."""
+        """Shuffled minibatches of ~``batch_size`` moves, each as micro-batches of (move indices, game indices or None):
+        transcripts by whole games (game g's moves from ``first[g]``), windowed moves one row each."""
         N, micro = len(moves.prompt_ids), self.micro_batch_size
         if moves.games is None:
             order = torch.randperm(N, generator=self.generator).tolist()
@@ -122,9 +105,8 @@ class PPOLearner:
 
     def _backward(self, moves: Moves, micro_batches: list[tuple[list[int], list[int] | None]], first: list[int]
                   ) -> dict[str, float]:
-        """Accumulate one minibatch's gradient over its micro-batches, each loss weighted by its share of the
-        minibatch's moves (every term is a mean over moves, so the sum is the whole minibatch's loss and gradient);
-        returns the minibatch's statistics, weighted alike."""
+        """Accumulate one minibatch's gradient and statistics over its micro-batches, each weighted by its share of the
+        minibatch's moves (every term is a mean over moves)."""
         total = sum(len(idx) for idx, _ in micro_batches)
         stats: dict[str, float] = {}
         for idx, games in micro_batches:
@@ -143,9 +125,8 @@ class PPOLearner:
         return stats
 
     def update(self, moves: Moves) -> dict[str, float]:
-        """``epochs`` passes over the moves in shuffled minibatches; mean statistics of the last pass, plus
-        ``steps`` (optimiser steps taken) and ``stopped_early`` (1 when ``target_kl`` ended the update: a minibatch
-        whose approx_kl passed 1.5 x target_kl, checked before its step, which is not taken)."""
+        """``epochs`` passes over the moves in shuffled minibatches: mean statistics of the last pass, ``steps`` taken
+        and ``stopped_early`` (1 when a minibatch's approx_kl passed 1.5 x ``target_kl``; its step is not taken)."""
         self.model.train()
         stats: list[dict[str, float]] = []
         steps, stopped = 0, False

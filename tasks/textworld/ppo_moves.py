@@ -1,8 +1,6 @@
-"""An iteration's played moves as PPO's update reads them: GAE advantages and returns over each game's moves, the
-behaviour and reference terms of the ratio chosen (``--ppo-ratio``), and the rows / branches that rescore them.
-
-:func:`collect_moves` flattens the episodes game-major; the reference terms come from the model with its adapter
-disabled (the SFT policy). :func:`gae` is tested against a plain loop.
+"""An iteration's played moves as PPO's update reads them (:func:`collect_moves`, game-major): GAE advantages and
+returns, the behaviour and reference (adapter off) terms of the ratio chosen (``--ppo-ratio``), and the rows /
+branches that rescore them.
 """
 from __future__ import annotations
 
@@ -18,10 +16,8 @@ from tasks.textworld.config import PPORatio
 
 def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float, lam: float
         ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(advantages, returns), each (N, T), of N episodes padded to T moves (``mask`` 1 on real moves).
-
-    Each episode ends after its last real move (next value 0).
-    """
+    """(advantages, returns), each (N, T), of N episodes padded to T moves (``mask`` 1 on real moves); each episode
+    ends after its last real move (next value 0)."""
     N, T = rewards.shape
     mask = mask.to(rewards.dtype)
     next_values = torch.cat([values[:, 1:], torch.zeros(N, 1, dtype=values.dtype)], 1) * \
@@ -55,10 +51,8 @@ RATIOS = get_args(PPORatio)
 
 @dataclass
 class Moves:
-    """An iteration's moves, flattened (game-major), with what the update needs. ``ratio`` says which policy
-    terms are filled: "valid-commands" the candidate tables (``chosen``, ``old_scores``, ``ref_scores``,
-    ``candidate_ids``), "command-tokens" the chosen command's token tables (``old_logp``, ``ref_logp``,
-    ``token_mask``)."""
+    """An iteration's moves, flattened (game-major), with what the update needs; ``ratio`` says which policy terms
+    are filled: "valid-commands" the candidate tables, "command-tokens" the chosen command's token tables."""
 
     ratio: str
     prompt_ids: list[list[int]]
@@ -102,9 +96,8 @@ def game_starts(moves: Moves) -> list[int]:
 
 def collect_moves(episodes: Sequence[Any], model: Any, gamma: float, lam: float, pad_id: int,
                   batch: int = 16, transcript: bool = False, ratio: str = "valid-commands") -> Moves:
-    """Flatten played episodes into :class:`Moves`: GAE from their rewards and values, advantages normalised
-    over the iteration, reference terms from the model with its adapter disabled (``transcript``: one pass per
-    game); ``ratio`` as :class:`Moves`."""
+    """Flatten played episodes into :class:`Moves`: GAE from their rewards and values (advantages normalised over the
+    iteration), reference terms from the model with its adapter disabled; ``ratio`` as :class:`Moves`."""
     if ratio not in RATIOS:
         raise ValueError(f"ratio must be one of {RATIOS}, got {ratio!r}")
     T = max(len(e) for e in episodes)

@@ -10,20 +10,11 @@
     Obs: ...
     Action:
 
-Only the newest ``history`` earlier moves are shown in full (seed 002 kept 11; each costs ~60-150 tokens); a
-``Moves so far:`` line lists every earlier command (a few tokens each) so the policy knows where it is in the
-recipe even when their observations are cut. The task line always stays.
-
-``pinned`` commands keep their newest result in the prompt after that move has left the history, on a line
-``Result of 'read cookbook' (step 2): ...`` below ``Moves so far:``. With ``read cookbook`` pinned the recipe
-(which ingredients; how to cut and cook each) stays in view: without it, a policy shown one earlier move has to
-guess "slice" or "dice" late in the game, and a wrong cut ends CookingWorld in failure: after SFT with ``history``
-1 and 32 moves, 48 / 42 of 64 held-out games failed (seeds 0 / 1), 18 / 19 with the recipe pinned (docs/experiments/textworld.md).
-
-Everything above the first ``# STEP`` line is the prompt's *head* (:func:`split_head`); when a prompt runs over the
-token budget, the scorer and SFT cut the shown steps from the left and keep the head whole
-(:func:`tasks.textworld.scoring.encode_prompts`): a plain left cut took the task line, the move list and the
-pinned recipe first, in 21% of gold-path moves at 384 tokens, the late ones where the recipe is needed.
+Only the newest ``history`` earlier moves are shown in full; a ``Moves so far:`` line lists every earlier command.
+``pinned`` commands (e.g. ``read cookbook``: the recipe) keep their newest result in view on a line
+``Result of 'read cookbook' (step 2): ...`` once their move has left the history (docs/experiments/textworld.md).
+Everything above the first ``# STEP`` line is the prompt's *head* (:func:`split_head`), which a prompt cut to the
+token budget keeps whole (:func:`tasks.textworld.scoring.encode_prompts`).
 """
 from __future__ import annotations
 
@@ -45,9 +36,8 @@ def observation_only(step_text: str) -> str:
 
 
 def split_head(prompt: str) -> tuple[str, str]:
-    """(head, steps) of a :func:`build_prompt` prompt: the head (task line, instruction, ``Moves so far``, pinned
-    results) ends with the newline before the first ``# STEP`` line; ``head + steps == prompt``. A prompt without
-    a step line is all head."""
+    """(head, steps) of a :func:`build_prompt` prompt, ``head + steps == prompt``: the head (task line, instruction,
+    ``Moves so far``, pinned results) ends before the first ``# STEP`` line; a prompt without one is all head."""
     at = prompt.find("\n# STEP ")
     return (prompt, "") if at < 0 else (prompt[:at + 1], prompt[at + 1:])
 

@@ -1,8 +1,6 @@
 """Playing many CookingWorld games in one batch with a :class:`~tasks.textworld.policy.TextWorldPolicy`, and
-replaying gold action sequences (the SFT demonstrations) through the same env and prompts.
-
-Every move becomes one row of an :class:`Episode`: the prompt (the state column), the command, reward, flags, the
-command's per-token log-probabilities and the value estimate, exactly what the history store logs.
+replaying gold action sequences (the SFT demonstrations) through the same env and prompts; every move is one row
+of an :class:`Episode`, what the history store logs.
 """
 from __future__ import annotations
 
@@ -141,7 +139,6 @@ def gold_demonstrations(games: Sequence[Game], options: GameOptions, history: in
                 break
         episodes.append(ep)
     return episodes
-
 
 
 def fold_games(options: GameOptions, fold: str, count: int, seed: int, salt: int = 0) -> list[Game]:

@@ -1,14 +1,10 @@
 """Scoring every valid command of many games in one batched, cached pass (the acting policy's core).
 
-For B games with prompts of different lengths and different valid-command lists, the shared valid-action scorer
-(:mod:`ad.lm.scoring`) runs the left-padded prompts once, filling a KV cache (the last prompt position gives
-each game's hidden state, which the value head reads, and the first command token's distribution), then every
-game's commands as one prefix tree over the cache, so every command is scored as if it alone followed its prompt.
-
-A command's score is the sum of its tokens' log-probabilities; :func:`ad.lm.scoring.full_recompute` scores
-one prompt + command with a plain causal forward and is what the tests compare against. Commands are scored as
-they are written after ``Action:`` in the template: a space, then the command. This module holds what is
-TextWorld's own: how prompts and commands are tokenised, and what a scoring pass returns.
+The shared valid-action scorer (:mod:`ad.lm.scoring`) runs the B left-padded prompts once into a KV cache (the last
+prompt position gives the value head's hidden state), then every game's commands as one prefix tree over it, so
+every command is scored as if it alone followed its prompt: the sum of its tokens' log-probabilities, written as
+after ``Action:`` in the template (a space, then the command). This module holds what is TextWorld's own: how
+prompts and commands are tokenised, and what a scoring pass returns.
 """
 from __future__ import annotations
 

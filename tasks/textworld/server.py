@@ -1,9 +1,6 @@
-"""One TextWorldExpress game server (a JVM) per process, shared by every game in it.
-
-``TextWorldExpressEnv`` starts one JVM per env; we start one (:func:`shared_server`) and open one game handle
-(the jar's ``PythonInterface``) per env on it, so many games in a batch cost one JVM. The handle's calls are the
-jar's public Python interface (``load``, ``generateNewGameJSON``, ``stepJSON``, ``getGoldActionSequence`` ...).
-A server that dies (killed JVM, broken socket) turns into one :class:`~ad.errors.UserError` saying how to resume.
+"""One TextWorldExpress game server (a JVM) per process, shared by every game in it (:func:`shared_server`; one game
+handle, the jar's public ``PythonInterface``, per env). A server that dies (killed JVM, broken socket) turns into
+one :class:`~ad.errors.UserError` saying how to resume.
 """
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """Supervised fine-tuning on gold action sequences with trl's ``SFTTrainer`` (LoRA), loss on the command tokens.
 
-The demonstrations are handed to trl pre-tokenized (``input_ids`` + ``labels`` with -100 on the prompt), built
-with the same encoders as the acting scorer (:mod:`tasks.textworld.scoring`): the prompt cut from the left to
-``max_prompt_tokens``, then the command with its leading space. So SFT maximises exactly the score the policy
-acts on, and only the command tokens carry loss.
+The demonstrations go to trl pre-tokenized (``input_ids`` + ``labels`` with -100 on the prompt) by the acting
+scorer's encoders (:mod:`tasks.textworld.scoring`), so SFT maximises exactly the score the policy acts on.
 """
 from __future__ import annotations
 
@@ -18,9 +16,8 @@ from tasks.textworld.transcript import encode_transcript
 
 def sft_rows(tokenizer: Any, demos: Sequence[Episode], max_prompt_tokens: int, transcript: bool = False
              ) -> list[dict[str, list[int]]]:
-    """Pre-tokenized examples, ``input_ids`` and ``labels`` (-100 outside the commands): one per demonstrated move,
-    or with ``transcript`` one per game, every command labelled
-    (:func:`tasks.textworld.transcript.encode_transcript`)."""
+    """Pre-tokenized examples (``input_ids``, ``labels`` -100 outside the commands): one per demonstrated move, or with
+    ``transcript`` one per game (:func:`tasks.textworld.transcript.encode_transcript`)."""
     if transcript:
         return [transcript_row(tokenizer, ep, max_prompt_tokens) for ep in demos if len(ep)]
     prompts = [p for ep in demos for p in ep.prompts]
@@ -47,15 +44,10 @@ def sft_trainer(model: Any, tokenizer: Any, rows: Sequence[dict[str, list[int]]]
                 lr: float, batch_size: int, lora: dict | None, seed: int, progress: bool = True,
                 command_loss: bool = True, activation_checkpointing: bool = False, micro_batch_size: int = 0,
                 callbacks: Sequence[Any] = ()) -> Any:
-    """trl's SFTTrainer on pre-tokenized rows (:func:`sft_rows`), its loss read on the command tokens only
-    (:class:`tasks.textworld.command_loss.CommandLossSFTTrainer`), activations kept rather than recomputed in the
-    backward pass (trl turns activation checkpointing on; with ~300-token rows of a 135M LM they are small, and
-    keeping them made a step ~1.3x faster on a 2-core CPU). ``command_loss=False, activation_checkpointing=True``
-    is trl's own SFTTrainer with its defaults (the benchmark's reference). ``micro_batch_size`` (a divisor of
-    ``batch_size``; 0 = the whole batch) runs each optimiser step as batch_size / micro_batch_size accumulated
-    micro-batches: the same gradient (the loss is normalised by the step's command-token count, which the Trainer
-    counts over all its micro-batches) with the activations of one micro-batch at a time in memory.
-    ``callbacks`` are extra ``transformers.TrainerCallback`` objects."""
+    """trl's SFTTrainer on pre-tokenized rows (:func:`sft_rows`), the loss read on the command tokens only
+    (:class:`tasks.textworld.command_loss.CommandLossSFTTrainer`; ``command_loss=False`` is trl's own), activations kept
+    unless ``activation_checkpointing``. ``micro_batch_size`` (a divisor of ``batch_size``; 0 = the whole batch)
+    accumulates each optimiser step over micro-batches (the same gradient); ``callbacks`` are extra TrainerCallbacks."""
     import torch
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer

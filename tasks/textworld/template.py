@@ -5,8 +5,7 @@ the reward::
     Reward: 0.1429
     ###
 
-The state column already holds the whole prompt (task, recent moves, current observation, inventory), so a row
-renders as exactly the text the policy scored; the command follows after one space, as the policy scores it.
+A row renders as exactly the text the policy scored (the state column holds the whole prompt).
 """
 from __future__ import annotations
 

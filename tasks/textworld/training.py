@@ -49,18 +49,9 @@ def sft_model(cfg: GenerateConfig, model: Any, tokenizer: Any, demos: Sequence[E
     return merged
 
 
-def ppo_model(sft: Any, lora_config: Any) -> Any:
-    """The SFT model with a fresh LoRA adapter (at start identical to SFT; adapter off = the reference)."""
-    from peft import get_peft_model
-
-    return get_peft_model(sft, lora_config)
-
-
 def merge_for_evaluation(model: Any) -> Any:
-    """Fold the PPO adapter into the weights for the final greedy evaluation: the same policy (to the weights' rounding)
-    at the merged SFT model's speed (an unmerged all-linear LoRA adds two small products to every layer: in the
-    CPU run in bfloat16, PPO evaluations played 2-3.5 moves/s, the merged SFT evaluations ~3.8). Call it
-    only after the last PPO checkpoint is saved: further training would update an adapter no longer applied."""
+    """Fold the PPO adapter into the weights for the final greedy evaluation (the same policy at the merged SFT
+    model's speed). Call it only once the last PPO checkpoint is saved."""
     model.merge_adapter()  # peft: W <- W + scale * B @ A for every adapted layer, in the weights' dtype
     return model
 

@@ -1,21 +1,12 @@
 """The whole game so far as the prompt, its keys and values kept across moves (``ad generate textworld
 --transcript``).
 
-With a transcript the prompt at move t is the game from its start: the task, then every step's observation and
-the command taken (:func:`tasks.textworld.prompts.build_prompt` with every earlier move shown, so no ``Moves so
-far`` line and nothing pinned). Move t's prompt then *extends* move t-1's by `` <command>`` and the text of the next
-step, which gives two savings and one gain:
-
-* acting keeps each game's keys and values between moves and feeds only the new tokens (the command and one
-  observation, ~60-100 tokens) instead of re-reading a ~300-token windowed prompt (:class:`TranscriptScorer`);
-* SFT reads a whole game in one row: every command's loss from one forward pass (:func:`encode_transcript`),
-  where windowed prompts cost one ~300-token row per move;
-* the policy sees every room it entered and every container it opened (with one shown move, a greedy policy
-  loops: "move north" / "move south" to the limit).
-
-Tokens are encoded piece by piece, the same way in both: the first prompt, then per move the command as the
-scorer encodes it (a space, then the command) and the text that follows it up to the next ``Action:``; so SFT
-maximises exactly the scores the policy acts on (tests compare the cached scores against a full recompute).
+Move t's prompt (:func:`tasks.textworld.prompts.build_prompt` with every earlier move shown) *extends* move t-1's
+by `` <command>`` and the next step's text, so acting feeds only the new tokens to each game's cached keys and
+values (:class:`TranscriptScorer`), SFT reads a whole game in one row (:func:`encode_transcript`), and the policy
+sees every room it entered. Tokens are encoded piece by piece, the same way in both (the first prompt, then per move
+the command as the scorer encodes it and the text up to the next ``Action:``), so SFT maximises exactly the scores
+the policy acts on.
 """
 from __future__ import annotations
 
@@ -63,13 +54,9 @@ def encode_transcript(tokenizer: Any, prompts: Sequence[str], actions: Sequence[
 
 class TranscriptScorer:
     """Scores every valid command of many games, each game's transcript kept in one batched KV cache between moves.
-
-    Each call passes the games' keys and their current prompts. The first call (or a call with only keys never
-    seen) starts a fresh cache; later calls may drop games (finished ones) but not add any. Per call, the new
-    tokens of every game (left-padded into one (B, N) chunk, pads masked out) run once over the cache, then the
-    packed candidates as in :func:`tasks.textworld.scoring.score_candidates`; their keys and values are cropped
-    off again.
-    """
+    The first call (or one with only unseen keys) starts a fresh cache; later calls may drop games but not add any.
+    Each call runs the games' new tokens over the cache, then the candidates as in
+    :func:`tasks.textworld.scoring.score_candidates`, whose keys and values are cropped off again."""
 
     def __init__(self, model: Any, tokenizer: Any, max_tokens: int) -> None:
         self.model, self.tokenizer, self.max_tokens = model, tokenizer, int(max_tokens)

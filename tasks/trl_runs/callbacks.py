@@ -10,12 +10,9 @@ from tasks.trl_runs.rollout_log import ChunkLog
 
 
 class ChunkCallback(TrainerCallback):
-    """Forces a checkpoint every ``chunk_steps`` iterations and at the end, then commits that chunk's rows.
-
-    Order matters for resume: the trainer writes ``checkpoint-<step>`` first, then ``on_save`` commits the unit.
-    A crash in between leaves a checkpoint newer than the last unit; resume ignores it
-    (:func:`tasks.trl_runs.checkpoints.resume_point`).
-    """
+    """Forces a checkpoint every ``chunk_steps`` iterations and at the end, then commits that chunk's rows (in that
+    order: a crash in between leaves a checkpoint newer than the last unit, which
+    :func:`tasks.trl_runs.checkpoints.resume_point` ignores)."""
 
     def __init__(self, log: ChunkLog, chunk_steps: int, on_commit: Callable[[int, int], None]) -> None:
         self.log, self.chunk_steps, self.on_commit = log, chunk_steps, on_commit

@@ -52,10 +52,8 @@ def open_run(cfg: Any, spec: HistorySpec, family: str, metadata: dict[str, Any])
 
 def resume_point(writer: HistoryWriter, *, out: str, seed: int, chunk_steps: int, steps: int,
                  ckpt_dir: Path) -> str | None:
-    """Checkpoint to resume from (None = fresh start); deletes checkpoints newer than the last committed unit.
-
-    Units are ``<prefix>-c<index>`` of run ``seed``, committed after the trainer saved ``checkpoint-<step>``; the
-    resume step is the committed units times ``chunk_steps`` (at most ``steps``)."""
+    """Checkpoint to resume from (None = fresh start): the committed units (``<prefix>-c<index>`` of run ``seed``) times
+    ``chunk_steps``, at most ``steps``; deletes checkpoints newer than the last committed unit."""
     done = sorted(chunk_of(task) for task, run in writer.completed_units() if run == seed)
     if done != list(range(len(done))):
         raise UserError(f"{out} holds units {done}, not a prefix 0..k-1; use a new --out folder")
@@ -73,8 +71,7 @@ def resume_point(writer: HistoryWriter, *, out: str, seed: int, chunk_steps: int
 
 
 def load_policy(model: Any, checkpoint: str, lora: bool) -> Any:
-    """The policy saved in a trainer ``checkpoint``: ``model`` with the LoRA adapter found there, or the full
-    weights saved there."""
+    """The policy saved in a trainer ``checkpoint``: ``model`` with its LoRA adapter, or the full weights saved."""
     if lora:
         from peft import PeftModel
 

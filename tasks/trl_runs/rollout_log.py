@@ -20,11 +20,8 @@ def chunk_of(task: str) -> int:
 
 
 class ChunkLog:
-    """Buffers column batches (one row per sampled completion) until :meth:`commit` writes them as one unit.
-
-    A family's log subclasses it with an ``add`` that turns the trainer's generation batch into history columns
-    (numpy arrays for numeric columns, lists for text and token columns) and calls :meth:`append`.
-    """
+    """Buffers column batches (one row per sampled completion) until :meth:`commit` writes them as one unit; a
+    family's log subclasses it with an ``add`` that turns a generation batch into columns and calls :meth:`append`."""
 
     def __init__(self, writer: HistoryWriter, run: int, prefix: str) -> None:
         self.writer, self.run, self.prefix = writer, run, prefix
