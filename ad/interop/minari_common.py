@@ -115,18 +115,24 @@ def space_of(column: ColumnSpec, what: str) -> Any:
                     f"fixed-size vector {what}s only (text and token columns have no Minari space)")
 
 
+def converter(column: ColumnSpec, start: int = 0) -> Any:
+    """The converter of a (n, ...) Minari array into the values of a discrete (shifted by ``start`` to start at 0)
+    or vector history column."""
+    if column.kind == "discrete":
+        return lambda x: np.asarray(x).astype(np.int64) - start
+    return lambda x: np.asarray(x, np.float32).reshape(len(x), -1)
+
+
 def column_of_space(space: Any, what: str) -> tuple[ColumnSpec, Any, dict[str, Any]]:
-    """(history column, converter of a (n, ...) Minari array, notes) for a foreign dataset's space."""
+    """(history column, its :func:`converter`, notes) for a foreign dataset's space."""
     import gymnasium as gym
 
     if isinstance(space, gym.spaces.Discrete):
         start = int(space.start)
-        notes = {"start": start} if start else {}
-        return ColumnSpec.discrete(int(space.n)), lambda x: np.asarray(x).astype(np.int64) - start, notes
+        column = ColumnSpec.discrete(int(space.n))
+        return column, converter(column, start), {"start": start} if start else {}
     if isinstance(space, gym.spaces.Box):
-        dim = int(np.prod(space.shape)) if space.shape else 1
-        notes = {"shape": list(space.shape)} if len(space.shape) != 1 else {}
-        return ColumnSpec.vector(dim), lambda x: np.asarray(x, np.float32).reshape(len(x), dim), notes
+        column = ColumnSpec.vector(int(np.prod(space.shape)) if space.shape else 1)
+        return column, converter(column), {"shape": list(space.shape)} if len(space.shape) != 1 else {}
     raise UserError(f"the Minari dataset's {what} space is {space}; import supports Discrete and Box spaces "
                     "(Dict, Tuple, Text, MultiDiscrete ... are not)")
-
