@@ -11,9 +11,9 @@ import numpy as np
 from ad.errors import UserError
 from ad.history import HistorySpec, HistoryWriter
 from ad.history.layout import check_task_name
-from ad.interop.minari_common import (APPEND_ROWS, EXPORT_VERSION, FOREIGN_STREAMS, INSTALL, METADATA_KEY,
-                                      check_dataset_id, column_of_space, converter, datasets_root, quiet_minari,
-                                      require_minari, root_dir)
+from ad.interop.minari import (APPEND_ROWS, EXPORT_VERSION, FOREIGN_STREAMS, INSTALL, METADATA_KEY,
+                               check_dataset_id, column_of_space, converter, datasets_root, quiet_minari,
+                               require_minari, root_dir)
 
 
 def load(name: str | None = None, root: str | None = None, path: str | None = None) -> Any:
