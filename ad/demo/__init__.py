@@ -57,8 +57,6 @@ class MethodsOptions:
                   "distribution (the DPT paper's pretraining data)")
 
 
-
-
 def dpt_runs_on_random(config: Any) -> bool:
     """Whether ``config`` (a demo's options) trains DPT on random contexts instead of the demo's histories."""
     return "dpt" in getattr(config, "methods", ()) and config.dpt_data == "random"
