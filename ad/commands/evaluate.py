@@ -13,7 +13,7 @@ from ad.config import option, override, refuse
 from ad.errors import UserError
 from ad.config.memory import check_memory
 from ad.config.groups import RunOptions, run_options
-from ad.registry import register
+from ad.registry import default_dataset, register
 
 #: Labels of the rows the evaluator adds itself (uniformly random actions, the source algorithm's own curve).
 RESERVED_LABELS = ("random", "source")
@@ -42,8 +42,6 @@ class EvalConfig(run_options("out", "seed", "threads", "progress")):
 
     def __post_init__(self) -> None:
         if self.data is None:
-            from ad.registry import default_dataset
-
             self.data = default_dataset()
         refuse(self, ("threads",), lambda v: v < 0, "must be >= 0")
         refuse(self, ("episodes", "seeds"), lambda v: v <= 0, "must be positive")

@@ -8,7 +8,7 @@ from ad.config import option, override
 from ad.errors import UserError
 from ad.config.groups import RunOptions, run_options
 from ad.interop.minari import DATA_FORMATS, check_export_name
-from ad.registry import register
+from ad.registry import default_dataset, register
 
 
 @dataclass
@@ -44,8 +44,6 @@ class ExportMinariConfig(run_options("out")):
         if self.data_format not in DATA_FORMATS:
             raise UserError(f"--data-format {self.data_format!r}: choose one of {', '.join(DATA_FORMATS)}")
         if self.data is None:
-            from ad.registry import default_dataset
-
             self.data = default_dataset()
 
 
