@@ -6,6 +6,9 @@ from typing import Mapping
 
 import numpy as np
 
+from ad.errors import UserError
+from ad.files import atomic_path
+
 
 def pyplot():
     """matplotlib.pyplot on the headless Agg backend."""
@@ -24,8 +27,6 @@ FIGURE_TYPES = ("png", "pdf", "svg", "jpg", "jpeg", "webp", "tif", "tiff", "eps"
 def figure_path(path: str | Path, option: str, default_name: str) -> Path:
     """Where a figure asked for with ``option path`` is written: ``path/default_name`` for an existing folder,
     ``path`` + ``.png`` without an extension, else ``path``; UserError for an extension no writer takes."""
-    from ad.errors import UserError
-
     out = Path(path).expanduser()
     if out.is_dir():
         return out / default_name
@@ -44,8 +45,6 @@ def save_figure(fig, out: str | Path, ax=None, dpi: int = 120, **labels: str) ->
         ax.set(**labels)
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    from ad.files import atomic_path
-
     out = Path(out)
     try:
         with atomic_path(out) as tmp:

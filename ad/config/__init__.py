@@ -21,6 +21,7 @@ import typing
 from typing import Any, Sequence
 
 from ad.errors import UserError
+from ad.files import check_input_file, read_utf8
 
 
 def option(default: Any = dataclasses.MISSING, help: str = "", positional: bool = False, group: str = "",
@@ -289,8 +290,6 @@ def _add_flag(parser: Any, name: str, kwargs: dict[str, Any], is_bool: bool) -> 
 
 def load_config_file(path: str) -> dict[str, Any]:
     """Read a YAML or JSON mapping of option values."""
-    from ad.files import check_input_file, read_utf8
-
     file = check_input_file(path, "config file", "pass --config <a YAML or JSON file of option values>")
     text = read_utf8(file, f"config file {path}")
     try:
