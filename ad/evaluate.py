@@ -21,6 +21,8 @@ import numpy as np
 import torch
 
 from ad.errors import UserError
+from ad.progress import progress_bar
+from ad.registry import env_factory, load_policy
 
 
 class InContextPolicy(Protocol):
@@ -199,8 +201,6 @@ def run_in_context(policy: InContextPolicy, setup: EvalEnv, episodes: int, seed:
     first = np.ones(num_envs, dtype=bool)
     success = None  # (E, episodes): whether any step of the episode succeeded, where the env reports ``success``
     hit = np.zeros(num_envs, dtype=bool)
-    from ad.progress import progress_bar
-
     bar = progress_bar(episodes, desc=f"eval {name}", unit="episode", leave=False) if progress else None
     try:
         while done_episodes.min() < episodes:
@@ -249,7 +249,6 @@ def evaluate_in_context(ckpt: Any, data: Any, episodes: int = 100, seeds: int = 
     """
     from ad.commands.evaluate import check_compatible, pick_tasks
     from ad.history import HistoryReader
-    from ad.registry import env_factory, load_policy
 
     reader = HistoryReader(data)
     tasks = pick_tasks(reader, split, None)

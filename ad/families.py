@@ -18,13 +18,12 @@ rest, so the core needs no knowledge of any family.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
-from ad.registry import (lazy_function, register, register_default_family, register_demo, register_eval_env,
-                         register_optimal_actions)
+from ad.registry import FAMILIES, lazy_function, register, register_demo
 
 
 @dataclass(frozen=True)
@@ -60,16 +59,10 @@ class TaskFamily:
 def register_family(family: TaskFamily) -> None:
     """Register a task family: its ``ad generate`` command, its ``ad eval`` env and its ``ad demo --task`` entry."""
     register("generate", family.name, family.generate_config, family.generate, help=family.summary)
-    if family.gym_id is not None or family.eval_kwargs is not None:
-        register_eval_env(family.name, family.gym_id, family.eval_kwargs, family.task_kwargs)
-    if family.optimal_actions is not None:
-        register_optimal_actions(family.name, family.optimal_actions)
+    FAMILIES[family.name] = family  # its eval env, optimal actions, default-ness: read by ad.registry
     if family.demo_config is not None:
         register_demo(family.name, "rl", family.demo_config, lazy_function("ad.demo:run"),
                       help=f"Algorithm Distillation on {family.name} end to end (writes report.md)")
-    if family.default:
-        out = {f.name: f.default for f in fields(family.generate_config)}.get("out")
-        register_default_family(family.name, str(out))
 
 
 def seeded_split(n: int, heldout_fraction: float, seed: int) -> tuple[list[int], list[int]]:

@@ -6,6 +6,9 @@ from typing import Mapping
 
 import numpy as np
 
+from ad.errors import UserError
+from ad.files import atomic_path
+
 
 def pyplot():
     """matplotlib.pyplot on the headless Agg backend."""
@@ -24,8 +27,6 @@ FIGURE_TYPES = ("png", "pdf", "svg", "jpg", "jpeg", "webp", "tif", "tiff", "eps"
 def figure_path(path: str | Path, option: str, default_name: str) -> Path:
     """Where a figure asked for with ``option path`` is written: ``path/default_name`` for an existing folder,
     ``path`` + ``.png`` without an extension, else ``path``; UserError for an extension no writer takes."""
-    from ad.errors import UserError
-
     out = Path(path).expanduser()
     if out.is_dir():
         return out / default_name
@@ -37,11 +38,13 @@ def figure_path(path: str | Path, option: str, default_name: str) -> Path:
     return out
 
 
-def save_figure(fig, out: str | Path, dpi: int = 120) -> Path:
-    """Lay out, write (atomically, creating the folder) and close a figure; returns the PNG path."""
+def save_figure(fig, out: str | Path, ax=None, dpi: int = 120, **labels: str) -> Path:
+    """Label and grid ``ax`` (``labels``: its xlabel, ylabel, title) if given, lay out, write (atomically, creating
+    the folder) and close a figure; returns the PNG path."""
+    if ax is not None:
+        ax.set(**labels)
+        ax.grid(alpha=0.3)
     fig.tight_layout()
-    from ad.files import atomic_path
-
     out = Path(out)
     try:
         with atomic_path(out) as tmp:
@@ -73,11 +76,7 @@ def plot_learning_curves(curves: Mapping[str, np.ndarray], out: str | Path, titl
         ax.plot(series[0][0][:n], np.mean([s[1][:n] for s in series], axis=0), color="black", lw=2.2,
                 label=f"mean over {len(series)} tasks")
         ax.legend(loc="lower right")
-    ax.set_xlabel("episode")
-    ax.set_ylabel("episode return")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    return save_figure(fig, out)
+    return save_figure(fig, out, ax, xlabel="episode", ylabel="episode return", title=title)
 
 
 def band(mean: np.ndarray, spread: np.ndarray, optimum: float) -> tuple[np.ndarray, np.ndarray]:
@@ -113,9 +112,6 @@ def plot_in_context(curves: Mapping[str, tuple[np.ndarray, np.ndarray]], optimum
         low, high = band(mean, spread, optimum)
         ax.fill_between(x, low, high, color=colour, alpha=0.15)
     ax.axhline(optimum, color="black", ls="--", lw=1, label=f"optimal ({optimum:.1f})")
-    ax.set_xlabel("episode in context")
-    ax.set_ylabel("episode return (mean ± standard error over tasks × seeds)")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=8)
-    return save_figure(fig, out)
+    return save_figure(fig, out, ax, xlabel="episode in context",
+                       ylabel="episode return (mean ± standard error over tasks × seeds)", title=title)

@@ -1,7 +1,7 @@
 """Name -> command registries for tasks and models.
 
 `ad` never imports a concrete task or model at module level, and holds no list of them. A task or model family
-is a *plugin*: a module that calls :func:`register` (and maybe :func:`register_eval_env` /
+is a *plugin*: a module that calls :func:`register` (a task family: :func:`ad.families.register_family`; maybe
 :func:`register_policy_loader`) when imported, declared by its distribution as a Python entry point::
 
     [project.entry-points."ad.plugins"]
@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 from importlib import import_module
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Callable
 
 from ad.errors import UserError
@@ -91,12 +91,13 @@ def all_commands() -> list[Command]:
     return [cmd for _, cmd in sorted(_COMMANDS.items())]
 
 
-def _found(table: dict[Any, Any], key: Any, plugins: list[str]) -> bool:
-    """Whether ``key`` is in ``table`` once the ``plugins`` named are loaded, then (only if it is not) every plugin."""
+def _found(table: dict[Any, Any], key: Any, plugins: list[str], has: Callable[[Any], bool] = bool) -> bool:
+    """Whether ``key`` is in ``table`` (with ``has(table[key])``) once the ``plugins`` named are loaded, then (only if
+    it is not) every plugin."""
     load_plugins(plugins)
-    if key not in table:
+    if key not in table or not has(table[key]):
         load_plugins()
-    return key in table
+    return key in table and has(table[key])
 
 
 def get(group: str, name: str) -> Command:
@@ -107,13 +108,14 @@ def get(group: str, name: str) -> Command:
     return _COMMANDS[(group, name)]
 
 
-# ---------------------------------------------------------------------------- demos
+# ---------------------------------------------------------------------------- task families and demos
 #: (task family, model family) -> the `ad demo --task T --model M` command
 _DEMOS: dict[tuple[str, str], Command] = {}
 #: the model family `ad demo` uses without --model
 DEFAULT_MODEL = "rl"
-#: the task family registered as the default (:func:`register_default_family`): its name and dataset folder
-_DEFAULT_FAMILY: dict[str, str] = {}
+#: task family name -> its :class:`ad.families.TaskFamily` (recorded by :func:`ad.families.register_family`): its
+#: evaluation envs, the ``task_spec`` keys that parametrise them, its optimal actions, whether it is the default
+FAMILIES: dict[str, Any] = {}
 
 
 def register_demo(task: str, model: str, config_cls: type, run: Callable[[Any], Any], help: str = "") -> None:
@@ -121,29 +123,26 @@ def register_demo(task: str, model: str, config_cls: type, run: Callable[[Any], 
     _DEMOS[(task, model)] = Command("demo", f"{task}/{model}", config_cls, run, help)
 
 
-def register_default_family(name: str, dataset: str) -> None:
-    """Make ``name`` the task family ``ad demo`` runs without ``--task``, and ``dataset`` (the folder its
-    ``ad generate`` writes by default) the default dataset of the commands that read one."""
-    _DEFAULT_FAMILY.update(name=name, dataset=dataset)
-
-
 def default_family() -> str | None:
     """The default task family's name (None if no family registers itself as the default): task plugins are loaded
     one at a time until one has, those the ``ad.default_family`` entry points name first."""
     preferred = [name for name, _ in plugin_modules((DEFAULT_FAMILY_ENTRY_POINT_GROUP,))]
     others = [name for name, _ in plugin_modules((ENTRY_POINT_GROUP,)) if name not in preferred]
-    for name in [*preferred, *others]:
-        if "name" in _DEFAULT_FAMILY:
-            break
-        load_plugins([name], groups=(ENTRY_POINT_GROUP,))
-    return _DEFAULT_FAMILY.get("name")
+    for name in [None, *preferred, *others]:
+        if name is not None:
+            load_plugins([name], groups=(ENTRY_POINT_GROUP,))
+        found = next((n for n, family in FAMILIES.items() if family.default), None)
+        if found is not None:
+            return found
+    return None
 
 
 def default_dataset() -> str:
     """The default task family's dataset folder, the default dataset of ``ad eval``, ``ad inspect`` ..."""
-    if default_family() is None:
+    name = default_family()
+    if name is None:
         raise UserError("no task family is registered as the default; name the dataset to read")
-    return _DEFAULT_FAMILY["dataset"]
+    return str({f.name: f.default for f in fields(FAMILIES[name].generate_config)}.get("out"))
 
 
 def demos() -> dict[tuple[str, str], Command]:
@@ -161,34 +160,29 @@ def get_demo(task: str, model: str) -> Command:
 
 
 # ---------------------------------------------------------------------------- evaluation plug-ins
-#: task family -> (its registered Gymnasium id or None, eval_kwargs(metadata, tasks) or None, the ``task_spec`` keys
-#: that parametrise its envs): see :func:`ad.evaluate.make_eval_env` and :func:`task_kwargs`
-_EVAL_ENVS: dict[str, tuple[str | None, Callable[..., Any] | None, tuple[str, ...]]] = {}
 #: name -> (detect(path) -> bool, load(path, greedy=..., seed=...) -> policy)
 _POLICY_LOADERS: dict[str, tuple[Callable[[Any], bool], Callable[..., Any]]] = {}
 
 
-def register_eval_env(family: str, gym_id: str | None, eval_kwargs: Callable[..., Any] | None = None,
-                      task_kwargs: tuple[str, ...] = ()) -> None:
-    """Register how ``ad eval`` builds a task family's held-out envs: ``gymnasium.make_vec`` of its registered
-    ``gym_id`` with ``eval_kwargs(metadata, tasks)`` (:func:`ad.evaluate.make_eval_env`), and which keys of its
-    datasets' ``task_spec`` parametrise those envs (a checkpoint must have been trained on the same values)."""
-    _EVAL_ENVS[family] = (gym_id, eval_kwargs, tuple(task_kwargs))
+def _evaluated(family: Any) -> bool:
+    """Whether a task family is evaluated in context (it gives a Gymnasium id or eval kwargs)."""
+    return family.gym_id is not None or family.eval_kwargs is not None
 
 
 def task_kwargs(family: str) -> tuple[str, ...]:
     """The ``task_spec`` keys that parametrise a task family's envs (empty for a family without an eval env)."""
     load_plugins([family])
-    return _EVAL_ENVS.get(family, (None, None, ()))[2]
+    found = FAMILIES.get(family)
+    return tuple(found.task_kwargs) if found is not None and _evaluated(found) else ()
 
 
 def env_factory(family: str) -> Callable[..., Any]:
     """``make(metadata, tasks, envs_per_task=1) -> ad.evaluate.EvalEnv``: a task family's evaluation envs, built by
     :func:`ad.evaluate.make_eval_env` from what it registered (UserError if it registered none)."""
-    if not _found(_EVAL_ENVS, family, [family]):
-        known = ", ".join(sorted(_EVAL_ENVS)) or "none"
+    if not _found(FAMILIES, family, [family], _evaluated):
+        known = ", ".join(sorted(n for n, f in FAMILIES.items() if _evaluated(f))) or "none"
         raise UserError(f"task family {family!r} has no evaluation environment; families with one: {known}")
-    gym_id, eval_kwargs, _ = _EVAL_ENVS[family]
+    gym_id, eval_kwargs = FAMILIES[family].gym_id, FAMILIES[family].eval_kwargs
 
     def make(metadata: dict[str, Any], tasks: list[str], envs_per_task: int = 1) -> Any:
         from ad.evaluate import make_eval_env
@@ -198,23 +192,14 @@ def env_factory(family: str) -> Callable[..., Any]:
     return make
 
 
-#: task family -> optimal_actions(metadata, task, stream) -> (T,) int64 (see ad.families.TaskFamily.optimal_actions)
-_OPTIMAL_ACTIONS: dict[str, Callable[..., Any]] = {}
-
-
-def register_optimal_actions(family: str, fn: Callable[..., Any]) -> None:
-    """Register a task family's optimal actions (the target of objectives that imitate an optimal policy)."""
-    _OPTIMAL_ACTIONS[family] = fn
-
-
 def optimal_actions(family: str | None, what: str = "this objective") -> Callable[..., Any]:
     """The optimal-actions function of a task family; a UserError naming the families that have one if it has
     none (``what`` names the option that needs it)."""
-    if not _found(_OPTIMAL_ACTIONS, family, [family] if family else []):
-        known = ", ".join(sorted(_OPTIMAL_ACTIONS)) or "none"
+    if not _found(FAMILIES, family, [family] if family else [], lambda f: f.optimal_actions is not None):
+        known = ", ".join(sorted(n for n, f in FAMILIES.items() if f.optimal_actions is not None)) or "none"
         raise UserError(f"{what} needs the optimal action of every state, which task family {family!r} does not "
                         f"provide (families that do: {known}); use another objective or a dataset of one of these")
-    return _OPTIMAL_ACTIONS[family]
+    return FAMILIES[family].optimal_actions
 
 
 def register_policy_loader(name: str, detect: Callable[[Any], bool], load: Callable[..., Any]) -> None:

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ad.files import write_json_atomic, write_text_atomic
+from ad.files import check_output_folder, write_json_atomic, write_text_atomic
 from ad.config import option, override, refuse
 from ad.errors import UserError
 from ad.config.memory import check_memory
 from ad.config.groups import RunOptions, run_options
-from ad.registry import register
+from ad.registry import default_dataset, env_factory, load_policy, register, task_kwargs
 
 #: Labels of the rows the evaluator adds itself (uniformly random actions, the source algorithm's own curve).
 RESERVED_LABELS = ("random", "source")
@@ -42,8 +42,6 @@ class EvalConfig(run_options("out", "seed", "threads", "progress")):
 
     def __post_init__(self) -> None:
         if self.data is None:
-            from ad.registry import default_dataset
-
             self.data = default_dataset()
         refuse(self, ("threads",), lambda v: v < 0, "must be >= 0")
         refuse(self, ("episodes", "seeds"), lambda v: v <= 0, "must be positive")
@@ -128,8 +126,6 @@ def check_compatible(policy: Any, reader: Any, ckpt: str) -> None:
     :data:`SPEC_KEYS` and of the ``task_spec`` keys the family declares as its envs' parameters, the same state
     and action counts, and episodes no longer than the model saw. A checkpoint that recorded no training data
     (older ones) is checked on its spaces only."""
-    from ad.registry import task_kwargs
-
     spec = reader.spec
     family = getattr(policy, "family", None)
     if family is not None and family != reader.family:
@@ -163,8 +159,6 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     from ad.evaluate import RandomPolicy, run_in_context, source_curve, summarise
     from ad.history import HistoryReader
     from ad.plots import plot_in_context
-    from ad.files import check_output_folder
-    from ad.registry import env_factory, load_policy
 
     if config.threads:
         import torch

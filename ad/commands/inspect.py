@@ -5,7 +5,9 @@ import sys
 from dataclasses import dataclass
 
 from ad.config import option
-from ad.registry import register
+from ad.errors import UserError
+from ad.plots import figure_path, plot_learning_curves
+from ad.registry import default_dataset, register
 
 
 #: File name of the learning curves when --plot names a folder.
@@ -23,16 +25,11 @@ class InspectConfig:
     fraction: float = option(0.1, "share of each stream's episodes averaged for the first/last return columns")
 
     def __post_init__(self) -> None:
-        from ad.errors import UserError
-        from ad.registry import default_dataset
-
         if self.path is None:
             self.path = default_dataset()
         if not 0 < self.fraction <= 0.5:
             raise UserError(f"--fraction must be in (0, 0.5], got {self.fraction}")
         if self.plot:
-            from ad.plots import figure_path
-
             figure_path(self.plot, "--plot", CURVES_FILE)  # refuses an extension no writer takes, before reading
 
 
@@ -64,7 +61,6 @@ def inspect(config: InspectConfig) -> list[dict]:
         console.print(f"split: {len(split.get('train', []))} train tasks, {len(split.get('heldout', []))} held-out")
     if config.plot:
         from ad.history.summary import learning_curves
-        from ad.plots import figure_path, plot_learning_curves
 
         curves = learning_curves(reader)
         out = plot_learning_curves(curves, figure_path(config.plot, "--plot", CURVES_FILE),

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from ad.config import option, override
 from ad.errors import UserError
 from ad.config.groups import RunOptions, run_options
-from ad.registry import register
-
-DATA_FORMATS = ("hdf5", "parquet", "arrow")  # ad.interop.minari.DATA_FORMATS (not imported: it loads pyarrow)
+from ad.interop.minari import DATA_FORMATS, check_export_name
+from ad.registry import default_dataset, register
 
 
 @dataclass
@@ -41,14 +40,10 @@ class ExportMinariConfig(run_options("out")):
         if not self.name:
             raise UserError("--name is required: the Minari dataset id NAMESPACE/ENV/NAME-vVERSION, "
                             "e.g. ad/darkroom9/a2c-v0")
-        from ad.interop.minari import check_export_name  # light: numpy + ad.history are imported there
-
         check_export_name(self.name)
         if self.data_format not in DATA_FORMATS:
             raise UserError(f"--data-format {self.data_format!r}: choose one of {', '.join(DATA_FORMATS)}")
         if self.data is None:
-            from ad.registry import default_dataset
-
             self.data = default_dataset()
 
 

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from ad.config import option
 from ad.errors import UserError
 from ad.config.groups import dataset_out, run_options
+from ad.interop.minari import FOREIGN_STREAMS, check_dataset_id
 from ad.registry import register
-
-FOREIGN_STREAMS = ("dataset", "episode")  # ad.interop.minari.FOREIGN_STREAMS (not imported: it loads pyarrow)
 
 
 @dataclass
@@ -34,8 +33,6 @@ class ImportMinariConfig(run_options("out")):
         if self.streams not in FOREIGN_STREAMS:
             raise UserError(f"--streams {self.streams!r}: choose one of {', '.join(FOREIGN_STREAMS)}")
         if self.name is not None:
-            from ad.interop.minari import check_dataset_id
-
             check_dataset_id(self.name)
 
 

@@ -21,6 +21,7 @@ import typing
 from typing import Any, Sequence
 
 from ad.errors import UserError
+from ad.files import check_input_file, read_utf8
 
 
 def option(default: Any = dataclasses.MISSING, help: str = "", positional: bool = False, group: str = "",
@@ -129,22 +130,20 @@ def _choices(tp: Any) -> tuple[Any, ...] | None:
     return typing.get_args(tp) if typing.get_origin(tp) is typing.Literal else None
 
 
-def _converter(tp: Any):
+def _argument(tp: Any) -> dict[str, Any]:
+    """argparse's ``type`` of a field type, with ``nargs`` for a list and ``choices`` for a ``Literal`` (of its
+    items, for a list)."""
     tp, _ = _base_type(tp)
     origin = typing.get_origin(tp)
     if tp is bool:
-        return _parse_bool, None
+        return {"type": _parse_bool}
     if _choices(tp):
-        return type(_choices(tp)[0]), None
+        return {"type": type(_choices(tp)[0]), "choices": _choices(tp)}
     if origin in (list, tuple):
-        (inner, *_rest) = typing.get_args(tp) or (str,)
-        conv, _ = _converter(inner)
-        return conv, "+"
+        return {**_argument((typing.get_args(tp) or (str,))[0]), "nargs": "+"}
     if tp in (int, float, str):
-        return tp, None
-    if tp is dict or origin is dict:
-        return json.loads, None
-    return str, None
+        return {"type": tp}
+    return {"type": json.loads if tp is dict or origin is dict else str}
 
 
 _KIND = {bool: "true or false", int: "an integer", float: "a finite number", str: "a string"}
@@ -261,30 +260,22 @@ def build_parser(config_cls: type, prog: str, description: str = "",
     for field in sorted(fields, key=lambda f: bool(f.metadata.get("group"))):  # stable: grouped ones last
         title = field.metadata.get("group")
         target = groups.setdefault(title, parser.add_argument_group(title)) if title else parser
-        tp = hints[field.name]
-        conv, nargs = _converter(tp)
         default = field.default if field.default is not dataclasses.MISSING else (
             field.default_factory() if field.default_factory is not dataclasses.MISSING else None)  # type: ignore[misc]
         help_text = field.metadata.get("help", "")
         if default is not None:
             help_text += f" (default: {default})"
         help_text = help_text.replace("%", "%%")  # argparse reads % as a format code
-        kwargs: dict[str, Any] = {"type": conv, "default": None, "help": help_text, "dest": field.name}
-        if nargs:
-            kwargs["nargs"] = nargs
-        base = _base_type(tp)[0]
-        item = (typing.get_args(base) or (str,))[0] if typing.get_origin(base) in (list, tuple) else base
-        choices = _choices(item)
-        if choices:
-            kwargs["choices"] = choices
-        is_bool = base is bool
+        kwargs: dict[str, Any] = {**_argument(hints[field.name]), "default": None, "help": help_text,
+                                   "dest": field.name}
+        is_bool = _base_type(hints[field.name])[0] is bool
         if is_bool:  # --flag, --flag false, --no-flag
             kwargs.update(nargs="?", const=True, metavar="BOOL")
         for old in field.metadata.get("aliases", ()):  # deprecated names: read, not shown in --help
             _add_flag(parser, old, {**kwargs, "dest": old, "help": argparse.SUPPRESS}, is_bool)
         if field.metadata.get("positional") and not is_bool:
-            parser.add_argument(f"_{field.name}_positional", nargs="?", default=None, type=conv, help=help_text,
-                                metavar=field.name.upper())
+            parser.add_argument(f"_{field.name}_positional", nargs="?", default=None, type=kwargs["type"],
+                                help=help_text, metavar=field.name.upper())
         _add_flag(target, field.name, kwargs, is_bool)
     return parser
 
@@ -299,8 +290,6 @@ def _add_flag(parser: Any, name: str, kwargs: dict[str, Any], is_bool: bool) -> 
 
 def load_config_file(path: str) -> dict[str, Any]:
     """Read a YAML or JSON mapping of option values."""
-    from ad.files import check_input_file, read_utf8
-
     file = check_input_file(path, "config file", "pass --config <a YAML or JSON file of option values>")
     text = read_utf8(file, f"config file {path}")
     try:

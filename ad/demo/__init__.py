@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Literal
 
+from ad import registry
 from ad.config import make_config, option, override, refuse
 from ad.errors import UserError
 from ad.config.groups import RunOptions, run_options
@@ -55,8 +56,6 @@ class MethodsOptions:
         "source", "histories DPT trains on: source = the demo's own (AD's); random = `ad generate <family> --source "
                   "random` contexts on the same tasks and split, each history acting from its own drawn action "
                   "distribution (the DPT paper's pretraining data)")
-
-
 
 
 def dpt_runs_on_random(config: Any) -> bool:
@@ -112,8 +111,6 @@ class DemoConfig:
 
     def make_data(self, timings: dict[str, float]) -> None:
         """Stage 1: the histories (and DPT's random contexts) with the family's ``ad generate``."""
-        from ad import registry
-
         generate = registry.get("generate", self.FAMILY)
         gen_cfg = make_config(generate.config_cls, {**self.generate_options(), "out": str(self.data_folder())},
                               source="demo generate options")
@@ -228,8 +225,6 @@ def stage(name: str, timings: dict[str, float], fn: Callable[..., Any], *args: A
 def plan_training(runs: list[DemoRun], out: Path) -> list[tuple[DemoRun, Path, Any]]:
     """(run, run folder ``out/<folder>``, its checked ``ad train <model>`` config) of each of ``runs``: a bad option
     stops the demo before anything runs; an interrupted run resumes from its last checkpoint."""
-    from ad import registry
-
     planned = []
     for run in runs:
         run_dir = out / run.folder
@@ -244,8 +239,6 @@ def plan_training(runs: list[DemoRun], out: Path) -> list[tuple[DemoRun, Path, A
 def train_policies(planned: list[tuple[DemoRun, Path, Any]], timings: dict[str, float]) -> dict[str, Path]:
     """Train each run of :func:`plan_training` with its model family's ``ad train <model>`` (a finished run is
     skipped); returns label -> run folder."""
-    from ad import registry
-
     folders: dict[str, Path] = {}
     for run, run_dir, cfg in planned:
         folders[run.label] = run_dir

@@ -66,9 +66,7 @@ def reach_lines(policies: dict[str, Any], level: float = 0.9, names: Sequence[st
                 f"; its source does not within its {len(source.get('normalised') or [])} episodes")
             if own and (reached is None or reached > own):
                 text += (f" ({name} trails its own source: it learns in context more slowly than the algorithm "
-                         "whose histories it was trained on)" if name != "AD" else
-                         " (AD trails its own source: it learns in context more slowly than the algorithm it "
-                         "distils)")
+                         + ("it distils)" if name == "AD" else "whose histories it was trained on)"))
         lines.append(text + ".")
     return lines
 

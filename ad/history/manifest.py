@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ad.config import upgrade_recorded
 from ad.errors import SchemaError
 from ad.history import layout
 from ad.history.spec import SCHEMA_VERSION
@@ -49,8 +50,6 @@ def settings_differences(old: dict[str, Any], new: dict[str, Any], where: str = 
     """Readable differences between two dataset descriptions, most specific key first, e.g.
     ``"--learning-rate (source.config.learning_rate): dataset 0.0001, this command 0.001"``. A setting recorded under
     an option's deprecated name compares with its current name (:func:`ad.config.upgrade_recorded`)."""
-    from ad.config import upgrade_recorded
-
     old = upgrade_recorded(old, new)
     out: list[str] = []
     for key in sorted(set(old) | set(new), key=str):

@@ -151,13 +151,12 @@ class HistoryReader:
             return []
         table = pa.concat_tables(tables)
         stream_ids = column_to_numpy(table.column("stream"))
+        order: Any = slice(None)  # rows already grouped by stream: views, no copy
         if stream_ids.size > 1 and np.any(stream_ids[1:] < stream_ids[:-1]):
             small = stream_ids.astype(np.int16) if stream_ids.max() < 2**15 else stream_ids
             order = np.argsort(small, kind="stable")
-            stream_ids = stream_ids[order]
-            arrays = {c: column_to_numpy(table.column(c))[order] for c in cols}
-        else:
-            arrays = {c: column_to_numpy(table.column(c)) for c in cols}
+        stream_ids = stream_ids[order]
+        arrays = {c: column_to_numpy(table.column(c))[order] for c in cols}
         self._check_values(unit, arrays)
         bounds = [0, *(np.flatnonzero(np.diff(stream_ids)) + 1).tolist(), len(stream_ids)]  # each stream's rows
         wanted = None if streams is None else {int(s) for s in streams}

@@ -16,6 +16,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from ad.errors import UserError
+from ad.files import write_json_atomic
+
 
 @dataclass(frozen=True)
 class Location:
@@ -85,8 +88,6 @@ class Location:
         temporary file is removed and ``path`` keeps its old content. A local file goes through
         :func:`ad.files.write_json_atomic` (flushed to disk before the rename)."""
         if self.local_path() is not None:
-            from ad.files import write_json_atomic
-
             write_json_atomic(path, data, sort_keys=False)
             return
         tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
@@ -124,8 +125,6 @@ def _from_url(url: str) -> Location:
 
         fs, base = fsspec.core.url_to_fs(url)
     except (ImportError, ValueError) as err:
-        from ad.errors import UserError
-
         raise UserError(f"cannot open {url!r}: neither pyarrow ({reason}) nor fsspec ({err}) knows its scheme; "
                         "install the fsspec package for that storage (e.g. s3fs, gcsfs) or pass a local path") from None
     return Location(pafs.PyFileSystem(pafs.FSSpecHandler(fs)), base.rstrip("/"))

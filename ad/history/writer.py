@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from ad.errors import UserError
+from ad.files import check_folder_path
 from ad.history import layout
 from ad.history.lock import DatasetLock
 from ad.history.manifest import read_manifest, settings_differences
@@ -99,8 +100,6 @@ class HistoryWriter:
         if loc.is_file(loc.base):
             raise UserError(f"--out {loc} is a file, not a folder; choose a new or empty folder")
         if loc.local_path() is not None:
-            from ad.files import check_folder_path
-
             check_folder_path(loc.local_path())
         if self.worker and not loc.exists(self._json_path):
             raise RuntimeError(f"{self._json_path} does not exist: the driver creates the dataset before workers "

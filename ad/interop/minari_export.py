@@ -12,9 +12,8 @@ import numpy as np
 
 from ad.errors import UserError
 from ad.history import HistoryReader, HistorySpec
-from ad.interop.minari_common import (DATA_FORMATS, EXPORT_VERSION, HEADER_KEYS, INFO_CORE, METADATA_KEY, STAGING,
-                                      check_export_name, datasets_root, quiet_minari, require_minari, root_dir,
-                                      space_of)
+from ad.interop.minari import (DATA_FORMATS, EXPORT_VERSION, HEADER_KEYS, INFO_CORE, METADATA_KEY, STAGING,
+                               check_export_name, datasets_root, quiet_minari, require_minari, root_dir, space_of)
 
 
 @dataclass(frozen=True)

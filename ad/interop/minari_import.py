@@ -1,18 +1,19 @@
 """A Minari dataset -> learning histories (``ad import minari``; rules in :mod:`ad.interop.minari`)."""
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 
 from ad.errors import UserError
 from ad.history import HistorySpec, HistoryWriter
 from ad.history.layout import check_task_name
-from ad.interop.minari_common import (APPEND_ROWS, EXPORT_VERSION, FOREIGN_STREAMS, INSTALL, METADATA_KEY,
-                                      check_dataset_id, column_of_space, datasets_root, quiet_minari, require_minari,
-                                      root_dir)
+from ad.interop.minari import (APPEND_ROWS, EXPORT_VERSION, FOREIGN_STREAMS, INSTALL, METADATA_KEY,
+                               check_dataset_id, column_of_space, converter, datasets_root, quiet_minari,
+                               require_minari, root_dir)
 
 
 def load(name: str | None = None, root: str | None = None, path: str | None = None) -> Any:
@@ -73,22 +74,37 @@ def _restore(values: Any, type_name: str, count: int) -> np.ndarray:
     return np.asarray(values)[:count].astype(dtype)
 
 
-class _Batched:
-    """Hands episodes' columns to a unit writer in batches of at least ``APPEND_ROWS`` rows."""
+def _write_unit(writer: HistoryWriter, task: str, run: int, episodes: Iterable[dict[str, np.ndarray]],
+                info: dict[str, Any] | None) -> int:
+    """Write the episodes' column batches as unit (task, run), appended in batches of at least ``APPEND_ROWS``
+    rows, and commit it with ``info``; its row count."""
+    with writer.unit(task, run) as unit:  # aborted on any exception
+        parts: list[dict[str, np.ndarray]] = []
+        pending = 0
+        for columns in itertools.chain(episodes, [None]):  # None: the end, append what is left
+            if columns is not None:
+                parts.append(columns)
+                pending += len(columns["reward"])
+            if parts and (columns is None or pending >= APPEND_ROWS):
+                unit.append({name: np.concatenate([p[name] for p in parts]) for name in parts[0]})
+                parts, pending = [], 0
+        return unit.commit(info)["rows"]
 
-    def __init__(self, unit: Any) -> None:
-        self.unit, self.parts, self.pending = unit, [], 0
 
-    def add(self, columns: dict[str, np.ndarray]) -> None:
-        self.parts.append(columns)
-        self.pending += len(columns["reward"])
-        if self.pending >= APPEND_ROWS:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.parts:
-            self.unit.append({name: np.concatenate([p[name] for p in self.parts]) for name in self.parts[0]})
-        self.parts, self.pending = [], 0
+def _episode_columns(data: Any, stream: int, episode: int, state_of: Any, action_of: Any,
+                     infos: dict[str, str] | None = None) -> dict[str, np.ndarray]:
+    """One Minari episode as the column batch of episode ``episode`` of stream ``stream`` (its final observation
+    dropped), with its ``infos`` columns restored (an export) or, without ``infos`` (a foreign dataset), ``update``
+    0, ``step`` the step index and ``logprob`` 0.0."""
+    count = len(data.rewards)
+    columns = {"stream": np.full(count, stream, np.int32), "episode": np.full(count, episode, np.int32),
+               "state": state_of(np.asarray(data.observations)[:count]),
+               "action": action_of(np.asarray(data.actions)[:count]), "reward": np.asarray(data.rewards, np.float32),
+               "terminated": np.asarray(data.terminations, bool), "truncated": np.asarray(data.truncations, bool)}
+    if infos is None:
+        return {**columns, "update": np.zeros(count, np.int64), "step": np.arange(count, dtype=np.int32),
+                "logprob": np.zeros(count, np.float32)}
+    return {**columns, **{c: _restore(data.infos[c], t, count) for c, t in infos.items()}}
 
 
 def _import_export(dataset: Any, ours: dict[str, Any], out: str) -> dict[str, Any]:
@@ -102,8 +118,7 @@ def _import_export(dataset: Any, ours: dict[str, Any], out: str) -> dict[str, An
     metadata = {**ours.get("metadata", {}),
                 "imported_from": {"minari_dataset": dataset.id, "provenance": ours.get("provenance")}}
     writer = HistoryWriter(out, spec, ours["family"], metadata, planned_tasks=ours.get("planned_tasks"))
-    state_type = "int64" if spec.state.kind == "discrete" else "list<float32>"
-    action_type = "int64" if spec.action.kind == "discrete" else "list<float32>"
+    state_of, action_of = converter(spec.state), converter(spec.action)
     indices = [int(i) for i in dataset.episode_indices]
     groups: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
     for index, meta in zip(indices, dataset.storage.get_episode_metadata(indices)):
@@ -119,27 +134,11 @@ def _import_export(dataset: Any, ours: dict[str, Any], out: str) -> dict[str, An
         if writer.is_complete(task, run):
             continue
         episodes.sort()  # by stream, episode, then Minari order (= time order of the export)
-        with writer.unit(task, run) as unit:  # aborted on any exception
-            batched = _Batched(unit)
-            for (stream, episode, _), data in zip(episodes, dataset.iterate_episodes([e[2] for e in episodes])):
-                count = len(data.rewards)
-                observations = np.asarray(data.observations)
-                columns = {"stream": np.full(count, stream, np.int32), "episode": np.full(count, episode, np.int32),
-                           "state": _state_values(observations[:count], state_type),
-                           "action": _state_values(np.asarray(data.actions)[:count], action_type),
-                           "reward": np.asarray(data.rewards, np.float32),
-                           "terminated": np.asarray(data.terminations, bool),
-                           "truncated": np.asarray(data.truncations, bool)}
-                columns.update({c: _restore(data.infos[c], t, count) for c, t in infos.items()})
-                batched.add(columns)
-            batched.flush()
-            rows += unit.commit((ours.get("units", {}).get(f"{task}|{run}") or {}).get("info"))["rows"]
+        batches = (_episode_columns(data, stream, episode, state_of, action_of, infos) for (stream, episode, _), data
+                   in zip(episodes, dataset.iterate_episodes([e[2] for e in episodes])))
+        rows += _write_unit(writer, task, run, batches, (ours.get("units", {}).get(f"{task}|{run}") or {}).get("info"))
     writer.close()
     return {"family": ours["family"], "units": len(groups), "rows": rows, "exact": True}
-
-
-def _state_values(values: np.ndarray, type_name: str) -> np.ndarray:
-    return values.astype(np.int64) if type_name == "int64" else values.reshape(len(values), -1).astype(np.float32)
 
 
 def _import_foreign(dataset: Any, out: str, streams: str, task: str | None) -> dict[str, Any]:
@@ -167,22 +166,9 @@ def _import_foreign(dataset: Any, out: str, streams: str, task: str | None) -> d
     writer = HistoryWriter(out, HistorySpec(state, action), "minari", metadata)
     rows = 0
     if not writer.is_complete(task, 0):
-        with writer.unit(task, 0) as unit:  # aborted on any exception
-            batched = _Batched(unit)
-            for position, data in enumerate(dataset.iterate_episodes(indices)):
-                count = len(data.rewards)
-                if count == 0:
-                    continue
-                stream, episode = (0, position) if streams == "dataset" else (position, 0)
-                batched.add({"stream": np.full(count, stream, np.int32), "update": np.zeros(count, np.int64),
-                              "episode": np.full(count, episode, np.int32), "step": np.arange(count, dtype=np.int32),
-                              "state": state_of(np.asarray(data.observations)[:count]),
-                              "action": action_of(np.asarray(data.actions)[:count]),
-                              "reward": np.asarray(data.rewards, np.float32),
-                              "terminated": np.asarray(data.terminations, bool),
-                              "truncated": np.asarray(data.truncations, bool),
-                              "logprob": np.zeros(count, np.float32)})
-            batched.flush()
-            rows = unit.commit({"minari_episodes": len(indices)})["rows"]
+        batches = (_episode_columns(data, *((0, position) if streams == "dataset" else (position, 0)), state_of,
+                                    action_of) for position, data in enumerate(dataset.iterate_episodes(indices))
+                   if len(data.rewards))
+        rows = _write_unit(writer, task, 0, batches, {"minari_episodes": len(indices)})
     writer.close()
     return {"family": "minari", "units": 1, "rows": rows, "exact": False}
