@@ -88,8 +88,7 @@ class LMDemoConfig(DemoConfig, run_options("out", "seed", "threads")):
             self.rl_context = self.context if self.lm == "scratch" else source_context
         refuse(self, ("ad_steps", "ed_steps", "batch_size", "context", "rl_context", "subsample", "episodes", "seeds"),
                lambda v: v < 1, "must be at least 1")
-        if not 0 < self.learning_rate < 1:  # also refuses NaN and infinities
-            raise UserError(f"--learning-rate must be a finite number in (0, 1), got {self.learning_rate}")
+        refuse(self, ("learning_rate",), lambda v: not 0 < v < 1, "must be a finite number in (0, 1)")  # NaN too
         refuse(self, ("watch_every", "threads"), lambda v: v < 0, "must be >= 0")
 
     def make_data(self, timings: dict[str, float]) -> None:

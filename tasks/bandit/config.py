@@ -65,8 +65,7 @@ class GenerateConfig(run_options("out", "seed", "progress")):
 
     def __post_init__(self) -> None:
         check_arms(self.arms)
-        if not 1 <= self.instances <= MAX_INSTANCES:
-            raise UserError(f"--instances must be in 1..{MAX_INSTANCES}, got {self.instances}")
+        refuse(self, ("instances",), lambda v: not 1 <= v <= MAX_INSTANCES, f"must be in 1..{MAX_INSTANCES}")
         refuse(self, ("pulls",), lambda v: v <= 0, "must be positive")
         check_memory(self.histories * memory_bytes(self.instances, self.arms, self.pulls), f"--pulls {self.pulls} on "
                      f"{min(BLOCK, self.instances)} instances at a time", "pass fewer --pulls")
