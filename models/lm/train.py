@@ -18,8 +18,6 @@ from models.trainer import MODEL_DIR
 from models.lm.config import RESUMABLE_CHANGES, SCRATCH, TrainLMConfig
 from models.lm.loader import MODEL_TYPE, WEIGHTS_DIR
 _EXPECTED_WARNINGS = (".*is_gradient_checkpointing.*",
-                      # validation batches are the same on every process (not sharded), so val/* needs no sync
-                      ".*It is recommended to use `self.log\\('val/.*sync_dist=True.*",
                       # FSDP on CPU: torch's own notes on CPU support and on frozen + trainable weights in one unit
                       ".*FSDP.*CPU.*", ".*use_orig_params=True.*requires_grad.*")
 
