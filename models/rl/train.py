@@ -161,7 +161,8 @@ def train(config: TrainRLConfig) -> Path:
     from ad.distributed.sampling import ShardedRLDataModule
     from ad.history import HistoryReader
     from models.trainer import check_resume, fit, lock_run, make_trainer, write_config
-    from models.rl.module import ADLightningModule, optim_config_of
+    from models.rl.module import ADLightningModule
+    from models.training import optim_config_of
 
     if config.threads:
         torch.set_num_threads(config.threads)
