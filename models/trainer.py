@@ -20,10 +20,12 @@ CONFIG_FILE = "config.yaml"
 MODEL_DIR = "model"
 #: Lightning warnings that never apply to these runs: windows are drawn at random with replacement (a resumed
 #: run need not replay the interrupted epoch), a resumed run reuses its checkpoint folder on purpose, and a run
-#: folder may have been moved before it resumes (older step files are removed at the end).
+#: folder may have been moved before it resumes (older step files are removed at the end); validation batches are
+#: the same on every process (not sharded), so val/* needs no sync.
 COMMON_EXPECTED_WARNINGS = (".*sampler has shuffling enabled.*", ".*dataloader is not resumable.*",
                             ".*Checkpoint directory .* exists and is not empty.*", ".*LeafSpec.*",
-                            ".*does not have many workers.*", ".*The dirpath has changed from.*")
+                            ".*does not have many workers.*", ".*The dirpath has changed from.*",
+                            ".*It is recommended to use `self.log\\('val/.*sync_dist=True.*")
 
 
 def check_resume(config: Any, out: Path, resumable: Iterable[str],

@@ -3,7 +3,8 @@ non-finite-loss stop."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import lightning as L
 import torch
@@ -31,6 +32,13 @@ class OptimConfig:
     weight_decay: float = 0.01
     beta1: float = 0.9
     beta2: float = 0.99
+
+
+def optim_config_of(config: Any) -> dict:
+    """The optimiser fields of a training config (``ad train rl`` / ``lm``), as a dict for a :class:`StepModule`."""
+    values = {name: getattr(config, name) for name in asdict(OptimConfig())}
+    values["decay_steps"] = config.decay_steps or config.max_steps
+    return values
 
 
 def lr_multiplier(step: int, optim: OptimConfig) -> float:

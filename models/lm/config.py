@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ad.config import option, override, runtime_fields
+from ad.config import option, override, refuse, runtime_fields
 from ad.distributed.options import DistributedOptions, check_distributed_options
 from ad.errors import UserError
 from ad.config.groups import LoRAOptions, RunOptions, TrainingOptions, WeightsDtypeOptions, run_options
@@ -90,19 +90,15 @@ class TrainLMConfig(LoRAOptions, WeightsDtypeOptions, TrainingOptions, Distribut
             raise UserError(f"unknown preset {self.preset!r}; choose one of: {', '.join(sorted(self.PRESETS))}")
         if self.loss_on not in LOSS_ON:
             raise UserError(f"--loss-on must be one of {', '.join(LOSS_ON)}, got {self.loss_on!r}")
-        for name in ("context", "stride", "subsample", "n_layer", "n_embd", "n_head", "n_ff", "watch_episodes",
-                     "watch_seeds"):
-            if getattr(self, name) < 1:
-                raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        refuse(self, ("context", "stride", "subsample", "n_layer", "n_embd", "n_head", "n_ff", "watch_episodes",
+                      "watch_seeds"), lambda v: v < 1, "must be at least 1")
         if self.n_embd % self.n_head:
             raise UserError(f"--n-embd ({self.n_embd}) must be a multiple of --n-head ({self.n_head})")
-        if self.watch_every < 0:
-            raise UserError(f"--watch-every must be >= 0 (0: never), got {self.watch_every}")
+        refuse(self, ("watch_every",), lambda v: v < 0, "must be >= 0 (0: never)")
         if self.expert_only and self.subsample > 1:
             raise UserError("--expert-only and --subsample > 1 select episodes two ways; pass one of them")
         check_distributed_options(self, self.batch_size)
-        if self.max_tokens < 16:
-            raise UserError(f"--max-tokens must be at least 16, got {self.max_tokens}")
+        refuse(self, ("max_tokens",), lambda v: v < 16, "must be at least 16")
 
 
 #: Options that may change when a run is resumed (its runtime options); everything else must match the saved config.

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from ad.config import option, override
+from ad.config import option, override, refuse
 from ad.demo import DemoConfig, DemoRun
 from ad.errors import UserError
 from ad.config.groups import RunOptions, run_options
@@ -86,14 +86,10 @@ class LMDemoConfig(DemoConfig, run_options("out", "seed", "threads")):
                 setattr(self, name, value)
         if self.rl_context == 0:
             self.rl_context = self.context if self.lm == "scratch" else source_context
-        for name in ("ad_steps", "ed_steps", "batch_size", "context", "rl_context", "subsample", "episodes", "seeds"):
-            if getattr(self, name) < 1:
-                raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
-        if not 0 < self.learning_rate < 1:  # also refuses NaN and infinities
-            raise UserError(f"--learning-rate must be a finite number in (0, 1), got {self.learning_rate}")
-        for name in ("watch_every", "threads"):
-            if getattr(self, name) < 0:
-                raise UserError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
+        refuse(self, ("ad_steps", "ed_steps", "batch_size", "context", "rl_context", "subsample", "episodes", "seeds"),
+               lambda v: v < 1, "must be at least 1")
+        refuse(self, ("learning_rate",), lambda v: not 0 < v < 1, "must be a finite number in (0, 1)")  # NaN too
+        refuse(self, ("watch_every", "threads"), lambda v: v < 0, "must be >= 0")
 
     def make_data(self, timings: dict[str, float]) -> None:
         """The RL-format demo (:func:`models.lm.demo.rl_demo_config`): the histories, the RL-format AD and ED and

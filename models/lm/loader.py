@@ -34,14 +34,12 @@ def load_model(path: Any) -> tuple[Any, Any, dict[str, Any]]:
     info = json.loads((folder / "lm.json").read_text())
     if (folder / WEIGHTS_DIR).is_dir():  # trained from scratch: the whole model
         model = AutoModelForCausalLM.from_pretrained(folder / WEIGHTS_DIR, local_files_only=True)
-        tokenizer = ensure_pad_token(AutoTokenizer.from_pretrained(folder / "tokenizer"))
-        return model.eval(), tokenizer, info
-    base, _ = load_base(info["base_model"], info.get("dtype", "float32"))
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*")  # peft calls a deprecated API
-        model = PeftModel.from_pretrained(base, folder / "adapter").merge_and_unload()  # acting: no LoRA overhead
-    tokenizer = ensure_pad_token(AutoTokenizer.from_pretrained(folder / "tokenizer"))
-    return model.eval(), tokenizer, info
+    else:
+        base, _ = load_base(info["base_model"], info.get("dtype", "float32"))
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*")  # peft calls a deprecated API
+            model = PeftModel.from_pretrained(base, folder / "adapter").merge_and_unload()  # acting: no LoRA overhead
+    return model.eval(), ensure_pad_token(AutoTokenizer.from_pretrained(folder / "tokenizer")), info
 
 
 def load(path: Any, greedy: bool = False, seed: int = 0, threads: int | None = None) -> Any:

@@ -18,8 +18,6 @@ from models.trainer import MODEL_DIR
 from models.lm.config import RESUMABLE_CHANGES, SCRATCH, TrainLMConfig
 from models.lm.loader import MODEL_TYPE, WEIGHTS_DIR
 _EXPECTED_WARNINGS = (".*is_gradient_checkpointing.*",
-                      # validation batches are the same on every process (not sharded), so val/* needs no sync
-                      ".*It is recommended to use `self.log\\('val/.*sync_dist=True.*",
                       # FSDP on CPU: torch's own notes on CPU support and on frozen + trainable weights in one unit
                       ".*FSDP.*CPU.*", ".*use_orig_params=True.*requires_grad.*")
 
@@ -121,7 +119,7 @@ def train(config: TrainLMConfig) -> Path:
     from ad.lm.pretrained import position_limit
     from ad.registry import env_factory
     from models.trainer import check_resume, fit, load_checkpoint, lock_run, make_trainer, write_config
-    from models.training import OptimConfig
+    from models.training import optim_config_of
     from models.lm.data import ShardedLMDataModule
     from models.lm.module import LMLightningModule
     from models.lm.watch import HeldoutReturn
@@ -161,10 +159,8 @@ def train(config: TrainLMConfig) -> Path:
             dict(tokenizer=tokenizer, template=config.template, actions=actions, context=config.context,
                  max_tokens=budget), seed=config.seed))
     write_config(config, out)
-    optim = {k: getattr(config, k) for k in vars(OptimConfig()) if hasattr(config, k)}
-    optim["decay_steps"] = config.decay_steps or config.max_steps
     model.train()  # from_pretrained leaves models in eval mode (LoRA dropout would be off)
-    module = LMLightningModule(model, optim, log_every=config.log_every)
+    module = LMLightningModule(model, optim_config_of(config), log_every=config.log_every)
     fit(trainer, module, datamodule, out, resume_from, _EXPECTED_WARNINGS)
     trained = trained_model(module, trainer, config, reader)
     if trained is None:

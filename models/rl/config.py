@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ad.config import option, override, runtime_fields
+from ad.config import option, override, refuse, runtime_fields
 from ad.distributed.options import DistributedOptions, check_distributed_options
 from ad.errors import UserError
 from ad.config.groups import RunOptions, TrainingOptions, continue_post_init, run_options
@@ -75,21 +75,15 @@ class ADConfig:
             raise UserError(f"--layout must be one of {', '.join(LAYOUTS)}, got {self.layout!r}")
         if self.reward_kind not in REWARD_KINDS:
             raise UserError(f"--reward-kind must be one of {', '.join(REWARD_KINDS)}, got {self.reward_kind!r}")
-        for name in ("n_layer", "n_head", "n_embd", "n_ff", "context"):
-            if getattr(self, name) < 1:
-                raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        refuse(self, ("n_layer", "n_head", "n_embd", "n_ff", "context"), lambda v: v < 1, "must be at least 1")
         if self.n_embd % self.n_head:
             raise UserError(f"--n-embd ({self.n_embd}) must be a multiple of --n-head ({self.n_head})")
-        for name in ("attn_dropout", "resid_dropout", "embd_dropout"):
-            if not 0.0 <= getattr(self, name) < 1.0:
-                raise UserError(f"--{name.replace('_', '-')} must be in [0, 1), got {getattr(self, name)}")
-        if self.grid_size < -1:
-            raise UserError(f"--grid-size must be >= 0 (or -1: from the dataset), got {self.grid_size}")
+        refuse(self, ("attn_dropout", "resid_dropout", "embd_dropout"), lambda v: not 0.0 <= v < 1.0,
+               "must be in [0, 1)")
+        refuse(self, ("grid_size",), lambda v: v < -1, "must be >= 0 (or -1: from the dataset)")
         if self.grid_size > 0 and self.num_states and self.num_states != self.grid_size ** 2:
             raise UserError(f"--grid-size {self.grid_size} needs --num-states = {self.grid_size ** 2}, got {self.num_states}")
-        for name in ("num_states", "state_dim", "num_actions", "episode_length"):
-            if getattr(self, name) < 0:
-                raise UserError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
+        refuse(self, ("num_states", "state_dim", "num_actions", "episode_length"), lambda v: v < 0, "must be >= 0")
         if self.num_states and self.state_dim:
             raise UserError("set --num-states (discrete states) or --state-dim (vector states), not both")
         _check_box_actions(self)
@@ -129,10 +123,8 @@ def _check_box_actions(config: ADConfig) -> None:
 
     if config.action_head not in ACTION_HEADS:
         raise UserError(f"--action-head must be one of {', '.join(ACTION_HEADS)}, got {config.action_head!r}")
-    if config.action_bins < 2:
-        raise UserError(f"--action-bins must be at least 2, got {config.action_bins}")
-    if config.action_dim < 0:
-        raise UserError(f"--action-dim must be >= 0, got {config.action_dim}")
+    refuse(config, ("action_bins",), lambda v: v < 2, "must be at least 2")
+    refuse(config, ("action_dim",), lambda v: v < 0, "must be >= 0")
     if config.num_actions and config.action_dim:
         raise UserError("set --num-actions (discrete actions) or --action-dim (Box actions), not both")
     low, high = list(config.action_low), list(config.action_high)
@@ -201,8 +193,7 @@ class TrainRLConfig(ADConfig, TrainingOptions, DistributedOptions, run_options("
         if self.expert_only:
             self.objective = "ed"
         self.expert_only = self.objective == "ed"  # one meaning, recorded consistently in config.yaml
-        if self.subsample < 1:
-            raise UserError(f"--subsample must be at least 1, got {self.subsample}")
+        refuse(self, ("subsample",), lambda v: v < 1, "must be at least 1")
         from ad.config.memory import check_memory
 
         check_memory(training_memory_bytes(self), f"training with --batch-size {self.batch_size}, --context "

@@ -125,6 +125,13 @@ def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (values * mask).sum() / mask.sum().clamp(min=1.0)
 
 
+def masked_classification(logits: torch.Tensor, target: torch.Tensor, mask: torch.Tensor
+                          ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(mean cross-entropy, mean accuracy) where ``mask`` is True of logits (B, T, K) against class ids (B, T)."""
+    ce = F.cross_entropy(logits.flatten(0, 1), target.flatten(), reduction="none").view_as(mask)  # (B, T)
+    return masked_mean(ce, mask), masked_mean((logits.argmax(-1) == target).float(), mask)
+
+
 class ADTransformer(nn.Module):
     """Causal transformer with action / next-state / reward / logprob heads (see the module docstring)."""
 
@@ -224,10 +231,7 @@ class ADTransformer(nn.Module):
                 start_a = torch.full((B, 1), self.config.num_actions, dtype=actions.dtype, device=actions.device)
                 prev_a = self.action_emb(torch.cat([start_a, actions[:, :-1]], dim=1))  # (B, T, C)
             r = self._embed_rewards(rewards[:, :-1])  # (B, T-1, C)
-            if self.discrete_rewards:
-                start_r = self.reward_emb.weight[self.config.num_rewards]  # (C,)
-            else:
-                start_r = self.reward_start  # (C,)
+            start_r = self.reward_emb.weight[self.config.num_rewards] if self.discrete_rewards else self.reward_start
             prev_r = torch.cat([start_r.expand(B, 1, -1), r], dim=1)  # (B, T, C)
             x = s + prev_a + prev_r + time  # (B, T, C)
         else:
@@ -297,17 +301,13 @@ class ADTransformer(nn.Module):
             metrics["action_mse"] = masked_mean(sq_error, mask)
         else:
             target = batch.get("action_targets", actions)  # (B, T): the optimal actions (DPT), else the actions taken
-            nll = F.cross_entropy(logits.flatten(0, 1), target.flatten(), reduction="none").view_as(mask)  # (B, T)
-            metrics["action_nll"] = masked_mean(nll, mask)
-            metrics["action_acc"] = masked_mean((logits.argmax(-1) == target).float(), mask)
+            metrics["action_nll"], metrics["action_acc"] = masked_classification(logits, target, mask)
         loss = cfg.action_weight * metrics["action_nll"]
 
         if "reward" in out:
             if self.discrete_rewards:
-                target = rewards.round().long()  # (B, T)
-                ce = F.cross_entropy(out["reward"].flatten(0, 1), target.flatten(), reduction="none").view_as(mask)
-                metrics["reward_loss"] = masked_mean(ce, mask)
-                metrics["reward_acc"] = masked_mean((out["reward"].argmax(-1) == target).float(), mask)
+                metrics["reward_loss"], metrics["reward_acc"] = masked_classification(out["reward"],
+                                                                                      rewards.round().long(), mask)
             else:
                 metrics["reward_loss"] = masked_mean((out["reward"].squeeze(-1) - rewards) ** 2, mask)
             loss = loss + cfg.reward_weight * metrics["reward_loss"]
@@ -317,10 +317,7 @@ class ADTransformer(nn.Module):
             valid = mask[:, 1:] & mask[:, :-1] & (timesteps[:, 1:] != 0)  # (B, T-1)
             pred = out["state"][:, :-1]  # (B, T-1, S or D)
             if self.discrete_states:
-                target = states[:, 1:]  # (B, T-1)
-                ce = F.cross_entropy(pred.flatten(0, 1), target.flatten(), reduction="none").view_as(valid)
-                metrics["state_loss"] = masked_mean(ce, valid)
-                metrics["state_acc"] = masked_mean((pred.argmax(-1) == target).float(), valid)
+                metrics["state_loss"], metrics["state_acc"] = masked_classification(pred, states[:, 1:], valid)
             else:
                 se = ((pred - states[:, 1:].float()) ** 2).mean(-1)  # (B, T-1)
                 metrics["state_loss"] = masked_mean(se, valid)

@@ -1,8 +1,6 @@
 """`ADLightningModule`: the training / validation steps and the optimiser of the AD transformer, nothing else."""
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import torch
 
 from models.training import OptimConfig, StepModule
@@ -37,10 +35,3 @@ def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
         is_matrix = p.dim() >= 2 and "emb" not in name
         (decay if is_matrix else no_decay).append(p)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-
-
-def optim_config_of(config) -> dict:
-    """The optimiser fields of a TrainRLConfig, as a dict for ADLightningModule."""
-    values = {name: getattr(config, name) for name in asdict(OptimConfig())}
-    values["decay_steps"] = config.decay_steps or config.max_steps
-    return values

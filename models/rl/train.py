@@ -20,9 +20,6 @@ from models.trainer import MODEL_DIR
 from models.rl.config import RESUMABLE_CHANGES, ADConfig, TrainRLConfig, model_config_of
 from models.rl.loader import TRAINING_DATA_FILE
 
-#: validation batches are the same on every process (not sharded), so val/* needs no sync
-_EXPECTED_WARNINGS = (".*It is recommended to use `self.log\\('val/.*sync_dist=True.*",)
-
 
 def resolve_data_sizes(config: TrainRLConfig, spec: Any, metadata: dict) -> dict[str, int]:
     """num_states / state_dim / num_actions or action_dim (+ action bounds) / episode_length from the dataset; a
@@ -164,7 +161,8 @@ def train(config: TrainRLConfig) -> Path:
     from ad.distributed.sampling import ShardedRLDataModule
     from ad.history import HistoryReader
     from models.trainer import check_resume, fit, lock_run, make_trainer, write_config
-    from models.rl.module import ADLightningModule, optim_config_of
+    from models.rl.module import ADLightningModule
+    from models.training import optim_config_of
 
     if config.threads:
         torch.set_num_threads(config.threads)
@@ -189,7 +187,7 @@ def train(config: TrainRLConfig) -> Path:
                                log_every=config.log_every)
     if config.compile:
         module.model.compile()
-    fit(trainer, module, datamodule, out, resume_from, _EXPECTED_WARNINGS)
+    fit(trainer, module, datamodule, out, resume_from)
     if not trainer.is_global_zero:
         return out / MODEL_DIR
     saved = module.model.save_pretrained(out / MODEL_DIR)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ad.config import option, override
+from ad.config import option, override, refuse
 from ad.errors import UserError
 from ad.config.groups import dataset_out, run_options
 from ad.config.memory import check_memory
@@ -65,18 +65,13 @@ class GenerateConfig(run_options("out", "seed", "progress")):
 
     def __post_init__(self) -> None:
         check_arms(self.arms)
-        if not 1 <= self.instances <= MAX_INSTANCES:
-            raise UserError(f"--instances must be in 1..{MAX_INSTANCES}, got {self.instances}")
-        if self.pulls <= 0:
-            raise UserError(f"--pulls must be positive, got {self.pulls}")
+        refuse(self, ("instances",), lambda v: not 1 <= v <= MAX_INSTANCES, f"must be in 1..{MAX_INSTANCES}")
+        refuse(self, ("pulls",), lambda v: v <= 0, "must be positive")
         check_memory(self.histories * memory_bytes(self.instances, self.arms, self.pulls), f"--pulls {self.pulls} on "
                      f"{min(BLOCK, self.instances)} instances at a time", "pass fewer --pulls")
-        if not 0.0 <= self.heldout_fraction < 1.0:
-            raise UserError(f"--heldout-fraction must be in [0, 1), got {self.heldout_fraction}")
-        if not self.noise_std > 0.0:
-            raise UserError(f"--noise-std must be positive, got {self.noise_std}")
-        if not self.ucb_c >= 0.0:
-            raise UserError(f"--ucb-c must be >= 0 (0 = greedy after one pull of each arm), got {self.ucb_c}")
+        refuse(self, ("heldout_fraction",), lambda v: not 0.0 <= v < 1.0, "must be in [0, 1)")
+        refuse(self, ("noise_std",), lambda v: not v > 0.0, "must be positive")
+        refuse(self, ("ucb_c",), lambda v: not v >= 0.0, "must be >= 0 (0 = greedy after one pull of each arm)")
         check_noise_options(self)
         check_random_options(self)
         if self.histories < 1 or (self.histories > 1 and self.source != "random"):

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from ad.config import make_config, option, override
+from ad.config import make_config, option, override, refuse
 from ad.demo import DemoConfig, MethodsOptions, method_runs, parse_methods, run_ad_demo
 from ad.errors import UserError
 from ad.files import write_json_atomic
@@ -70,10 +70,8 @@ class BanditDemoConfig(DemoConfig, MethodsOptions, run_options("out", "seed", "t
     def __post_init__(self) -> None:
         self.methods = parse_methods(self.methods)
         check_arms(self.arms)
-        for name in ("instances", "pulls", "ad_steps", "ed_steps", "batch_size", "n_layer", "eval_envs",
-                     "random_histories"):
-            if getattr(self, name) <= 0:
-                raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
+        refuse(self, ("instances", "pulls", "ad_steps", "ed_steps", "batch_size", "n_layer", "eval_envs",
+                      "random_histories"), lambda v: v <= 0, "must be positive")
         if self.context < 0 or self.context > self.pulls:
             raise UserError(f"--context must be in 0..--pulls ({self.pulls}), got {self.context}")
         if self.threads < 0 or self.dpt_steps < 0:
@@ -88,8 +86,7 @@ class BanditDemoConfig(DemoConfig, MethodsOptions, run_options("out", "seed", "t
         if not 0.0 <= self.ucb_c < math.inf:
             raise UserError(f"--ucb-c must be >= 0 (0 = greedy after one pull of each arm; -1 = the kind's default), "
                             f"got {self.ucb_c}")
-        if not self.learning_rate > 0.0:
-            raise UserError(f"--learning-rate must be positive, got {self.learning_rate}")
+        refuse(self, ("learning_rate",), lambda v: not v > 0.0, "must be positive")
 
     @property
     def expert_context(self) -> int:

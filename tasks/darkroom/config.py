@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ad.config import option
+from ad.config import option, refuse
 from ad.errors import UserError
 from tasks.darkroom.goals import resolve_goals
 from tasks.grid.family import GridOptions, check_batches
@@ -47,10 +47,8 @@ class GenerateConfig(GridOptions):
         check_size(self.size)
         if self.preset not in self.PRESETS:
             raise UserError(f"unknown preset {self.preset!r}; choose one of: {', '.join(sorted(self.PRESETS))}")
-        if self.steps_per_goal <= 0:
-            raise UserError(f"--steps-per-goal must be positive, got {self.steps_per_goal}")
-        if self.gif_goals < 0:
-            raise UserError(f"--gif-goals must be >= 0, got {self.gif_goals}")
+        refuse(self, ("steps_per_goal",), lambda v: v <= 0, "must be positive")
+        refuse(self, ("gif_goals",), lambda v: v < 0, "must be >= 0")
         super().__post_init__()
         if not (0.0 <= self.epsilon <= 1.0 and 0.0 <= self.epsilon_after_goal <= 1.0):  # also refuses NaN
             raise UserError(f"--epsilon and --epsilon-after-goal must be in [0, 1], got {self.epsilon} and "

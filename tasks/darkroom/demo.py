@@ -8,9 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ad.config import option
+from ad.config import option, refuse
 from ad.demo import ADDemoConfig
-from ad.errors import UserError
 from tasks.darkroom.config import GenerateConfig
 from tasks.darkroom.goals import all_goals
 from tasks.grid.room import check_size, split_goals
@@ -66,8 +65,7 @@ class DarkRoomDemoConfig(ADDemoConfig):
 
     def __post_init__(self) -> None:
         check_size(self.size)
-        if self.streams < 0:
-            raise UserError(f"--streams must be at least 1 (0: the source's default), got {self.streams}")
+        refuse(self, ("streams",), lambda v: v < 0, "must be at least 1 (0: the source's default)")
         defaults = dict(SOURCE_DEFAULTS.get(self.source, SOURCE_DEFAULTS["a2c"]))
         if self.streams == 0:
             self.streams = explorer_streams(self.size) if self.source == "explorer" else STREAMS

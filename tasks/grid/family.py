@@ -14,7 +14,7 @@ from typing import Any, Callable, Literal
 
 import numpy as np
 
-from ad.config import option, override
+from ad.config import option, override, refuse
 from ad.distributed import check_backend_options
 from ad.errors import UserError
 from ad.config.memory import check_memory
@@ -84,8 +84,7 @@ class GridOptions(NoiseOptions, RandomOptions,
                             group=RUNNING_GROUP)
 
     def __post_init__(self) -> None:
-        if self.goals_per_batch < 0:
-            raise UserError(f"--goals-per-batch must be >= 0, got {self.goals_per_batch}")
+        refuse(self, ("goals_per_batch",), lambda v: v < 0, "must be >= 0")
         if not 0.0 <= self.heldout_fraction < 1.0:
             raise UserError(f"--heldout-fraction must be in [0, 1) (at least one task must train), got "
                             f"{self.heldout_fraction}")
@@ -141,9 +140,8 @@ def check_batches(config: Any, tasks: int, tables: int, noun: str, fewer: str) -
 def check_a2c_options(config: Any) -> None:
     """UserError for A2C and running options out of range (shared by every family built on :mod:`tasks.grid.a2c`:
     DarkRoom, Key-to-Door); non-finite values are refused too."""
-    for name in ("episode_length", "hidden", "num_envs", "num_steps", "log_every"):
-        if getattr(config, name) <= 0:
-            raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(config, name)}")
+    refuse(config, ("episode_length", "hidden", "num_envs", "num_steps", "log_every"), lambda v: v <= 0,
+           "must be positive")
     if not (0 < config.learning_rate < math.inf and 0 < config.adam_eps < math.inf
             and 0 < config.max_grad_norm < math.inf):
         raise UserError("--learning-rate, --adam-eps and --max-grad-norm must be positive and finite")

@@ -14,13 +14,10 @@ def plot_learning_curves(path: Path, steps: np.ndarray, curves: np.ndarray, opti
     """Mean episode return vs env steps per goal, divided by each goal's optimum (``room`` names the family):
     ``steps`` ``(P,)`` env steps per goal at each point, ``curves`` ``(P, G)`` mean return of the episodes finished in
     each bin, ``optimum`` ``(G,)``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ad.plots import pyplot, save_figure
 
     ratio = curves / np.maximum(optimum, 1e-9)[None, :]  # (P, G)
-    fig, ax = plt.subplots(figsize=(7, 4), dpi=120)
+    fig, ax = pyplot().subplots(figsize=(7, 4), dpi=120)
     ax.plot(steps, ratio, color="tab:blue", alpha=0.15, linewidth=0.8)
     ax.plot(steps, np.nanmean(ratio, axis=1), color="tab:blue", linewidth=2.0, label=f"mean of {len(labels)} goals")
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1.0, label="optimal")
@@ -30,10 +27,7 @@ def plot_learning_curves(path: Path, steps: np.ndarray, curves: np.ndarray, opti
     ax.set_title(f"A2C learning curves on {room} (one agent per task)")
     ax.set_ylim(0, 1.1)
     ax.legend(loc="lower right")
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 def greedy_policy_gif(path: Path, env: GridVectorEnv, greedy: np.ndarray, cell_px: int = 24) -> None:

@@ -107,8 +107,7 @@ class LMActor:
             if all(done):
                 break
             logits = contexts.logits(contexts.feed(step_tokens, torch.ones_like(step_tokens))).cpu()  # (B, V)
-        if was_training:
-            self.model.train()
+        self.model.train(was_training)
         actions = [list(self.trie.candidates[self.trie.leaf[n]]) for n in node]
         return ActorOutput(texts=[moves_text(a) for a in actions], actions=actions,
                            logprobs=[np.asarray(lp, np.float32) for lp in logps])

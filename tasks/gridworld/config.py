@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ad.config import option, override
+from ad.config import option, override, refuse
 from ad.errors import UserError
 from ad.config.memory import check_memory
 from ad.config.groups import LoRAOptions, WeightsDtypeOptions, dataset_out, run_options
@@ -75,8 +75,7 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions,
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.size < 2:
-            raise UserError(f"--size must be at least 2, got {self.size}")
+        refuse(self, ("size",), lambda v: v < 2, "must be at least 2")
         configs = 4 * self.size**2 * (self.size**2 - 1)  # every start, orientation and goal: the split draws from them
         check_memory(CONFIG_BYTES * configs, f"--size {self.size} ({configs:,} start/goal configurations)",
                      "pass a smaller --size")
@@ -85,22 +84,16 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions,
         bad = [p for p in self.phases if p not in PHASES]
         if bad or not self.phases:
             raise UserError(f"--phases must list some of {', '.join(PHASES)}, got {self.phases!r}")
-        for name in ("max_turns", "max_moves", "num_envs", "critic_episodes", "critic_epochs", "simpo_iterations",
-                     "simpo_states", "simpo_epochs", "simpo_batch"):
-            if getattr(self, name) <= 0:
-                raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
+        refuse(self, ("max_turns", "max_moves", "num_envs", "critic_episodes", "critic_epochs", "simpo_iterations",
+                      "simpo_states", "simpo_epochs", "simpo_batch"), lambda v: v <= 0, "must be positive")
         for name, allowed in (("state_text", STATE_TEXTS), ("simpo_chosen", ("sampled", "all")),
                               ("simpo_trainer", ("shared-prefix", "trl"))):
             if getattr(self, name) not in allowed:
                 raise UserError(f"--{name.replace('_', '-')} must be one of {', '.join(allowed)}, "
                                 f"got {getattr(self, name)!r}")
-        if self.simpo_samples < 2:
-            raise UserError(f"--simpo-samples must be at least 2 (a pair), got {self.simpo_samples}")
-        if self.max_moves > 6:
-            raise UserError(f"--max-moves must be at most 6 (the actor enumerates 3^k move lists), "
-                            f"got {self.max_moves}")
-        if not 0.0 < self.heldout_fraction < 1.0:
-            raise UserError(f"--heldout-fraction must be in (0, 1), got {self.heldout_fraction}")
+        refuse(self, ("simpo_samples",), lambda v: v < 2, "must be at least 2 (a pair)")
+        refuse(self, ("max_moves",), lambda v: v > 6, "must be at most 6 (the actor enumerates 3^k move lists)")
+        refuse(self, ("heldout_fraction",), lambda v: not 0.0 < v < 1.0, "must be in (0, 1)")
         if self.temperature <= 0 or not 0.0 < self.gamma <= 1.0:
             raise UserError("--temperature must be positive and --gamma in (0, 1]")
         if (min(self.critic_learning_rate, self.simpo_learning_rate, self.simpo_beta) <= 0 or self.move_cost < 0

@@ -41,8 +41,7 @@ class LMFeatures:
                 out = self.model(**kwargs)
             last = out.hidden_states[-1][:, -1].float().cpu().numpy()  # (b, H) left padding: last = real token
             self.cache.update(zip(chunk, last))
-        if was_training:
-            self.model.train()
+        self.model.train(was_training)
         return torch.as_tensor(np.stack([self.cache[p] for p in prompts]))
 
 

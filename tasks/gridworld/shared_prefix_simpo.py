@@ -117,6 +117,5 @@ def train_shared_prefix_simpo(model: Any, tokenizer: Any, pairs: list[dict[str, 
         loss.backward()
         optimizer.step()
         losses.append(metrics["loss"])
-    if not was_training:
-        model.eval()
+    model.train(was_training)
     return {**metrics, "loss": float(np.mean(losses)) if losses else float("nan"), "steps": float(len(losses))}

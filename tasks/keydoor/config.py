@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ad.config import option, override
+from ad.config import option, override, refuse
 from ad.errors import UserError
 from ad.config.groups import RunOptions
 from tasks.grid.family import GridOptions, check_batches
@@ -42,10 +42,8 @@ class GenerateConfig(GridOptions):
 
     def __post_init__(self) -> None:
         check_size(self.size, "Key-to-Door")
-        if self.steps_per_task <= 0:
-            raise UserError(f"--steps-per-task must be positive, got {self.steps_per_task}")
-        if self.tasks < 0:
-            raise UserError(f"--tasks must be >= 0, got {self.tasks}")
+        refuse(self, ("steps_per_task",), lambda v: v <= 0, "must be positive")
+        refuse(self, ("tasks",), lambda v: v < 0, "must be >= 0")
         super().__post_init__()
         if isinstance(self.pairs, str):
             self.pairs = [self.pairs]

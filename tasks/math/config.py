@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ad.config import option, override
+from ad.config import option, override, refuse
 from ad.errors import UserError
 from ad.config.groups import LoRAOptions, WeightsDtypeOptions, cpu_has_fast_bfloat16, dataset_out, run_options
 from tasks.math.problems import LEVELS
@@ -69,10 +69,8 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions, run_options("out", "seed"
         super().__post_init__()
         if self.level not in LEVELS:
             raise UserError(f"unknown difficulty --level {self.level}; levels are {', '.join(map(str, LEVELS))}")
-        for name in ("max_steps", "chunk_steps", "num_generations", "problems_per_step", "max_new_tokens",
-                     "train_problems"):
-            if getattr(self, name) <= 0:
-                raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
+        refuse(self, ("max_steps", "chunk_steps", "num_generations", "problems_per_step", "max_new_tokens",
+                      "train_problems"), lambda v: v <= 0, "must be positive")
         if self.ref_refresh <= 0:
             raise UserError(f"--ref-refresh must be a positive number of iterations, got {self.ref_refresh}; "
                             "use --no-refresh to never refresh the reference (k = infinity)")
@@ -86,8 +84,7 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions, run_options("out", "seed"
             raise UserError(f"--beta and --format-reward must be >= 0, got {self.beta}, {self.format_reward}")
         if self.refresh and self.beta == 0:
             raise UserError("--beta 0 has no reference policy to refresh; give --beta > 0 or --no-refresh")
-        if not 0.0 < self.heldout_fraction < 1.0:
-            raise UserError(f"--heldout-fraction must be in (0, 1), got {self.heldout_fraction}")
+        refuse(self, ("heldout_fraction",), lambda v: not 0.0 < v < 1.0, "must be in (0, 1)")
         if self.engine == "fast" and not self.lora:
             raise UserError("--engine fast trains a LoRA adapter (its reference is the base model with the adapter "
                             "off); use --lora or --engine trl")

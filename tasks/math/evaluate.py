@@ -13,7 +13,7 @@ from tasks.math.problems import Problem
 def greedy_solutions(model: Any, tokenizer: Any, prompts: Sequence[str], max_new_tokens: int, batch_size: int = 32,
                      on_batch: Callable[[int], None] | None = None) -> list[str]:
     """One greedy solution per prompt, batches of ``batch_size`` through the batched sampler (the tokens
-    ``model.generate`` picks greedily; a row stops at its own EOS)."""
+    ``model.generate`` picks greedily; a row stops at its own EOS); ``on_batch(n)`` after each batch of n."""
     from tasks.lm_sampling import sample_groups
     from tasks.math.reinforce import eos_ids
 
@@ -25,7 +25,7 @@ def greedy_solutions(model: Any, tokenizer: Any, prompts: Sequence[str], max_new
         samples = sample_groups(model, ids, 1, max_new_tokens, eos_ids=eos, pad_id=pad, greedy=True)
         out += tokenizer.batch_decode(samples.tokens, skip_special_tokens=True)
         if on_batch is not None:
-            on_batch(len(out))
+            on_batch(len(ids))
     return out
 
 
@@ -45,18 +45,8 @@ def accuracy(problems: Sequence[Problem], solutions: Sequence[str]) -> dict[str,
 def evaluate_policy(model: Any, tokenizer: Any, problems: Sequence[Problem], prompts: Sequence[str],
                     max_new_tokens: int, label: str = "eval", progress: bool = True) -> dict[str, Any]:
     """Greedy held-out accuracy of ``model`` on ``problems`` (``prompts``: their rendered prompts)."""
-    from ad.progress import progress_bar
+    from ad.progress import Progress
 
-    if not progress:
-        return accuracy(problems, greedy_solutions(model, tokenizer, prompts, max_new_tokens))
-    bar, seen = progress_bar(total=len(prompts), desc=label, unit="problem"), [0]
-
-    def advance(done: int) -> None:
-        bar.update(done - seen[0])
-        seen[0] = done
-
-    try:
-        solutions = greedy_solutions(model, tokenizer, prompts, max_new_tokens, on_batch=advance)
-    finally:
-        bar.close()
+    with Progress(len(prompts), desc=label, unit="problem", show=progress) as bar:
+        solutions = greedy_solutions(model, tokenizer, prompts, max_new_tokens, on_batch=bar.update)
     return accuracy(problems, solutions)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ad.config import option, override
+from ad.config import option, override, refuse
 from ad.errors import UserError
 from ad.config.groups import LoRAOptions, dataset_out, run_options
 
@@ -43,17 +43,14 @@ class GenerateConfig(LoRAOptions,
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("max_steps", "chunk_steps", "num_generations", "prompts_per_step", "max_new_tokens"):
-            if getattr(self, name) <= 0:
-                raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
+        refuse(self, ("max_steps", "chunk_steps", "num_generations", "prompts_per_step", "max_new_tokens"),
+               lambda v: v <= 0, "must be positive")
         if self.num_generations < 2:
             raise UserError("--num-generations must be at least 2: GRPO's advantage compares completions of a group")
-        if self.temperature <= 0:
-            raise UserError(f"--temperature must be positive, got {self.temperature}")
+        refuse(self, ("temperature",), lambda v: v <= 0, "must be positive")
         if self.learning_rate <= 0 or self.beta < 0:
             raise UserError("--learning-rate must be positive and --beta non-negative")
-        if not 0.0 < self.heldout_fraction < 1.0:
-            raise UserError(f"--heldout-fraction must be in (0, 1), got {self.heldout_fraction}")
+        refuse(self, ("heldout_fraction",), lambda v: not 0.0 < v < 1.0, "must be in (0, 1)")
         if self.eval_prompts < 0 or self.threads < 0:
             raise UserError("--eval-prompts and --threads must be >= 0")
 

@@ -94,10 +94,7 @@ def branch_scores(model: Any, rows: Sequence[Sequence[int]], branches: Sequence[
     logp = torch.log_softmax(head(hidden[rows_t, pos_t]).float(), -1)  # (P, V) every read position
     token_logp = logp[torch.tensor(where, device=device), torch.tensor(token, device=device)]  # (T,)
     flat = torch.zeros(len(branches) * A, device=device).index_add(0, torch.tensor(slot, device=device), token_logp)
-    real = torch.zeros(len(branches), A, dtype=torch.bool)
-    for k, b in enumerate(branches):
-        real[k, :len(b.commands)] = True
-    real = real.to(device)
+    real = (torch.arange(A)[None] < torch.tensor([len(b.commands) for b in branches])[:, None]).to(device)  # (N, A)
     scores = flat.view(len(branches), A).masked_fill(~real, MASKED_SCORE)  # (N, A)
     return BranchScores(scores, real, hidden[rows_t[:len(branches)], pos_t[:len(branches)]])
 

@@ -26,29 +26,10 @@ def token_terms(new_logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch.
 def move_logprobs(model: Any, prompt_ids: Sequence[Sequence[int]], command_ids: Sequence[Sequence[int]],
                   pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(token logprobs (B, K), token mask (B, K), hidden state at each prompt's last token (B, H)) of B moves, one
-    plain causal forward of prompt + command per row (right-padded); differentiable."""
-    lm = base_model(model)
-    device = next(lm.parameters()).device
-    B = len(prompt_ids)
-    lengths = [len(p) + len(c) for p, c in zip(prompt_ids, command_ids)]
-    K = max(len(c) for c in command_ids)
-    ids = torch.full((B, max(lengths)), pad_id, dtype=torch.long)
-    attn = torch.zeros_like(ids)
-    for b, (p, c) in enumerate(zip(prompt_ids, command_ids)):
-        ids[b, :lengths[b]], attn[b, :lengths[b]] = torch.tensor(list(p) + list(c)), 1
-    hidden = lm.get_decoder()(input_ids=ids.to(device), attention_mask=attn.to(device)).last_hidden_state
-    # gather the K positions that predict each command token (the last prompt token onwards) and the value position
-    rows = torch.arange(B)[:, None]  # (B, 1)
-    starts = torch.tensor([len(p) - 1 for p in prompt_ids])  # (B,) last prompt token
-    pos = (starts[:, None] + torch.arange(K)).clamp(max=ids.shape[1] - 1)  # (B, K)
-    token_mask = torch.arange(K)[None, :] < torch.tensor([len(c) for c in command_ids])[:, None]  # (B, K)
-    targets = torch.full((B, K), pad_id, dtype=torch.long)
-    for b, c in enumerate(command_ids):
-        targets[b, :len(c)] = torch.tensor(list(c))
-    logits = lm.get_output_embeddings()(hidden[rows.to(device), pos.to(device)])  # (B, K, V)
-    logp = torch.log_softmax(logits.float(), -1).gather(-1, targets.to(device)[..., None]).squeeze(-1)  # (B, K)
-    return logp * token_mask.to(device), token_mask.to(device), hidden[torch.arange(B, device=device),
-                                                                       starts.to(device)]
+    plain causal forward of prompt + command per row (right-padded): :func:`game_logprobs` of one-move games;
+    differentiable."""
+    return game_logprobs(model, [list(p) + list(c) for p, c in zip(prompt_ids, command_ids)],
+                         [[(len(p), len(p) + len(c))] for p, c in zip(prompt_ids, command_ids)], pad_id)
 
 
 def game_logprobs(model: Any, sequences: Sequence[Sequence[int]], spans: Sequence[Sequence[tuple[int, int]]],

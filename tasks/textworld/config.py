@@ -5,7 +5,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from ad.config import option, override
+from ad.config import option, override, refuse
 from ad.errors import UserError
 from ad.config.groups import LoRAOptions, WeightsDtypeOptions, dataset_out, run_options
 from tasks.textworld.games import GameOptions
@@ -87,10 +87,8 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions,
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("eval_games", "sft_games", "sft_batch_size", "ppo_games", "ppo_epochs", "ppo_batch_size",
-                     "act_batch", "max_prompt_tokens"):
-            if getattr(self, name) < 1:
-                raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        refuse(self, ("eval_games", "sft_games", "sft_batch_size", "ppo_games", "ppo_epochs", "ppo_batch_size",
+                      "act_batch", "max_prompt_tokens"), lambda v: v < 1, "must be at least 1")
         if self.sft_micro_batch_size < 0 or (self.sft_micro_batch_size and
                                              self.sft_batch_size % self.sft_micro_batch_size):
             raise UserError(f"--sft-micro-batch-size must divide --sft-batch-size ({self.sft_batch_size}) or be 0, "
@@ -103,21 +101,13 @@ class GenerateConfig(GameOptions, LoRAOptions, WeightsDtypeOptions,
             self.pinned_commands = []
         if any(not c.strip() for c in self.pinned_commands):
             raise UserError(f"--pinned-commands must name commands (or 'none'), got {self.pinned_commands!r}")
-        for name in ("history", "ppo_iterations", "threads", "ppo_micro_batch_size", "train_eval_games"):
-            if getattr(self, name) < 0:
-                raise UserError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
-        for name in ("sft_epochs", "sft_learning_rate", "ppo_learning_rate", "temperature"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
-                raise UserError(f"--{name.replace('_', '-')} must be a positive number, got {value}")
-        for name in ("clip", "value_clip", "vf_coef", "beta", "ppo_target_kl"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value >= 0):
-                raise UserError(f"--{name.replace('_', '-')} must be a finite number >= 0, got {value}")
-        for name in ("gamma", "gae_lambda"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and 0 <= value <= 1):
-                raise UserError(f"--{name.replace('_', '-')} must be in [0, 1], got {value}")
+        refuse(self, ("history", "ppo_iterations", "threads", "ppo_micro_batch_size", "train_eval_games"),
+               lambda v: v < 0, "must be >= 0")
+        refuse(self, ("sft_epochs", "sft_learning_rate", "ppo_learning_rate", "temperature"),
+               lambda v: not (math.isfinite(v) and v > 0), "must be a positive number")
+        refuse(self, ("clip", "value_clip", "vf_coef", "beta", "ppo_target_kl"),
+               lambda v: not (math.isfinite(v) and v >= 0), "must be a finite number >= 0")
+        refuse(self, ("gamma", "gae_lambda"), lambda v: not (math.isfinite(v) and 0 <= v <= 1), "must be in [0, 1]")
         if max(self.eval_games, self.train_eval_games, self.sft_games, self.ppo_games) > 1000:
             raise UserError("a TextWorldExpress fold has 1000 games: keep --eval-games, --train-eval-games, "
                             "--sft-games and --ppo-games at most 1000")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ad.config import option
+from ad.config import option, refuse
 from ad.errors import UserError
 from ad.config.groups import continue_post_init
 
@@ -33,14 +33,10 @@ class GameOptions:
     def __post_init__(self) -> None:
         if self.game not in GAME_NAMES:
             raise UserError(f"unknown game {self.game!r}; this family plays: {', '.join(GAME_NAMES)}")
-        if not 1 <= self.num_locations <= 11:
-            raise UserError(f"--num-locations must be in 1..11, got {self.num_locations}")
-        if not 0 <= self.num_distractors <= 10:
-            raise UserError(f"--num-distractors must be in 0..10, got {self.num_distractors}")
-        if not 1 <= self.num_ingredients <= 5:
-            raise UserError(f"--num-ingredients must be in 1..5, got {self.num_ingredients}")
-        if self.step_limit < 1:
-            raise UserError(f"--step-limit must be at least 1, got {self.step_limit}")
+        refuse(self, ("num_locations",), lambda v: not 1 <= v <= 11, "must be in 1..11")
+        refuse(self, ("num_distractors",), lambda v: not 0 <= v <= 10, "must be in 0..10")
+        refuse(self, ("num_ingredients",), lambda v: not 1 <= v <= 5, "must be in 1..5")
+        refuse(self, ("step_limit",), lambda v: v < 1, "must be at least 1")
         continue_post_init(GameOptions, self)
 
     def game_params(self) -> str:

@@ -20,33 +20,22 @@ SPEC = HistorySpec(state=ColumnSpec.text(), action=ColumnSpec.text(), logprob="p
 
 def episode_columns(episodes: Sequence[Episode], phase: str, update: int) -> dict[str, Any]:
     """Columns of a unit holding ``episodes`` in order (one stream)."""
-    cols: dict[str, list] = {k: [] for k in ("stream", "update", "episode", "step", "state", "action", "reward",
-                                             "terminated", "truncated", "logprob", "value", "phase", "fold",
-                                             "game_seed", "score")}
-    for i, ep in enumerate(episodes):
-        n = len(ep)
-        score = np.cumsum(ep.rewards) if n else np.zeros(0)
-        cols["stream"] += [0] * n
-        cols["update"] += [update] * n
-        cols["episode"] += [i] * n
-        cols["step"] += list(range(n))
-        cols["state"] += ep.prompts
-        cols["action"] += ep.actions
-        cols["reward"] += ep.rewards
-        cols["terminated"] += ep.terminated
-        cols["truncated"] += ep.truncated
-        cols["logprob"] += [np.asarray(lp, np.float32) for lp in ep.logprobs]
-        cols["value"] += ep.values
-        cols["phase"] += [phase] * n
-        cols["fold"] += [ep.fold] * n
-        cols["game_seed"] += [ep.seed] * n
-        cols["score"] += score.tolist()
-    out: dict[str, Any] = {k: np.asarray(v) for k, v in cols.items() if k not in ("state", "action", "logprob",
-                                                                                 "phase", "fold")}
-    for k, dtype in (("stream", np.int32), ("update", np.int64), ("episode", np.int32), ("step", np.int32),
-                     ("reward", np.float32), ("value", np.float32), ("game_seed", np.int32), ("score", np.float32)):
-        out[k] = out[k].astype(dtype)
-    out["terminated"], out["truncated"] = out["terminated"].astype(bool), out["truncated"].astype(bool)
-    out.update(state=cols["state"], action=cols["action"], logprob=cols["logprob"], phase=cols["phase"],
-               fold=cols["fold"])
-    return out
+    lengths = [len(ep) for ep in episodes]
+
+    def moves(field: str, dtype: Any = None) -> Any:  # a field of every move, episode after episode
+        values = [x for ep in episodes for x in getattr(ep, field)]
+        return values if dtype is None else np.asarray(values, dtype)
+
+    def per_episode(values: Sequence[Any], dtype: Any) -> np.ndarray:  # one value per episode, on each of its moves
+        return np.repeat(np.asarray(values, dtype), lengths)
+
+    return {"stream": np.zeros(sum(lengths), np.int32), "update": np.full(sum(lengths), update, np.int64),
+            "episode": per_episode(range(len(episodes)), np.int32),
+            "step": np.asarray([t for n in lengths for t in range(n)], np.int32),
+            "reward": moves("rewards", np.float32), "terminated": moves("terminated", bool),
+            "truncated": moves("truncated", bool), "value": moves("values", np.float32),
+            "game_seed": per_episode([ep.seed for ep in episodes], np.int32),
+            "score": np.asarray([s for ep in episodes for s in np.cumsum(ep.rewards)], np.float32),
+            "state": moves("prompts"), "action": moves("actions"),
+            "logprob": [np.asarray(lp, np.float32) for lp in moves("logprobs")],
+            "phase": [phase] * sum(lengths), "fold": [ep.fold for ep in episodes for _ in range(len(ep))]}

@@ -4,24 +4,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from ad.files import atomic_path
-
 
 def plot_phases(results: dict[str, dict[str, Any]], path: Path, seeds: Any = None,
                 phases: Sequence[str] = ("base", "sft", "ppo")) -> None:
     """Bars of success and mean normalised score (test and train folds) for base / SFT / PPO, and the PPO iterations'
     sampled train success, from ``results`` (unit name -> summary; a value may be a list over seeds, shown as dots)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
+
+    from ad.plots import pyplot, save_figure
 
     def values(name: str, key: str) -> np.ndarray:
         v = results.get(name, {}).get(key, np.nan)
         return np.atleast_1d(np.asarray(v, dtype=float))
 
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), dpi=110)
+    fig, axes = pyplot().subplots(1, 3, figsize=(13, 3.8), dpi=110)
     x = np.arange(len(phases))
     for ax, key in zip(axes[:2], ("success", "score")):
         for j, (fold, color) in enumerate((("test", "tab:blue"), ("train", "tab:orange"))):
@@ -44,7 +40,4 @@ def plot_phases(results: dict[str, dict[str, Any]], path: Path, seeds: Any = Non
     axes[2].set_title("PPO iterations (train fold)")
     axes[2].set_xlabel("iteration")
     fig.suptitle(f"CookingWorld: base LM -> SFT -> PPO{'' if seeds is None else f' (seeds {seeds})'}")
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)

@@ -15,9 +15,9 @@ from typing import Any
 
 import torch
 
-from tasks.textworld.command_scores import branch_scores, policy_terms
-from tasks.textworld.command_tokens import game_logprobs, move_logprobs, token_terms
-from tasks.textworld.ppo_moves import Moves, game_branches, game_starts, move_branches
+from tasks.textworld.command_scores import policy_terms
+from tasks.textworld.command_tokens import token_terms
+from tasks.textworld.ppo_moves import Moves, game_starts, rescore
 
 
 def ppo_loss(log_ratio: torch.Tensor, terms: dict[str, torch.Tensor], advantages: torch.Tensor,
@@ -84,23 +84,15 @@ class PPOLearner:
                ) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
         """(log ratio, per-move terms, hidden states at the prompts' ends) of moves ``idx`` (transcripts: they are
         the moves of ``games``, game g's from ``first[g]``), differentiable."""
+        table, mask, hidden = rescore(self.model, moves, idx, games, first, self.pad_id)
+        W, device = table.shape[1], table.device
         if moves.ratio == "valid-commands":
-            rows, branches = game_branches(moves, games, first) if games is not None else move_branches(moves, idx)
-            out = branch_scores(self.model, rows, branches, self.pad_id)
-            A, device = out.scores.shape[1], out.scores.device
-            log_ratio, terms = policy_terms(out.scores, out.mask, moves.chosen[idx].to(device),
-                                            moves.old_scores[idx, :A].to(device),
-                                            moves.ref_scores[idx, :A].to(device), self.temperature)
-            return log_ratio, terms, out.hidden
-        if games is not None:
-            logp, mask, hidden = game_logprobs(self.model, [moves.games[g][0] for g in games],
-                                               [moves.games[g][1] for g in games], self.pad_id)
+            log_ratio, terms = policy_terms(table, mask, moves.chosen[idx].to(device),
+                                            moves.old_scores[idx, :W].to(device),
+                                            moves.ref_scores[idx, :W].to(device), self.temperature)
         else:
-            logp, mask, hidden = move_logprobs(self.model, [moves.prompt_ids[i] for i in idx],
-                                               [moves.command_ids[i] for i in idx], self.pad_id)
-        K, device = logp.shape[1], logp.device
-        log_ratio, terms = token_terms(logp, moves.old_logp[idx, :K].to(device), moves.ref_logp[idx, :K].to(device),
-                                       mask)
+            log_ratio, terms = token_terms(table, moves.old_logp[idx, :W].to(device),
+                                           moves.ref_logp[idx, :W].to(device), mask)
         return log_ratio, terms, hidden
 
     def _backward(self, moves: Moves, micro_batches: list[tuple[list[int], list[int] | None]], first: list[int]

@@ -121,6 +121,31 @@ def collect_moves(episodes: Sequence[Any], model: Any, gamma: float, lam: float,
     return moves
 
 
+def rescore(model: Any, moves: Moves, idx: Sequence[int], games: Sequence[int] | None, first: Sequence[int],
+            pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(the ratio's table: valid-command scores or command token log-probabilities, its mask, hidden states at the
+    prompts' ends) of moves ``idx`` (transcripts: they are the moves of ``games``, game g's from ``first[g]``),
+    differentiable."""
+    if moves.ratio == "valid-commands":
+        rows, branches = game_branches(moves, games, first) if games is not None else move_branches(moves, idx)
+        out = branch_scores(model, rows, branches, pad_id)
+        return out.scores, out.mask, out.hidden
+    if games is not None:
+        return game_logprobs(model, [moves.games[g][0] for g in games], [moves.games[g][1] for g in games], pad_id)
+    return move_logprobs(model, [moves.prompt_ids[i] for i in idx], [moves.command_ids[i] for i in idx], pad_id)
+
+
+def _reference(moves: Moves, model: Any, pad_id: int, batch: int, width: int, fill: float = 0.0) -> torch.Tensor:
+    """The reference's (adapter off) :func:`rescore` table of every move, ``width`` wide (``fill`` past a row's own):
+    one forward per transcript game, or per ``batch`` windowed moves."""
+    first, N = game_starts(moves), len(moves.prompt_ids)
+    chunks = ([(range(first[g], first[g + 1]), [g]) for g in range(len(moves.games))] if moves.games is not None
+              else [(range(s, min(s + batch, N)), None) for s in range(0, N, batch)])
+    with torch.no_grad(), model.disable_adapter():
+        parts = [rescore(model, moves, idx, games, first, pad_id)[0].cpu() for idx, games in chunks]
+    return torch.cat([torch.nn.functional.pad(p, (0, width - p.shape[1]), value=fill) for p in parts])
+
+
 def _candidate_tables(moves: Moves, episodes: Sequence[Any], model: Any, pad_id: int, batch: int) -> None:
     """Fill the "valid-commands" fields: the played choice and scores, the reference scores (adapter off)."""
     if any(len(e.candidate_scores) != len(e) for e in episodes):
@@ -129,34 +154,12 @@ def _candidate_tables(moves: Moves, episodes: Sequence[Any], model: Any, pad_id:
     moves.chosen = torch.tensor([i for e in episodes for i in e.indices], dtype=torch.long)
     A = max(len(c) for c in moves.candidate_ids)
     moves.old_scores = pad_rows([s for e in episodes for s in e.candidate_scores], A, MASKED_SCORE)
-    parts = []
-    with torch.no_grad(), model.disable_adapter():
-        if moves.games is not None:
-            first = game_starts(moves)
-            for g in range(len(moves.games)):
-                parts.append(branch_scores(model, *game_branches(moves, [g], first), pad_id).scores.cpu())
-        else:
-            for s in range(0, len(moves.prompt_ids), batch):
-                idx = range(s, min(s + batch, len(moves.prompt_ids)))
-                parts.append(branch_scores(model, *move_branches(moves, idx), pad_id).scores.cpu())
-    moves.ref_scores = torch.cat([torch.nn.functional.pad(p, (0, A - p.shape[1]), value=MASKED_SCORE)
-                                  for p in parts])
+    moves.ref_scores = _reference(moves, model, pad_id, batch, A, MASKED_SCORE)
 
 
 def _token_tables(moves: Moves, episodes: Sequence[Any], model: Any, pad_id: int, batch: int) -> None:
     """Fill the "command-tokens" fields: the played and the reference (adapter off) per-token log-probabilities."""
     K = max(len(c) for c in moves.command_ids)
     moves.old_logp = pad_rows([lp for e in episodes for lp in e.logprobs], K)
-    refs = []
-    with torch.no_grad(), model.disable_adapter():
-        if moves.games is not None:
-            for g in moves.games:
-                logp, _, _ = game_logprobs(model, [g[0]], [g[1]], pad_id)
-                refs.append(torch.nn.functional.pad(logp.cpu(), (0, K - logp.shape[1])))
-        else:
-            for s in range(0, len(moves.prompt_ids), batch):
-                logp, _, _ = move_logprobs(model, moves.prompt_ids[s:s + batch], moves.command_ids[s:s + batch],
-                                           pad_id)
-                refs.append(torch.nn.functional.pad(logp.cpu(), (0, K - logp.shape[1])))
-    moves.ref_logp = torch.cat(refs)
+    moves.ref_logp = _reference(moves, model, pad_id, batch, K)
     moves.token_mask = pad_rows([[1.0] * len(c) for c in moves.command_ids], K)

@@ -53,6 +53,20 @@ class Episode:
     def __len__(self) -> int:
         return len(self.actions)
 
+    def record(self, prompt: str, action: str, valid: Sequence[str], step: tuple, logprobs: list[float],
+               value: float) -> None:
+        """Log one move: its prompt, the command played among ``valid`` and the env's ``step`` result after it."""
+        _, reward, terminated, truncated, info = step
+        self.prompts.append(prompt)
+        self.actions.append(action)
+        self.valid_actions.append(list(valid))
+        self.rewards.append(float(reward))
+        self.terminated.append(bool(terminated))
+        self.truncated.append(bool(truncated))
+        self.logprobs.append(logprobs)
+        self.values.append(value)
+        self.score, self.success = float(info["score"]), bool(info["success"])
+
 
 def make_envs(options: GameOptions, games: Sequence[Game]) -> list[CookingWorldEnv]:
     """One env (game handle on the shared JVM) per game."""
@@ -89,22 +103,14 @@ def play(policy: Any, games: Sequence[Game], options: GameOptions, history: int,
                              generator=generator, keys=active)
         still = []
         for i, prompt, choice in zip(active, prompts, choices):
-            obs, reward, terminated, truncated, info = envs[i].step(choice.action)
+            step = obs, _, terminated, truncated, info = envs[i].step(choice.action)
             ep = episodes[i]
-            ep.prompts.append(prompt)
-            ep.actions.append(choice.action)
-            ep.rewards.append(float(reward))
-            ep.terminated.append(bool(terminated))
-            ep.truncated.append(bool(truncated))
-            ep.logprobs.append(choice.token_logprobs)
-            ep.values.append(choice.value)
+            ep.record(prompt, choice.action, valid[i], step, choice.token_logprobs, choice.value)
             ep.prompt_ids.append(choice.prompt_ids)
             ep.command_ids.append(choice.command_ids)
-            ep.valid_actions.append(list(valid[i]))
             ep.indices.append(choice.index)
             ep.candidate_scores.append(choice.scores)
             ep.candidate_ids.append(choice.candidate_ids)
-            ep.score, ep.success = float(info["score"]), bool(info["success"])
             observations[i].append(obs)
             valid[i] = info["valid_actions"]
             if not (terminated or truncated):
@@ -124,17 +130,10 @@ def gold_demonstrations(games: Sequence[Game], options: GameOptions, history: in
         ep = Episode(fold, int(seed), game_name(options.game, fold, seed))
         observations = [obs]
         for action in env.gold_actions():
-            ep.prompts.append(build_prompt(observations, ep.actions, history, pinned))
-            ep.valid_actions.append(list(info["valid_actions"]))
-            obs, reward, terminated, truncated, info = env.step(action)
-            ep.actions.append(action)
-            ep.rewards.append(float(reward))
-            ep.terminated.append(bool(terminated))
-            ep.truncated.append(bool(truncated))
-            ep.logprobs.append([])
-            ep.values.append(float("nan"))
+            prompt, valid = build_prompt(observations, ep.actions, history, pinned), info["valid_actions"]
+            step = obs, _, terminated, truncated, info = env.step(action)
+            ep.record(prompt, action, valid, step, [], float("nan"))
             observations.append(obs)
-            ep.score, ep.success = float(info["score"]), bool(info["success"])
             if terminated or truncated:
                 break
         episodes.append(ep)

@@ -20,12 +20,9 @@ def sft_rows(tokenizer: Any, demos: Sequence[Episode], max_prompt_tokens: int, t
     ``transcript`` one per game (:func:`tasks.textworld.transcript.encode_transcript`)."""
     if transcript:
         return [transcript_row(tokenizer, ep, max_prompt_tokens) for ep in demos if len(ep)]
-    prompts = [p for ep in demos for p in ep.prompts]
-    commands = [a for ep in demos for a in ep.actions]
-    rows = []
-    for p, c in zip(encode_prompts(tokenizer, prompts, max_prompt_tokens), encode_commands(tokenizer, commands)):
-        rows.append({"input_ids": p + c, "labels": [-100] * len(p) + c})
-    return rows
+    prompts = encode_prompts(tokenizer, [p for ep in demos for p in ep.prompts], max_prompt_tokens)
+    commands = encode_commands(tokenizer, [a for ep in demos for a in ep.actions])
+    return [{"input_ids": p + c, "labels": [-100] * len(p) + c} for p, c in zip(prompts, commands)]
 
 
 def transcript_row(tokenizer: Any, demo: Episode, max_tokens: int) -> dict[str, list[int]]:
