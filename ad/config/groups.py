@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ad.config import option, override, refuse
+from ad.config import option, override, refuse, refuse_choice
 from ad.errors import UserError
 
 #: The ``--help`` sections of the run options, the training options and the LoRA options.
@@ -174,8 +174,7 @@ class WeightsDtypeOptions:
                    "log-probabilities then carry bfloat16 rounding")
 
     def __post_init__(self) -> None:
-        if self.dtype not in WEIGHT_DTYPES:
-            raise UserError(f"--dtype must be one of {', '.join(WEIGHT_DTYPES)}, got {self.dtype!r}")
+        refuse_choice(self, dtype=WEIGHT_DTYPES)
         if self.dtype == "bfloat16" and cpu_has_fast_bfloat16() is False and not _cuda_available():
             print("warning: --dtype bfloat16 on a CPU without AMX or AVX512-BF16: torch emulates bfloat16 matrix "
                   f"products here (one measured {bfloat16_slowdown():.1f}x slower than in float32 just now); "
