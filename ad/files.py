@@ -157,12 +157,6 @@ def read_utf8(path: str | Path, what: str) -> str:
 OWNER_FILE = "out.txt"
 
 
-def out_path(location: Location, out: str) -> Path | str:
-    """The dataset of ``--out`` as a ``Path`` where it is local, else the ``--out`` URL as given."""
-    local = location.local_path()
-    return Path(local) if local is not None else out
-
-
 def run_folder(out: str, location: Location, run_dir: str = "") -> Path:
     """Local folder of a generation run's side outputs: ``run_dir`` if given, else ``<out>/_run`` for a local
     ``--out``, else ``runs/generate-<name>`` for a remote URL. A folder outside the dataset records which

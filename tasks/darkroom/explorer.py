@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.grid.room import COLUMN_TYPES, NUM_ACTIONS, start_cell, transition_table
+from tasks.grid.room import NUM_ACTIONS, start_cell, transition_table
+
+#: History columns of one goal, in the store's dtypes.
+COLUMN_TYPES = {"stream": np.int32, "update": np.int64, "episode": np.int32, "step": np.int32, "state": np.int16,
+                "action": np.int8, "reward": np.float32, "terminated": np.bool_, "truncated": np.bool_,
+                "logprob": np.float32}
 
 
 def explore_goal(size: int, goal: tuple[int, int], streams: int, episodes: int, episode_length: int,

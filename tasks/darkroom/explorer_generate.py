@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ad.files import out_path, run_folder, write_json_atomic
+from ad.files import run_folder, write_json_atomic
 from ad.errors import UserError
 from ad.history import HistoryReader, HistoryWriter, Location
 from tasks.darkroom.config import GenerateConfig
@@ -54,7 +54,8 @@ def generate_explorer(cfg: GenerateConfig) -> Path | str:
     location = Location.of(cfg.out)
     writer = HistoryWriter(location, spec=history_spec(cfg, DARKROOM, critic=False), family=FAMILY, metadata=metadata,
                            planned_tasks=len(goals))  # raises UserError before anything is overwritten
-    out = out_path(location, cfg.out)
+    local = location.local_path()
+    out: Path | str = Path(local) if local is not None else cfg.out
     todo = [g for g in goals if not writer.is_complete(task_name(cfg.size, g), cfg.seed)]
     if len(todo) < len(goals):
         print(f"resuming: {len(goals) - len(todo)} of {len(goals)} goals already in {out}")

@@ -24,10 +24,10 @@ from typing import Any, Callable
 import numpy as np
 
 from ad.errors import UserError
-from ad.files import out_path, run_folder, write_json_atomic
+from ad.files import run_folder, write_json_atomic
 from ad.history import HistoryReader, HistoryWriter, Location
 from tasks.grid.family import GridFamily, history_spec
-from tasks.grid.room import COLUMN_TYPES, NUM_ACTIONS, start_cell
+from tasks.grid.room import NUM_ACTIONS, start_cell
 from tasks.noise import (TabularTasks, epsilon_floor, epsilon_greedy, epsilon_schedule, expected_return,
                          return_record, summarize_records)
 from tasks.random_source import behaviour_distributions, sample_actions
@@ -39,6 +39,10 @@ TASKS_PER_BATCH = 64
 #: must stay the same for an interrupted run to resume).
 RECORDED_NAME = "tasks.darkroom.noise_generate.run_noise"
 RECORDED_DEMONSTRATOR = "shortest path (tasks.darkroom.goals.shortest_path_actions)"
+#: History columns in the store's dtypes (the family's ``derive`` may split the state).
+COLUMN_TYPES = {"stream": np.int32, "update": np.int64, "episode": np.int32, "step": np.int32, "state": np.int16,
+                "action": np.int8, "reward": np.float32, "terminated": np.bool_, "truncated": np.bool_,
+                "logprob": np.float32}
 
 
 @dataclass(frozen=True)
@@ -172,7 +176,8 @@ def generate_noise(cfg: Any, grid: GridFamily, demo: Demonstrator) -> Path | str
     location = Location.of(cfg.out)
     writer = HistoryWriter(location, spec=history_spec(cfg, grid, critic=False), family=grid.family, metadata=metadata,
                            planned_tasks=len(tasks))  # raises UserError before anything is overwritten
-    out = out_path(location, cfg.out)
+    local = location.local_path()
+    out: Path | str = Path(local) if local is not None else cfg.out
     names = [grid.task_name(cfg.size, t) for t in tasks]
     todo = [i for i, name in enumerate(names) if not writer.is_complete(name, cfg.seed)]
     if len(todo) < len(tasks):

@@ -23,10 +23,6 @@ NUM_ACTIONS = len(ACTION_DELTAS)
 ACTION_NAMES = ("noop", "up", "right", "down", "left")
 #: Largest supported room side: tasks grow as size^2 and each agent's tables as size^2 too.
 MAX_SIZE = 32
-#: History columns of a room's source algorithms, in the store's dtypes (the family's ``derive`` may split the state).
-COLUMN_TYPES = {"stream": np.int32, "update": np.int64, "episode": np.int32, "step": np.int32, "state": np.int16,
-                "action": np.int8, "reward": np.float32, "terminated": np.bool_, "truncated": np.bool_,
-                "logprob": np.float32}
 
 
 def check_size(size: int, room: str = "DarkRoom") -> None:

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 import numpy as np
 import torch
 
-from ad.files import out_path, run_folder, write_json_atomic
+from ad.files import run_folder, write_json_atomic
 from ad.config import data_options
 from ad.errors import UserError
 from ad.history import HistoryReader, HistoryWriter, Location
@@ -96,7 +96,8 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     model, tokenizer = load_base(cfg.model, cfg.dtype)
     location = Location.of(cfg.out)
     writer = HistoryWriter(location, spec=SPEC, family="gridworld", metadata=dataset_metadata(cfg, train, heldout))
-    out = out_path(location, cfg.out)
+    local = location.local_path()
+    out: Path | str = Path(local) if local is not None else cfg.out
     run_dir, run = run_folder(cfg.out, location, cfg.run_dir), cfg.seed
     ckpt = run_dir / "checkpoints"
     done = {task for task, r in writer.completed_units() if r == run}

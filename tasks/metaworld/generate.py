@@ -26,7 +26,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ad.config import data_options
-from ad.files import out_path, run_folder, write_json_atomic
+from ad.files import run_folder, write_json_atomic
 from ad.history import ColumnSpec, HistorySpec, HistoryWriter, Location
 from ad.record import env_spec
 from tasks.metaworld import GYM_ID
@@ -218,7 +218,8 @@ def generate(cfg: GenerateConfig) -> Path | str:
     except BaseException:
         env.close()
         raise
-    out = out_path(location, cfg.out)
+    local = location.local_path()
+    out: Path | str = Path(local) if local is not None else cfg.out
     units = [(s, g, r) for r in range(cfg.runs) for s, g in goals]
     todo = [u for u in units if not writer.is_complete(task_name(cfg.skill, u[0], u[1]), u[2])]
     if len(todo) < len(units):

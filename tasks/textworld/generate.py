@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ad.files import out_path, run_folder, write_json_atomic
+from ad.files import run_folder, write_json_atomic
 from ad.config import data_options
 from ad.history import HistoryReader, HistoryWriter, Location
 from ad.progress import PhaseLog
@@ -129,7 +129,8 @@ def generate(cfg: GenerateConfig) -> Path | str:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     run = Run(cfg)
-    out = out_path(run.location, cfg.out)
+    local = run.location.local_path()
+    out: Path | str = Path(local) if local is not None else cfg.out
     try:
         model, tokenizer = load_base(cfg.model, dtype=cfg.dtype)
         if torch.cuda.is_available():  # every phase runs where the weights are (scoring, SFT, PPO)

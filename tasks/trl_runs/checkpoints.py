@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ad.errors import UserError
-from ad.files import out_path, run_folder, write_json_atomic
+from ad.files import run_folder, write_json_atomic
 from ad.history import HistorySpec, HistoryWriter, Location
 from tasks.trl_runs.rollout_log import chunk_of
 
@@ -41,11 +41,12 @@ def open_run(cfg: Any, spec: HistorySpec, family: str, metadata: dict[str, Any])
     start does not trust a summary left in the run folder (a remote dataset's run folder outlives the dataset)."""
     location = Location.of(cfg.out)
     writer = HistoryWriter(location, spec=spec, family=family, metadata=metadata)
+    local = location.local_path()
     run_dir = run_folder(cfg.out, location, cfg.run_dir)
     resume = resume_point(writer, out=cfg.out, seed=cfg.seed, chunk_steps=cfg.chunk_steps, steps=cfg.max_steps,
                           ckpt_dir=run_dir / "checkpoints")
     summary = run_dir / "summary.json"
-    return Run(writer, out_path(location, cfg.out), run_dir, run_dir / "checkpoints", resume,
+    return Run(writer, Path(local) if local is not None else cfg.out, run_dir, run_dir / "checkpoints", resume,
                json.loads(summary.read_text()) if summary.is_file() and resume else {})
 
 
