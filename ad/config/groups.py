@@ -96,10 +96,8 @@ class LoRAOptions:
 
     def __post_init__(self) -> None:
         refuse(self, ("lora_r",), lambda v: v < 1, "must be at least 1")
-        if self.lora_alpha <= 0:
-            raise UserError(f"--lora-alpha must be positive, got {self.lora_alpha}")
-        if not 0.0 <= self.lora_dropout < 1.0:
-            raise UserError(f"--lora-dropout must be in [0, 1), got {self.lora_dropout}")
+        refuse(self, ("lora_alpha",), lambda v: v <= 0, "must be positive")
+        refuse(self, ("lora_dropout",), lambda v: not 0.0 <= v < 1.0, "must be in [0, 1)")
         if not self.target_modules:
             raise UserError("--target-modules must name at least one layer (e.g. q_proj v_proj, or all-linear)")
         continue_post_init(LoRAOptions, self)

@@ -72,8 +72,7 @@ class BanditDemoConfig(DemoConfig, MethodsOptions, run_options("out", "seed", "t
         check_arms(self.arms)
         refuse(self, ("instances", "pulls", "ad_steps", "ed_steps", "batch_size", "n_layer", "eval_envs",
                       "random_histories"), lambda v: v <= 0, "must be positive")
-        if self.context < 0 or self.context > self.pulls:
-            raise UserError(f"--context must be in 0..--pulls ({self.pulls}), got {self.context}")
+        refuse(self, ("context",), lambda v: not 0 <= v <= self.pulls, f"must be in 0..--pulls ({self.pulls})")
         if self.threads < 0 or self.dpt_steps < 0:
             raise UserError(f"--threads and --dpt-steps must be >= 0, got {self.threads} and {self.dpt_steps}")
         if not 0.0 < self.heldout_fraction < 1.0:
