@@ -56,9 +56,8 @@ def plot_rates(path: Any, out: str | Path) -> Path:
                    label="success rate (held-out, greedy)")
         ax.scatter(u, [held[k][1] for k in u], s=80, marker="D", color="C3", zorder=3,
                    label="off-map rate (held-out, greedy)")
-    ax.set_xlabel("policy version (0 = base actor, k = after k SimPO iterations)")
-    ax.set_ylabel("fraction of episodes")
-    ax.set_ylim(-0.02, 1.02)
+    ax.set(xlabel="policy version (0 = base actor, k = after k SimPO iterations)", ylabel="fraction of episodes",
+           ylim=(-0.02, 1.02))
     ax.grid(alpha=0.3)
     ax.legend()
     return save_figure(fig, out, dpi=110)

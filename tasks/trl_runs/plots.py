@@ -31,9 +31,7 @@ def plot_reward_curve(path: Any, out: str | Path, title: str = "reward per train
     x, ys = smooth(means, points=max(1, len(means) // 5))
     if len(updates):
         ax.plot(np.interp(x, np.arange(len(updates)), updates), ys, lw=2.2, color="black", label="smoothed")
-    ax.set_xlabel("training iteration (update)")
-    ax.set_ylabel("reward")
-    ax.set_title(title)
+    ax.set(xlabel="training iteration (update)", ylabel="reward", title=title)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
     return save_figure(fig, out)
