@@ -189,18 +189,15 @@ def plot_regret(results: dict[str, Any], path: str | Path, title: str = "") -> P
     """Cumulative regret vs pull, mean +- one standard error, one line per policy."""
     from ad.plots import pyplot, save_figure
 
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = pyplot().subplots(figsize=(7, 4.5))
     for name, row in results["policies"].items():
         mean, se = np.asarray(row["mean"]), np.asarray(row["se"])
         x = np.arange(1, len(mean) + 1)
         ax.plot(x, mean, label=f"{name} ({mean[-1]:.1f})", lw=2 if name in ("AD", "DPT") else 1.3)
         ax.fill_between(x, mean - se, mean + se, alpha=0.2)
-    ax.set(xlabel="pull", ylabel="cumulative expected regret", yscale="log")
     ax.set_title(title, fontsize=10)
     ax.legend()
-    ax.grid(alpha=0.3)
-    return save_figure(fig, path)
+    return save_figure(fig, path, ax, xlabel="pull", ylabel="cumulative expected regret", yscale="log")
 
 
 def source_lines(summary: dict[str, Any]) -> list[str]:
