@@ -66,8 +66,7 @@ def smooth(values: np.ndarray, points: int = 200) -> tuple[np.ndarray, np.ndarra
 
 def plot_learning_curves(curves: Mapping[str, np.ndarray], out: str | Path, title: str = "Learning curves") -> Path:
     """Per-task mean episode return vs episode index (thin lines) and their mean (bold)."""
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = pyplot().subplots(figsize=(8, 4.5))
     series = [smooth(np.asarray(curve, dtype=np.float64)) for curve in curves.values()]  # (x, means) of each task
     for x, ys in series:
         ax.plot(x, ys, lw=0.7, alpha=0.35)
@@ -103,8 +102,7 @@ def plot_in_context(curves: Mapping[str, tuple[np.ndarray, np.ndarray]], optimum
     never shows a return below 0 or above the optimum that no run had. A curve's colour is looked up by the first
     word of its name in ``colours``, then in :data:`CURVE_COLOURS`."""
     palette = {**CURVE_COLOURS, **(colours or {})}
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = pyplot().subplots(figsize=(8, 4.5))
     for name, (mean, spread) in curves.items():
         x = np.arange(1, len(mean) + 1)
         colour = palette.get(name.split(" ")[0])

@@ -6,6 +6,7 @@ latest step=N.ckpt, for --resume), ``tb/`` (TensorBoard: train/* and val/*), ``m
 """
 from __future__ import annotations
 
+import logging
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -26,6 +27,21 @@ COMMON_EXPECTED_WARNINGS = (".*sampler has shuffling enabled.*", ".*dataloader i
                             ".*Checkpoint directory .* exists and is not empty.*", ".*LeafSpec.*",
                             ".*does not have many workers.*", ".*The dirpath has changed from.*",
                             ".*It is recommended to use `self.log\\('val/.*sync_dist=True.*")
+
+
+def start_run(config: Any) -> tuple[Path, Any]:
+    """(run folder ``--out``, reader of ``--data``) of a training run, after applying ``--threads``, quieting
+    Lightning's info lines and refusing an incomplete dataset (unless ``--allow-incomplete``)."""
+    import torch
+
+    from ad.history import HistoryReader
+
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
+    reader = HistoryReader(config.data)
+    reader.require_complete(config.allow_incomplete)
+    return Path(config.out).expanduser(), reader
 
 
 def check_resume(config: Any, out: Path, resumable: Iterable[str],

@@ -4,8 +4,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from ad.config import option
-from ad.errors import UserError
+from ad.config import option, refuse
 from ad.plots import figure_path, plot_learning_curves
 from ad.registry import default_dataset, register
 
@@ -27,8 +26,7 @@ class InspectConfig:
     def __post_init__(self) -> None:
         if self.path is None:
             self.path = default_dataset()
-        if not 0 < self.fraction <= 0.5:
-            raise UserError(f"--fraction must be in (0, 0.5], got {self.fraction}")
+        refuse(self, ("fraction",), lambda v: not 0 < v <= 0.5, "must be in (0, 0.5]")
         if self.plot:
             figure_path(self.plot, "--plot", CURVES_FILE)  # refuses an extension no writer takes, before reading
 

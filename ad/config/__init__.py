@@ -78,6 +78,14 @@ def refuse(config: Any, names: Sequence[str], bad: Any, words: str) -> None:
             raise UserError(f"{_flag(name)} {words}, got {getattr(config, name)}")
 
 
+def refuse_choice(config: Any, **allowed: Sequence[str]) -> None:
+    """UserError ``--name must be one of a, b, got 'value'`` for the first option ``name`` of ``allowed`` whose
+    value is not one of its choices."""
+    for name, choices in allowed.items():
+        if getattr(config, name) not in choices:
+            raise UserError(f"{_flag(name)} must be one of {', '.join(choices)}, got {getattr(config, name)!r}")
+
+
 def current_names(config_cls: Any, values: dict[str, Any], source: str = "options", flags: bool = False,
                   quiet: bool = False) -> dict[str, Any]:
     """``values`` with every deprecated option name of ``config_cls`` replaced by the current one (a note on stderr

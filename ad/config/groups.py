@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ad.config import option, override, refuse
+from ad.config import option, override, refuse, refuse_choice
 from ad.errors import UserError
 
 #: The ``--help`` sections of the run options, the training options and the LoRA options.
@@ -96,10 +96,8 @@ class LoRAOptions:
 
     def __post_init__(self) -> None:
         refuse(self, ("lora_r",), lambda v: v < 1, "must be at least 1")
-        if self.lora_alpha <= 0:
-            raise UserError(f"--lora-alpha must be positive, got {self.lora_alpha}")
-        if not 0.0 <= self.lora_dropout < 1.0:
-            raise UserError(f"--lora-dropout must be in [0, 1), got {self.lora_dropout}")
+        refuse(self, ("lora_alpha",), lambda v: v <= 0, "must be positive")
+        refuse(self, ("lora_dropout",), lambda v: not 0.0 <= v < 1.0, "must be in [0, 1)")
         if not self.target_modules:
             raise UserError("--target-modules must name at least one layer (e.g. q_proj v_proj, or all-linear)")
         continue_post_init(LoRAOptions, self)
@@ -174,8 +172,7 @@ class WeightsDtypeOptions:
                    "log-probabilities then carry bfloat16 rounding")
 
     def __post_init__(self) -> None:
-        if self.dtype not in WEIGHT_DTYPES:
-            raise UserError(f"--dtype must be one of {', '.join(WEIGHT_DTYPES)}, got {self.dtype!r}")
+        refuse_choice(self, dtype=WEIGHT_DTYPES)
         if self.dtype == "bfloat16" and cpu_has_fast_bfloat16() is False and not _cuda_available():
             print("warning: --dtype bfloat16 on a CPU without AMX or AVX512-BF16: torch emulates bfloat16 matrix "
                   f"products here (one measured {bfloat16_slowdown():.1f}x slower than in float32 just now); "

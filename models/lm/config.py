@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ad.config import option, override, refuse, runtime_fields
+from ad.config import option, override, refuse, refuse_choice, runtime_fields
 from ad.distributed.options import DistributedOptions, check_distributed_options
 from ad.errors import UserError
 from ad.config.groups import LoRAOptions, RunOptions, TrainingOptions, WeightsDtypeOptions, run_options
@@ -88,8 +88,7 @@ class TrainLMConfig(LoRAOptions, WeightsDtypeOptions, TrainingOptions, Distribut
         super().__post_init__()
         if self.preset not in self.PRESETS:
             raise UserError(f"unknown preset {self.preset!r}; choose one of: {', '.join(sorted(self.PRESETS))}")
-        if self.loss_on not in LOSS_ON:
-            raise UserError(f"--loss-on must be one of {', '.join(LOSS_ON)}, got {self.loss_on!r}")
+        refuse_choice(self, loss_on=LOSS_ON)
         refuse(self, ("context", "stride", "subsample", "n_layer", "n_embd", "n_head", "n_ff", "watch_episodes",
                       "watch_seeds"), lambda v: v < 1, "must be at least 1")
         if self.n_embd % self.n_head:

@@ -8,9 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from ad.config import option, override, refuse
+from ad.config import option, override, refuse, refuse_choice
 from ad.demo import DemoConfig, DemoRun
-from ad.errors import UserError
 from ad.config.groups import RunOptions, run_options
 
 #: --lm choices: a Llama trained from scratch (word tokenizer), or the pretrained default + LoRA
@@ -73,10 +72,7 @@ class LMDemoConfig(DemoConfig, run_options("out", "seed", "threads")):
                                   "then has no RL-format rows unless <out>/eval/eval.json exists)")
 
     def __post_init__(self) -> None:
-        if self.source not in SOURCE_DEFAULTS:
-            raise UserError(f"--source must be one of {', '.join(SOURCE_DEFAULTS)}, got {self.source!r}")
-        if self.lm not in LMS:
-            raise UserError(f"--lm must be one of {', '.join(LMS)}, got {self.lm!r}")
+        refuse_choice(self, source=SOURCE_DEFAULTS, lm=LMS)
         source_context = SOURCE_DEFAULTS[self.source]["context"]
         defaults = {**SOURCE_DEFAULTS[self.source], "batch_size": SCRATCH_BATCH_SIZE}
         if self.lm != "scratch":

@@ -7,7 +7,6 @@ scratch``: the whole model), ``tokenizer/`` and, with ``--merge``, ``merged/`` (
 """
 from __future__ import annotations
 
-import logging
 import warnings
 from pathlib import Path
 from typing import Any
@@ -112,25 +111,18 @@ def train(config: TrainLMConfig) -> Path:
     import dataclasses
 
     import lightning as L
-    import torch
 
     from ad.progress.hf import library_bars_off_in_logs
-    from ad.history import HistoryReader
     from ad.lm.pretrained import position_limit
     from ad.registry import env_factory
-    from models.trainer import check_resume, fit, load_checkpoint, lock_run, make_trainer, write_config
+    from models.trainer import check_resume, fit, load_checkpoint, lock_run, make_trainer, start_run, write_config
     from models.training import optim_config_of
     from models.lm.data import ShardedLMDataModule
     from models.lm.module import LMLightningModule
     from models.lm.watch import HeldoutReturn
 
-    if config.threads:
-        torch.set_num_threads(config.threads)
     library_bars_off_in_logs()  # transformers' "Writing model shards" bars are carriage-return noise in a log
-    logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
-    out = Path(config.out).expanduser()
-    reader = HistoryReader(config.data)
-    reader.require_complete(config.allow_incomplete)
+    out, reader = start_run(config)
     config = dataclasses.replace(config, template=resolve_template(config.template, reader.metadata, config.model))
     resume_from = check_resume(config, out, RESUMABLE_CHANGES, lambda path: load_checkpoint(path, "ad train lm"))
     L.seed_everything(config.seed, workers=True, verbose=False)

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ad.config import option, override, refuse, runtime_fields
+from ad.config import option, override, refuse, refuse_choice, runtime_fields
 from ad.distributed.options import DistributedOptions, check_distributed_options
 from ad.errors import UserError
 from ad.config.groups import RunOptions, TrainingOptions, continue_post_init, run_options
@@ -71,10 +71,7 @@ class ADConfig:
                                         "log-probability of a_t); 0 turns the head off")
 
     def __post_init__(self) -> None:
-        if self.layout not in LAYOUTS:
-            raise UserError(f"--layout must be one of {', '.join(LAYOUTS)}, got {self.layout!r}")
-        if self.reward_kind not in REWARD_KINDS:
-            raise UserError(f"--reward-kind must be one of {', '.join(REWARD_KINDS)}, got {self.reward_kind!r}")
+        refuse_choice(self, layout=LAYOUTS, reward_kind=REWARD_KINDS)
         refuse(self, ("n_layer", "n_head", "n_embd", "n_ff", "context"), lambda v: v < 1, "must be at least 1")
         if self.n_embd % self.n_head:
             raise UserError(f"--n-embd ({self.n_embd}) must be a multiple of --n-head ({self.n_head})")
@@ -121,8 +118,7 @@ def _check_box_actions(config: ADConfig) -> None:
     """UserError unless the Box-action options agree with each other (finite bounds, low < high, one per dim)."""
     import math
 
-    if config.action_head not in ACTION_HEADS:
-        raise UserError(f"--action-head must be one of {', '.join(ACTION_HEADS)}, got {config.action_head!r}")
+    refuse_choice(config, action_head=ACTION_HEADS)
     refuse(config, ("action_bins",), lambda v: v < 2, "must be at least 2")
     refuse(config, ("action_dim",), lambda v: v < 0, "must be >= 0")
     if config.num_actions and config.action_dim:
@@ -186,8 +182,7 @@ class TrainRLConfig(ADConfig, TrainingOptions, DistributedOptions, run_options("
         check_distributed_options(self, self.batch_size)
         if self.preset not in self.PRESETS:
             raise UserError(f"unknown preset {self.preset!r}; choose one of: {', '.join(sorted(self.PRESETS))}")
-        if self.objective not in OBJECTIVES:
-            raise UserError(f"--objective must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
+        refuse_choice(self, objective=OBJECTIVES)
         if self.expert_only and self.objective == "dpt":
             raise UserError("--expert-only means --objective ed; drop it to train --objective dpt")
         if self.expert_only:

@@ -9,7 +9,6 @@ script), or use ``ddp_spawn``.
 """
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -156,19 +155,13 @@ def train(config: TrainRLConfig) -> Path:
     import dataclasses
 
     import lightning as L
-    import torch
 
     from ad.distributed.sampling import ShardedRLDataModule
-    from ad.history import HistoryReader
-    from models.trainer import check_resume, fit, lock_run, make_trainer, write_config
+    from models.trainer import check_resume, fit, lock_run, make_trainer, start_run, write_config
     from models.rl.module import ADLightningModule
     from models.training import optim_config_of
 
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
-    out = Path(config.out).expanduser()
-    HistoryReader(config.data).require_complete(config.allow_incomplete)
+    out, _ = start_run(config)
     datamodule = ShardedRLDataModule(config.data, window=config.context, batch_size=config.batch_size,
                                      subsample=config.subsample, expert_only=config.objective == "ed",
                                      optimal_targets=config.objective == "dpt",

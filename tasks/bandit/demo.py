@@ -72,8 +72,7 @@ class BanditDemoConfig(DemoConfig, MethodsOptions, run_options("out", "seed", "t
         check_arms(self.arms)
         refuse(self, ("instances", "pulls", "ad_steps", "ed_steps", "batch_size", "n_layer", "eval_envs",
                       "random_histories"), lambda v: v <= 0, "must be positive")
-        if self.context < 0 or self.context > self.pulls:
-            raise UserError(f"--context must be in 0..--pulls ({self.pulls}), got {self.context}")
+        refuse(self, ("context",), lambda v: not 0 <= v <= self.pulls, f"must be in 0..--pulls ({self.pulls})")
         if self.threads < 0 or self.dpt_steps < 0:
             raise UserError(f"--threads and --dpt-steps must be >= 0, got {self.threads} and {self.dpt_steps}")
         if not 0.0 < self.heldout_fraction < 1.0:
@@ -190,20 +189,15 @@ def plot_regret(results: dict[str, Any], path: str | Path, title: str = "") -> P
     """Cumulative regret vs pull, mean +- one standard error, one line per policy."""
     from ad.plots import pyplot, save_figure
 
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = pyplot().subplots(figsize=(7, 4.5))
     for name, row in results["policies"].items():
         mean, se = np.asarray(row["mean"]), np.asarray(row["se"])
         x = np.arange(1, len(mean) + 1)
         ax.plot(x, mean, label=f"{name} ({mean[-1]:.1f})", lw=2 if name in ("AD", "DPT") else 1.3)
         ax.fill_between(x, mean - se, mean + se, alpha=0.2)
-    ax.set_xlabel("pull")
-    ax.set_ylabel("cumulative expected regret")
-    ax.set_yscale("log")
     ax.set_title(title, fontsize=10)
     ax.legend()
-    ax.grid(alpha=0.3)
-    return save_figure(fig, path)
+    return save_figure(fig, path, ax, xlabel="pull", ylabel="cumulative expected regret", yscale="log")
 
 
 def source_lines(summary: dict[str, Any]) -> list[str]:

@@ -22,10 +22,8 @@ def plot_learning_curves(path: Path, steps: np.ndarray, curves: np.ndarray, opti
     ax.plot(steps, np.nanmean(ratio, axis=1), color="tab:blue", linewidth=2.0, label=f"mean of {len(labels)} goals")
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1.0, label="optimal")
     ax.axhline(0.9, color="gray", linestyle=":", linewidth=1.0, label="90% of optimal")
-    ax.set_xlabel("env steps per goal")
-    ax.set_ylabel("episode return / optimal return")
-    ax.set_title(f"A2C learning curves on {room} (one agent per task)")
-    ax.set_ylim(0, 1.1)
+    ax.set(xlabel="env steps per goal", ylabel="episode return / optimal return", ylim=(0, 1.1),
+           title=f"A2C learning curves on {room} (one agent per task)")
     ax.legend(loc="lower right")
     save_figure(fig, path, dpi=120)
 

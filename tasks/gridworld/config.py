@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ad.config import option, override, refuse
+from ad.config import option, override, refuse, refuse_choice
 from ad.errors import UserError
 from ad.config.memory import check_memory
 from ad.config.groups import LoRAOptions, WeightsDtypeOptions, dataset_out, run_options
@@ -86,11 +86,8 @@ class GenerateConfig(LoRAOptions, WeightsDtypeOptions,
             raise UserError(f"--phases must list some of {', '.join(PHASES)}, got {self.phases!r}")
         refuse(self, ("max_turns", "max_moves", "num_envs", "critic_episodes", "critic_epochs", "simpo_iterations",
                       "simpo_states", "simpo_epochs", "simpo_batch"), lambda v: v <= 0, "must be positive")
-        for name, allowed in (("state_text", STATE_TEXTS), ("simpo_chosen", ("sampled", "all")),
-                              ("simpo_trainer", ("shared-prefix", "trl"))):
-            if getattr(self, name) not in allowed:
-                raise UserError(f"--{name.replace('_', '-')} must be one of {', '.join(allowed)}, "
-                                f"got {getattr(self, name)!r}")
+        refuse_choice(self, state_text=STATE_TEXTS, simpo_chosen=("sampled", "all"),
+                      simpo_trainer=("shared-prefix", "trl"))
         refuse(self, ("simpo_samples",), lambda v: v < 2, "must be at least 2 (a pair)")
         refuse(self, ("max_moves",), lambda v: v > 6, "must be at most 6 (the actor enumerates 3^k move lists)")
         refuse(self, ("heldout_fraction",), lambda v: not 0.0 < v < 1.0, "must be in (0, 1)")

@@ -119,7 +119,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
         summary[task] = {"success_rate": ep.success_rate(), "offmap_rate": ep.offmap_rate(),
                          "episodes": len(eval_starts)}
         board.add(update, **{f"{task}/success_rate": ep.success_rate(), f"{task}/offmap_rate": ep.offmap_rate()})
-        _save_summary(summary_path, summary)
+        write_json_atomic(summary_path, summary)
         print(f"{task}: success {ep.success_rate():.3f}, off-map {ep.offmap_rate():.3f} ({len(eval_starts)} held-out "
               "episodes, greedy)", flush=True)
 
@@ -147,7 +147,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
                                  "return_var": float(table["mc_return"].var())}
             for i, loss in enumerate(losses):
                 board.add(i, **{"critic/mse": loss})
-            _save_summary(summary_path, summary)
+            write_json_atomic(summary_path, summary)
             print(f"critic: MSE {losses[0]:.4f} -> {losses[-1]:.4f} on {len(table)} turns "
                   f"(return variance {summary['critic']['return_var']:.4f})", flush=True)
     if critic is None and critic_file.is_file():  # fit by an earlier run
@@ -213,16 +213,10 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     writer.close()
     board.close()
     summary["seconds_this_run"] = time.perf_counter() - start
-    _save_summary(summary_path, summary)
+    write_json_atomic(summary_path, summary)
     if cfg.plots:
         from tasks.gridworld.plots import plot_rates
 
         plot_rates(location, run_dir / "rates.png")
     print(f"done in {summary['seconds_this_run']:.1f}s -> {out}")
     return summary
-
-
-def _save_summary(path: Path, summary: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(path, summary)
-

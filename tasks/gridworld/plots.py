@@ -43,10 +43,9 @@ def heldout_rates(path: Any, table=None) -> dict[int, tuple[float, float]]:
 def plot_rates(path: Any, out: str | Path) -> Path:
     """Save the success / off-map rate curves (PNG): sampled episodes on train configurations per policy version,
     and the greedy held-out evaluations (before / after SimPO) as large markers."""
-    plt = pyplot()
     table = _read(path)  # one read for both curves
     updates, success, off = rates_per_update(path, table)
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = pyplot().subplots(figsize=(7, 4))
     ax.plot(updates, success, marker="o", label="success rate (train configs, sampled)")
     ax.plot(updates, off, marker="x", label="off-map rate (train configs, sampled)")
     held = heldout_rates(path, table)
@@ -56,9 +55,7 @@ def plot_rates(path: Any, out: str | Path) -> Path:
                    label="success rate (held-out, greedy)")
         ax.scatter(u, [held[k][1] for k in u], s=80, marker="D", color="C3", zorder=3,
                    label="off-map rate (held-out, greedy)")
-    ax.set_xlabel("policy version (0 = base actor, k = after k SimPO iterations)")
-    ax.set_ylabel("fraction of episodes")
     ax.set_ylim(-0.02, 1.02)
-    ax.grid(alpha=0.3)
     ax.legend()
-    return save_figure(fig, out, dpi=110)
+    return save_figure(fig, out, ax, dpi=110, xlabel="policy version (0 = base actor, k = after k SimPO iterations)",
+                       ylabel="fraction of episodes")

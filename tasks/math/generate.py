@@ -7,7 +7,6 @@ RLHF task's resume rule (:mod:`tasks.trl_runs`). ``<run>/`` also holds summary.j
 """
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from tasks.math.config import GenerateConfig
 from tasks.math.problems import Problem, generate_problems, load_jsonl, split_problems, split_templates
 from tasks.math.prompts import check_prompt_lengths, render_prompt
 from tasks.math.rollouts import SPEC, MathRolloutLog, chunk_task
+from tasks.trl_runs import chunk_tasks
 
 #: Generated held-out problems start at this index (training problems use indices below it).
 HELDOUT_OFFSET = 100_000
@@ -46,10 +46,7 @@ def dataset_metadata(cfg: GenerateConfig, split: dict[str, Any], shots: list[Pro
     """Dataset-level metadata: task spec, source algorithm + config, seeds, the split."""
     import trl
 
-    chunks = math.ceil(cfg.max_steps / cfg.chunk_steps)
-    tasks = {chunk_task(k): {"chunk": k, "updates": [k * cfg.chunk_steps,
-                                                     min((k + 1) * cfg.chunk_steps, cfg.max_steps)]}
-             for k in range(chunks)}
+    tasks = chunk_tasks(cfg, chunk_task)
     source = data_options(cfg)
     return {
         "task_spec": {"kind": "text-math", "model": cfg.model, "max_new_tokens": cfg.max_new_tokens,

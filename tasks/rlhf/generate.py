@@ -7,7 +7,6 @@ for a local ``--out``) also holds TensorBoard scalars, reward_curve.png and summ
 """
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from tasks.rlhf.evaluate import evaluate_policy
 from tasks.rlhf.prompts import load_prompts, split_prompts
 from tasks.rlhf.reward import checked_reward, load_reward
 from tasks.rlhf.rollouts import SPEC, RolloutLog, chunk_task
+from tasks.trl_runs import chunk_tasks
 from tasks.trl_runs.checkpoints import load_policy, open_run
 
 #: In a run folder outside the dataset: the --out whose training state the folder holds.
@@ -30,10 +30,7 @@ def dataset_metadata(cfg: GenerateConfig, train: list[str], heldout: list[str]) 
     """Dataset-level metadata: task spec, source algorithm + config, seeds, split and the prompt split."""
     import trl
 
-    chunks = math.ceil(cfg.max_steps / cfg.chunk_steps)
-    tasks = {chunk_task(k): {"chunk": k,
-                             "updates": [k * cfg.chunk_steps, min((k + 1) * cfg.chunk_steps, cfg.max_steps)]}
-             for k in range(chunks)}
+    tasks = chunk_tasks(cfg, chunk_task)
     source = data_options(cfg)
     return {
         "task_spec": {"kind": "text-rlhf", "reward": cfg.reward, "model": cfg.model,
@@ -118,9 +115,7 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
     if eval_set:
         summary["after"] = evaluate_policy(policy, tokenizer, eval_set, user_reward, cfg.max_new_tokens,
                                            cfg.temperature, cfg.seed)
-    summary["train_seconds_this_run"] = elapsed
-    summary["rows_this_run"] = log.rows_logged
-    summary["steps"] = cfg.max_steps
+    summary.update(train_seconds_this_run=elapsed, rows_this_run=log.rows_logged, steps=cfg.max_steps)
     run.save(summary, "RLHF reward per training iteration" if cfg.plots else None)
     if eval_set:
         print(f"held-out mean reward ({len(eval_set)} prompts): before {summary['before']['mean_reward']:+.3f}, "

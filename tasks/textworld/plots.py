@@ -27,8 +27,7 @@ def plot_phases(results: dict[str, dict[str, Any]], path: Path, seeds: Any = Non
             for i, v in enumerate(per):
                 ax.scatter(np.full(len(v), x[i] + (j - 0.5) * 0.38), v, color="black", s=8, zorder=3)
         ax.set_xticks(x, [p.upper() if p != "base" else "base LM" for p in phases])
-        ax.set_title("success rate" if key == "success" else "mean normalised score")
-        ax.set_ylim(0, 1)
+        ax.set(title="success rate" if key == "success" else "mean normalised score", ylim=(0, 1))
         ax.legend(fontsize=8)
     iters = sorted(k for k in results if k.startswith("ppo-i"))
     if iters:
@@ -37,7 +36,6 @@ def plot_phases(results: dict[str, dict[str, Any]], path: Path, seeds: Any = Non
         axes[2].plot(range(len(iters)), [np.nanmean(values(k, "success")) for k in iters], marker="s",
                      label="sampled rollouts: success")
         axes[2].legend(fontsize=8)
-    axes[2].set_title("PPO iterations (train fold)")
-    axes[2].set_xlabel("iteration")
+    axes[2].set(title="PPO iterations (train fold)", xlabel="iteration")
     fig.suptitle(f"CookingWorld: base LM -> SFT -> PPO{'' if seeds is None else f' (seeds {seeds})'}")
     save_figure(fig, path, dpi=110)

@@ -3,7 +3,8 @@ completion logged as a history row, one unit per chunk of training iterations co
 saved that chunk's checkpoint, and resume from the last committed chunk. Not a family: it registers nothing."""
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, Callable
 
 
 def trainer_args(cfg: Any, ckpt_dir: Any, disable_tqdm: bool) -> dict[str, Any]:
@@ -17,3 +18,9 @@ def trainer_args(cfg: Any, ckpt_dir: Any, disable_tqdm: bool) -> dict[str, Any]:
         disable_tqdm=disable_tqdm, dataloader_num_workers=0, log_completions=False, save_only_model=False,
         activation_checkpointing=False,  # trl turns it on to save GPU memory; here it only re-runs every forward
     )
+
+
+def chunk_tasks(cfg: Any, chunk_task: Callable[[int], str]) -> dict[str, dict[str, Any]]:
+    """Task name -> chunk index and [first, last) training iterations of every unit of a ``max_steps`` run."""
+    return {chunk_task(k): {"chunk": k, "updates": [k * cfg.chunk_steps, min((k + 1) * cfg.chunk_steps, cfg.max_steps)]}
+            for k in range(math.ceil(cfg.max_steps / cfg.chunk_steps))}

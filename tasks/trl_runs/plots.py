@@ -23,17 +23,11 @@ def reward_per_update(path: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def plot_reward_curve(path: Any, out: str | Path, title: str = "reward per training iteration") -> Path:
     """Save the per-iteration mean reward (thin) and its smoothed curve (bold) as a PNG."""
-    plt = pyplot()
-
     updates, means = reward_per_update(path)
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = pyplot().subplots(figsize=(8, 4.5))
     ax.plot(updates, means, lw=0.7, alpha=0.4, label="mean reward of the iteration's completions")
     x, ys = smooth(means, points=max(1, len(means) // 5))
     if len(updates):
         ax.plot(np.interp(x, np.arange(len(updates)), updates), ys, lw=2.2, color="black", label="smoothed")
-    ax.set_xlabel("training iteration (update)")
-    ax.set_ylabel("reward")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
-    return save_figure(fig, out)
+    return save_figure(fig, out, ax, xlabel="training iteration (update)", ylabel="reward", title=title)
