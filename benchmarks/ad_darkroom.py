@@ -22,7 +22,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import RESULTS, figure, report, timed  # noqa: E402
 
-QUICK = dict(steps_per_goal=20_000, subsample=4, ad_steps=200, ed_steps=50, episodes=40, seeds=1)
+QUICK = dict(steps_per_goal=20_000, subsample=4, ad_steps=200, ed_steps=50, episodes=40, seeds=1, context=100)
 GOAL = 0.9
 
 
