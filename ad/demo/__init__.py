@@ -59,8 +59,7 @@ class MethodsOptions:
                   "distribution (the DPT paper's pretraining data); transitions = independent single transitions on "
                   "the same tasks and split, each from a uniformly drawn cell with a uniformly drawn action (`ad "
                   "generate <family> --source random --random-start --episode-length 1`, the DPT paper's DarkRoom "
-                  "data; rooms whose state is the agent's cell only), DPT then without the time-step embedding and "
-                  "with the window-position one")
+                  "data; rooms whose state is the agent's cell only), DPT then without the time-step embedding")
 
 
 def dpt_runs_on_random(config: Any) -> bool:
@@ -153,9 +152,9 @@ class DemoConfig:
     def train_runs(self) -> list[DemoRun]:
         """Stage 2's runs: each of :meth:`runs` on the demo's histories with :meth:`train_options` and
         ``train_overrides`` (DPT on generated contexts with ``--dpt-data random``: all of them, no subsampling; with
-        ``transitions`` also without the time-step embedding, whose single-step episodes say nothing of the
-        evaluation's, and with the window-position embedding, which pairs a transition's state with its action and
-        reward in the next token)."""
+        ``transitions`` also without the time-step embedding: its single-step episodes say nothing of the
+        evaluation's, and the window-position embedding of ``ad train rl`` pairs a transition's state with its action
+        and reward in the next token)."""
         common = {**self.train_options(), **self.train_overrides}
         data = str(self.data_folder())
         runs = []
@@ -164,7 +163,7 @@ class DemoConfig:
                 self.dpt_context_options()  # a family without such contexts refuses them here, before anything runs
                 extra = {**extra, "data": str(self.data_folder(random=True)), "subsample": 1}
                 if self.dpt_data == "transitions":
-                    extra.update(time_embedding=False, position_embedding=True)
+                    extra["time_embedding"] = False
             runs.append(DemoRun(label, label.lower(), {**common, "data": data, **extra}))
         return runs
 
