@@ -121,6 +121,8 @@ def per_seed(seeds: list[int], ours: list[float], reference: list[float] | None)
 
 def dpt_contexts(options: dict) -> str:
     """What DPT trained on, for a figure's setting text ("" where it is the demo's own histories)."""
+    if options.get("dpt_data") == "transitions":
+        return ", DPT on independent transitions from uniformly drawn cells"
     if options.get("dpt_data", "source") != "random":
         return ""
     histories = options.get("random_histories", 1)

@@ -101,3 +101,11 @@ def test_cached_policy_equals_reference_with_grid_and_position_embeddings(layout
     ref_actions, ref_logits = rollout(ADPolicyReference, model, steps=120)
     assert torch.equal(fast_actions, ref_actions)
     torch.testing.assert_close(fast_logits, ref_logits, rtol=0, atol=1e-9)
+
+
+def test_cached_policy_equals_reference_without_the_time_step_embedding():
+    model = make_model("transition", grid_size=3, position_embedding=True, time_embedding=False)
+    fast_actions, fast_logits = rollout(ADPolicy, model, steps=120)
+    ref_actions, ref_logits = rollout(ADPolicyReference, model, steps=120)
+    assert torch.equal(fast_actions, ref_actions)
+    torch.testing.assert_close(fast_logits, ref_logits, rtol=0, atol=1e-9)

@@ -1,7 +1,8 @@
 """The demo pipeline: one for every in-context task family and both model families (``ad demo --task T --model M``).
 
 1. the data: the family's ``ad generate <FAMILY>`` (:meth:`DemoConfig.generate_options`) into ``<out>/<DATA>``, and
-   with ``--methods dpt --dpt-data random`` its random contexts on the same tasks and split (``<out>/<DATA>-random``);
+   with ``--methods dpt --dpt-data random`` (or ``transitions``) DPT's generated contexts on the same tasks and split
+   (``<out>/<DATA>-random``, ``<out>/<DATA>-transitions``);
    a demo built on another demo's data runs that demo instead (:meth:`DemoConfig.make_data`);
 2. each trained policy (:meth:`DemoConfig.train_runs`: AD, ED, DPT ...) with its model family's ``ad train <model>``
    into ``<out>/<folder>``; every run's options are checked before anything runs;
@@ -52,15 +53,19 @@ class MethodsOptions:
                                               "same held-out tasks: ad, ed (expert distillation), dpt "
                                               "(Decision-Pretrained Transformer), e.g. --methods ad,dpt,ed")
     dpt_steps: int = option(0, "optimiser steps for DPT; 0 = the same as AD's")
-    dpt_data: Literal["source", "random"] = option(
+    dpt_data: Literal["source", "random", "transitions"] = option(
         "source", "histories DPT trains on: source = the demo's own (AD's); random = `ad generate <family> --source "
                   "random` contexts on the same tasks and split, each history acting from its own drawn action "
-                  "distribution (the DPT paper's pretraining data)")
+                  "distribution (the DPT paper's pretraining data); transitions = independent single transitions on "
+                  "the same tasks and split, each from a uniformly drawn cell with a uniformly drawn action (`ad "
+                  "generate <family> --source random --random-start --episode-length 1`, the DPT paper's DarkRoom "
+                  "data; rooms whose state is the agent's cell only), DPT then without the time-step embedding")
 
 
 def dpt_runs_on_random(config: Any) -> bool:
-    """Whether ``config`` (a demo's options) trains DPT on random contexts instead of the demo's histories."""
-    return "dpt" in getattr(config, "methods", ()) and config.dpt_data == "random"
+    """Whether ``config`` (a demo's options) trains DPT on generated contexts (``--dpt-data random`` or
+    ``transitions``) instead of the demo's histories."""
+    return "dpt" in getattr(config, "methods", ()) and config.dpt_data in ("random", "transitions")
 
 
 def method_runs(methods: list[str], options: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -97,8 +102,9 @@ class DemoConfig:
     REPORT_WINDOWS: ClassVar[tuple[tuple[int, int], ...]] = ((36, 40),)
 
     def data_folder(self, random: bool = False) -> Path:
-        """The dataset the demo's policies train on (``random``: the random contexts DPT trains on)."""
-        return Path(self.out) / f"{self.DATA or self.FAMILY}{'-random' if random else ''}"
+        """The dataset the demo's policies train on (``random``: the generated contexts DPT trains on, named by
+        ``--dpt-data``)."""
+        return Path(self.out) / f"{self.DATA or self.FAMILY}{f'-{self.dpt_data}' if random else ''}"
 
     def generate_options(self) -> dict[str, Any]:
         """Options of ``ad generate <FAMILY>`` for this demo (``out`` is set by the pipeline)."""
@@ -109,18 +115,31 @@ class DemoConfig:
         demo's: episodes start in a random cell, so a context covers the room as the DPT paper's drawn states do)."""
         return {"random_start": True}
 
+    def transition_context_options(self) -> dict[str, Any]:
+        """``ad generate <FAMILY> --source random`` options of DPT's independent transitions (``--dpt-data
+        transitions``) beside :meth:`generate_options`; a family refuses them (the default) unless a uniformly drawn
+        start cell is a uniformly drawn state of its tasks."""
+        raise UserError(f"--dpt-data transitions: {self.TITLE or self.FAMILY} has no independent-transition "
+                        "contexts (single steps from uniformly drawn cells, for rooms whose state is the agent's "
+                        "cell, e.g. DarkRoom); use --dpt-data random or source")
+
+    def dpt_context_options(self) -> dict[str, Any]:
+        """``ad generate <FAMILY>`` options of DPT's generated contexts beside :meth:`generate_options`."""
+        if self.dpt_data == "transitions":
+            return {"source": "random", **self.transition_context_options()}
+        return {"source": "random", **self.random_context_options()}
+
     def make_data(self, timings: dict[str, float]) -> None:
         """Stage 1: the histories (and DPT's random contexts) with the family's ``ad generate``."""
         generate = registry.get("generate", self.FAMILY)
         gen_cfg = make_config(generate.config_cls, {**self.generate_options(), "out": str(self.data_folder())},
                               source="demo generate options")
         stage("generate the source's learning histories", timings, generate.run, gen_cfg)
-        if dpt_runs_on_random(self):  # the same tasks and split, random contexts for DPT
-            random_cfg = make_config(generate.config_cls, {**self.generate_options(), "source": "random",
-                                                           **self.random_context_options(),
+        if dpt_runs_on_random(self):  # the same tasks and split, generated contexts for DPT
+            random_cfg = make_config(generate.config_cls, {**self.generate_options(), **self.dpt_context_options(),
                                                            "out": str(self.data_folder(random=True))},
-                                     source="demo generate options (random contexts)")
-            stage("generate random contexts for DPT", timings, generate.run, random_cfg)
+                                     source=f"demo generate options (--dpt-data {self.dpt_data})")
+            stage(f"generate DPT's contexts (--dpt-data {self.dpt_data})", timings, generate.run, random_cfg)
 
     def train_options(self) -> dict[str, Any]:
         """``ad train rl`` options every run shares (``data`` and ``out`` are set by the pipeline)."""
@@ -132,13 +151,19 @@ class DemoConfig:
 
     def train_runs(self) -> list[DemoRun]:
         """Stage 2's runs: each of :meth:`runs` on the demo's histories with :meth:`train_options` and
-        ``train_overrides`` (DPT on random contexts with ``--dpt-data random``: all of them, no subsampling)."""
+        ``train_overrides`` (DPT on generated contexts with ``--dpt-data random``: all of them, no subsampling; with
+        ``transitions`` also without the time-step embedding: its single-step episodes say nothing of the
+        evaluation's, and the window-position embedding of ``ad train rl`` pairs a transition's state with its action
+        and reward in the next token)."""
         common = {**self.train_options(), **self.train_overrides}
         data = str(self.data_folder())
         runs = []
         for label, extra in self.runs():
             if label == METHODS["dpt"] and dpt_runs_on_random(self):
+                self.dpt_context_options()  # a family without such contexts refuses them here, before anything runs
                 extra = {**extra, "data": str(self.data_folder(random=True)), "subsample": 1}
+                if self.dpt_data == "transitions":
+                    extra["time_embedding"] = False
             runs.append(DemoRun(label, label.lower(), {**common, "data": data, **extra}))
         return runs
 

@@ -59,6 +59,10 @@ class ADConfig:
                                 "training (0: one learned embedding per state)")
     position_embedding: bool = option(False, "add a learned embedding of each transition's position in the window "
                                              "(besides the in-episode time step)")
+    time_embedding: bool = option(True, "add a learned embedding of each transition's in-episode time step; off "
+                                        "(--time-embedding false): time steps are not read, so the model acts in "
+                                        "episodes of any length, e.g. one trained on single-step episodes (the DPT "
+                                        "paper's transformer has no such embedding)")
     reward_kind: str = option("discrete", "'discrete': rewards are the integers 0..num_rewards-1, embedded and "
                                           "classified; 'continuous': a float, projected and regressed (MSE)")
     num_rewards: int = option(2, "number of reward values when reward_kind is discrete")

@@ -36,7 +36,8 @@ def load(path: Any, greedy: bool = False, seed: int = 0, threads: int | None = N
     policy.num_states = model.config.num_states
     policy.num_actions = model.config.num_actions
     policy.action_dim = model.config.action_dim
-    policy.episode_length = model.config.episode_length
+    # the longest episode it can act in (None: any, a model that does not embed time steps)
+    policy.episode_length = model.config.episode_length if model.config.time_embedding else None
     policy.family, policy.task_spec = training_data(model_dir(path))
     return policy
 

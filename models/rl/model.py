@@ -10,8 +10,9 @@ Token layouts (``ADConfig.layout``):
   the first token of a window uses learned START ids for a_{-1} and r_{-1}.
 * ``separate`` (AD paper): three tokens per transition ``[s_t, a_t, r_t]``, each plus ``E_time(timestep_t)``.
 
-Every token carries the embedded in-episode time step, so the model knows when an episode is about to reset, and
-by default (``ADConfig.position_embedding``) a learned embedding of its position in the window. Box actions
+Every token carries the embedded in-episode time step (unless ``ADConfig.time_embedding`` is off: then the model
+reads no time steps and acts in episodes of any length), so the model knows when an episode is about to reset, and
+on request (``ADConfig.position_embedding``) a learned embedding of its position in the window. Box actions
 (``ADConfig.action_dim`` > 0) are rescaled to [-1, 1] and embedded by a linear projection (a learned START vector
 stands for a_{-1}); their head is a tanh-squashed Gaussian or bins per dimension (:mod:`models.rl.box_actions`).
 
@@ -164,7 +165,7 @@ class ADTransformer(nn.Module):
         else:
             self.reward_emb = nn.Linear(1, C)
             self.reward_start = nn.Parameter(torch.zeros(C))
-        self.time_emb = nn.Embedding(config.episode_length, C)
+        self.time_emb = nn.Embedding(config.episode_length, C) if config.time_embedding else None
         self.drop = nn.Dropout(config.embd_dropout)
         # --- trunk
         self.blocks = nn.ModuleList([Block(config, i) for i in range(config.n_layer)])
@@ -219,7 +220,10 @@ class ADTransformer(nn.Module):
         """Token embeddings of a window: (B, T, C) in the transition layout, (B, 3T, C) in the separate one; ``start``
         is the position in the window of the first transition given (for the position embedding)."""
         B, T = actions.shape[:2]
-        time = self.time_emb(timesteps)  # (B, T, C)
+        if self.time_emb is not None:
+            time = self.time_emb(timesteps)  # (B, T, C)
+        else:  # no time-step embedding: the tokens do not depend on the time steps
+            time = torch.zeros(B, T, self.config.n_embd, dtype=self.action_head.weight.dtype, device=timesteps.device)
         if self.pos_emb is not None:
             time = time + self.pos_emb(torch.arange(start, start + T, device=timesteps.device))  # (B, T, C)
         s = self._embed_states(states)  # (B, T, C)

@@ -90,7 +90,8 @@ class ADPolicy:
         if self.window is None:
             raise RuntimeError("call reset(num_envs) before acting")
         t = torch.as_tensor(timestep)
-        if bool((t < 0).any()) or bool((t >= self.model.config.episode_length).any()):
+        longest = self.model.config.episode_length if self.model.config.time_embedding else None
+        if bool((t < 0).any()) or (longest is not None and bool((t >= longest).any())):
             raise ValueError(f"timestep must be in [0, {self.model.config.episode_length}) "
                              f"(the model's episode_length), got {t.tolist()}")
 

@@ -109,7 +109,7 @@ def check_values(config: TrainRLConfig, datamodule: Any) -> None:
             continue
         columns = dataset.source.columns
         steps = columns["timesteps"]
-        if steps.size and (steps.min() < 0 or steps.max() >= config.episode_length):
+        if config.time_embedding and steps.size and (steps.min() < 0 or steps.max() >= config.episode_length):
             raise UserError(f"dataset {config.data} has in-episode steps up to {steps.max()}, but the model embeds "
                             f"0..{config.episode_length - 1}; pass --episode-length {steps.max() + 1}")
         for key in ("states", "actions"):

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from ad.config import option, refuse
 from ad.demo import ADDemoConfig
+from ad.errors import UserError
 from tasks.darkroom.config import GenerateConfig
 from tasks.darkroom.goals import all_goals
 from tasks.grid.room import check_size, split_goals
@@ -90,6 +91,17 @@ class DarkRoomDemoConfig(ADDemoConfig):
             runs = [(label, {**extra, "context": expert} if extra.get("objective") == "ed" else extra)
                     for label, extra in runs]
         return runs
+
+    def transition_context_options(self) -> dict[str, Any]:
+        """DPT's independent transitions (``--dpt-data transitions``): one-step episodes, each from a uniformly drawn
+        cell with a uniformly drawn action (the DPT paper's DarkRoom contexts); each stream (``steps_per_goal /
+        streams`` of them) must fill a context window."""
+        if self.steps_per_goal // self.streams < self.context:
+            raise UserError(f"--dpt-data transitions: each of the {self.streams} streams of a goal holds "
+                            f"{self.steps_per_goal // self.streams} transitions (--steps-per-goal "
+                            f"{self.steps_per_goal} / --streams), fewer than the --context of {self.context}; pass "
+                            f"--steps-per-goal {self.streams * self.context} or more, or a smaller --context")
+        return {"random_start": True, "episode_length": 1, "random_policy": "uniform"}
 
     def generate_options(self) -> dict[str, Any]:
         options = {"size": self.size, "seed": self.seed, "steps_per_goal": self.steps_per_goal, "source": self.source,

@@ -45,6 +45,13 @@ class KeyDoorDemoConfig(ADDemoConfig):
         return {"tasks": self.tasks, "steps_per_task": self.steps_per_task, "seed": self.seed,
                 "ent_coef": self.ent_coef, "heldout_fraction": self.heldout_fraction, "threads": self.threads}
 
+    def transition_context_options(self) -> dict[str, Any]:
+        """Refused: a Key-to-Door state includes whether the key is carried, and a single step from a drawn cell
+        starts without it, so DPT would never see the states after the key."""
+        raise UserError("--dpt-data transitions: a Key-to-Door state includes whether the key is carried, which "
+                        "single steps from uniformly drawn cells never start with; use --dpt-data random (random "
+                        "histories, which pick the key up) or source")
+
     def train_options(self) -> dict[str, Any]:
         """The pipeline's ``ad train rl`` options plus the batch size."""
         return {**super().train_options(), "batch_size": self.batch_size}
