@@ -99,14 +99,20 @@ def test_ctrl_c_in_training_exits_130_and_names_resume(data, tmp_path, kind):
     out = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "ad", *argv(kind, data, out, "--max-steps", "100000",
                                                                 "--checkpoint-every", "2")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**ENV, "PYTHONFAULTHANDLER": "1"})
     try:
         deadline = time.monotonic() + 240
         while not (out / "checkpoints" / "last.ckpt").is_file():
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
+        try:
+            _, err = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:  # still running: its threads' stacks (faulthandler) say where it hangs
+            proc.send_signal(signal.SIGABRT)
+            _, err = proc.communicate(timeout=60)
+            pytest.fail(f"no exit within 120 s of Ctrl-C; the process's stacks:\n{err[-6000:]}")
     finally:
         if proc.poll() is None:
             proc.kill()
