@@ -190,6 +190,28 @@ def report(bench: str, figures: list[dict[str, Any]], quick: bool, *, capability
     return out
 
 
+def merge_report(bench: str, quick: bool, family_tag: str, figures: list[dict[str, Any]],
+                 supersedes: tuple[str, ...] = (), **report_options: Any) -> None:
+    """Write ``figures`` (each tagged ``family: family_tag``) through :func:`report`, keeping the other families'
+    figures of ``<bench>.json`` as they were (those of ``supersedes`` marked ``current: false``; a headline among the
+    new figures replaces theirs). ``report_options`` go to :func:`report`."""
+    path = RESULTS / f"{bench}{'_quick' if quick else ''}.json"
+    others = [f for f in json.loads(path.read_text()) if f.get("family") != family_tag] if path.exists() else []
+    new_headline = not quick and any(f.get("headline") for f in figures)
+    for fig in others:
+        if not quick and fig.get("family") in supersedes:
+            fig["current"] = False
+        if new_headline or fig.get("current") is False:
+            fig.pop("headline", None)
+    for fig in figures:
+        fig["family"] = family_tag
+        if quick:  # a quick run is never a headline
+            fig.pop("headline", None)
+    report(bench, figures, quick, **report_options)
+    written = json.loads(path.read_text())
+    path.write_text(json.dumps(others + written, indent=2) + "\n")
+
+
 def _finite_or_null(value: Any) -> Any:
     """``value`` with every non-finite float (a milestone no run reached, a ratio of nothing) as None, so the
     results JSON stays strict JSON."""

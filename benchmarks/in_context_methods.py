@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import RESULTS, figure, parse_args, report  # noqa: E402
+from benchmarks.common import RESULTS, figure, merge_report, parse_args  # noqa: E402
 
 FAMILIES = ("bandit", "darkroom", "keydoor")
 
@@ -202,26 +202,6 @@ def grid_figures(family: str, seeds: list[int], runs: list[dict], labels: list[s
 CAPABILITY = "In-context methods on the same data (ad demo --methods)"
 
 
-def merge(bench: str, quick: bool, family_tag: str, figures: list[dict], supersedes: tuple[str, ...] = ()) -> None:
-    """Write the figures through :func:`benchmarks.common.report`, keeping the other families' figures as they were
-    (those of ``supersedes`` marked ``current: false``; a headline among the new figures replaces theirs)."""
-    path = RESULTS / f"{bench}{'_quick' if quick else ''}.json"
-    others = [f for f in json.loads(path.read_text()) if f.get("family") != family_tag] if path.exists() else []
-    new_headline = not quick and any(f.get("headline") for f in figures)
-    for fig in others:
-        if not quick and fig.get("family") in supersedes:
-            fig["current"] = False
-        if new_headline or fig.get("current") is False:
-            fig.pop("headline", None)
-    for fig in figures:
-        fig["family"] = family_tag
-        if quick:  # a quick run is never a headline
-            fig.pop("headline", None)
-    report(bench, figures, quick, capability=CAPABILITY, page="in-context-methods")
-    written = json.loads(path.read_text())
-    path.write_text(json.dumps(others + written, indent=2) + "\n")
-
-
 def main(args: argparse.Namespace) -> None:
     from ad.demo import METHODS, parse_methods
 
@@ -243,7 +223,8 @@ def main(args: argparse.Namespace) -> None:
         options = json.loads((Path(args.out) / f"{tag}-seed{seeds[0]}{'-quick' if args.quick else ''}" /
                               FINISHED).read_text())
         figures = grid_figures(args.family, seeds, runs, labels, tag, options, headline)
-    merge("in_context_methods", args.quick, tag, figures, tuple(args.supersedes))
+    merge_report("in_context_methods", args.quick, tag, figures, tuple(args.supersedes), capability=CAPABILITY,
+                 page="in-context-methods")
     if not args.quick:
         plot(args.family, seeds, runs, labels, tag)
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import RESULTS, figure, parse_args, report  # noqa: E402
+from benchmarks.common import RESULTS, figure, merge_report, parse_args  # noqa: E402
 
 
 def run_seed(options: dict[str, Any], out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -33,11 +33,14 @@ def run_seed(options: dict[str, Any], out: Path) -> tuple[dict[str, Any], dict[s
             json.loads((out / "metaworld" / "_run" / "summary.json").read_text()))
 
 
-def curves(evaluation: dict[str, Any], source: dict[str, Any], episodes: int) -> dict[str, list[float]]:
-    """Success rate per episode: AD, ED, random (in context on the held-out goals) and the source's own first
-    ``episodes`` episodes on the same goals."""
+SOURCE_LABELS = {"noise": "source (noisy expert)", "search": "source (search)"}
+
+
+def curves(evaluation: dict[str, Any], source: dict[str, Any], episodes: int, kind: str) -> dict[str, list[float]]:
+    """Success rate per episode: AD, ED, random (in context on the held-out goals) and the source's (``kind``) own
+    first ``episodes`` episodes on the same goals."""
     out = {name: row["success"] for name, row in evaluation["policies"].items() if "success" in row}
-    out["source (noisy expert)"] = source["success_per_episode_by_split"]["heldout"][:episodes]
+    out[SOURCE_LABELS[kind]] = source["success_per_episode_by_split"]["heldout"][:episodes]
     return out
 
 
@@ -74,15 +77,16 @@ def main() -> None:
         options.update(train_goals="0-1", heldout_goals="0-1", history_episodes=10, episode_length=6, context=6,
                        subsample=1, ad_steps=3, ed_steps=3, episodes=3, batch_size=2)
         args.work, args.seeds = str(Path(args.work) / "quick"), args.seeds[:1]
-    skill = options.get("skill", "reach-v3")
+    skill, kind = options.get("skill", "reach-v3"), options.get("source", "noise")
     figures, per_seed = [], {}
     for seed in args.seeds:
         evaluation, source = run_seed({**options, "seed": seed}, Path(args.work) / f"seed{seed}")
         episodes = evaluation["episodes"]
-        per_seed[seed] = lines = curves(evaluation, source, episodes)
+        per_seed[seed] = lines = curves(evaluation, source, episodes, kind)
         ad, ed = np.asarray(lines["AD"]), np.asarray(lines["ED"])
         reached = np.flatnonzero(ad >= 0.9)
-        fig = figure(f"Meta-World ML1 {skill}, seed {seed}: AD's success rate over in-context episodes "
+        name = f"Meta-World ML1 {skill}" + ("" if kind == "noise" else f" ({kind} source)")
+        fig = figure(f"{name}, seed {seed}: AD's success rate over in-context episodes "
                      f"{episodes - args.last + 1}-{episodes} on {len(evaluation['tasks'])} held-out goals, vs ED's",
                      "success rate", float(ad[-args.last:].mean()), float(ed[-args.last:].mean()),
                      f">= 0.9 within {episodes} episodes, ED below AD")
@@ -94,10 +98,10 @@ def main() -> None:
     if not args.quick:
         figures[0].update(headline=True, vs="ED",
                           short=f"AD in context on Meta-World ML1 {skill} held-out goals: success rate")
-    png = RESULTS / f"metaworld_ad{'_quick' if args.quick else ''}.png"
+    tag = f"{skill}-{kind}"
+    png = RESULTS / f"metaworld_ad{'' if tag == 'reach-v3-noise' else '_' + tag}{'_quick' if args.quick else ''}.png"
     plot(per_seed, skill, png)
-    report("metaworld_ad", figures, args.quick, capability="Meta-World ML1 in context", page="metaworld",
-           config=None if args.quick else "configs/metaworld/ad_reach.yaml")
+    merge_report("metaworld_ad", args.quick, tag, figures, capability="Meta-World ML1 in context", page="metaworld")
 
 
 if __name__ == "__main__":

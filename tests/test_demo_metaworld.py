@@ -34,12 +34,17 @@ def test_demo_options_reach_the_generator_and_the_trainer(tmp_path):
     train = demo.train_options()
     assert train["reward_kind"] == "continuous" and train["reward_weight"] == 0.0 and train["context"] == 320
     assert [label for label, _ in demo.runs()] == ["AD", "ED"]
+    search = make_config(MetaWorldDemoConfig, {"source": "search", "history_runs": 3})
+    options = search.generate_options()
+    assert (options["source"], options["runs"]) == ("search", 3)
 
 
 @pytest.mark.parametrize("argv, message", [
     (["--history-episodes", "0"], "--history-episodes"),
     (["--heldout-goals", ""], "--heldout-goals"),
     (["--skill", "reach-v9"], "reach-v3"),
+    (["--history-runs", "0"], "--history-runs"),
+    (["--source", "search", "--skill", "push-v3"], "reach-v3"),
 ])
 def test_bad_demo_options_are_one_error_line(argv, message, tmp_path, capsys):
     code, err, _ = run_cli(capsys, "demo", "--task", "metaworld", "--out", str(tmp_path / "o"), *argv)

@@ -1,6 +1,7 @@
 """Meta-World ML1 family: the registered id passes check_env, the hidden goal matches ML1's own partially observable
-env, the vector env matches single envs, the noise source's log-densities, `ad generate metaworld` (columns,
-metadata, resume, batching), and bad input as one error line."""
+env, the vector env matches single envs, the noise source's log-densities, the goal-blind search source (finds a goal
+from the reward alone, never reads it), `ad generate metaworld` (columns, metadata, resume, batching), and bad input
+as one error line."""
 from __future__ import annotations
 
 import importlib
@@ -21,6 +22,7 @@ from tasks.metaworld import skills  # noqa: E402
 from tasks.metaworld.env import MetaWorldML1Env  # noqa: E402
 from ad.registry import env_factory  # noqa: E402
 from tasks.metaworld.noise import clipped_gaussian_logprob, noise_schedule  # noqa: E402
+from tasks.metaworld.search import RunAndTumble  # noqa: E402
 from tasks.metaworld.vector_env import MetaWorldVectorEnv  # noqa: E402
 from cli_run import run_cli  # noqa: E402
 
@@ -139,6 +141,59 @@ def test_generate_records_histories_metadata_and_resumes_identically(tmp_path, c
         env_factory("metaworld")(meta, ["mw-push-v3-test-g03"])
 
 
+def _search_success(goal: np.ndarray, episodes: int, steps: int, seed: int) -> list[bool]:
+    """The search on a point hand that moves 1 cm a step per unit of action, rewarded -distance to ``goal``:
+    whether each episode came within 5 cm of the goal."""
+    search = RunAndTumble([np.random.default_rng(seed)], centre=np.array([0.0, 0.85, 0.175]), sigma=0.1)
+    reached = []
+    for _ in range(episodes):
+        hand, hit = np.array([[0.0, 0.6, 0.2]]), False
+        search.start_episode()
+        for _ in range(steps):
+            action, mean, logprob = search.act(hand)
+            assert np.abs(action).max() <= 1.0 and np.isfinite(logprob).all() and mean[0, 3] == 0.0
+            hand = hand + 0.01 * action[:, :3]
+            distance = np.linalg.norm(hand[0] - goal)
+            search.observe(np.array([-distance]), hand)
+            hit |= distance < 0.05
+        reached.append(bool(hit))
+    return reached
+
+
+def test_search_finds_a_goal_from_the_reward_alone_and_keeps_it():
+    rng = np.random.default_rng(7)
+    goals = rng.uniform([-0.1, 0.8, 0.05], [0.1, 0.9, 0.3], size=(20, 3))
+    runs = np.array([_search_success(g, episodes=5, steps=80, seed=i) for i, g in enumerate(goals)])  # (20, 5)
+    assert runs[:, 0].mean() < runs[:, 2:].mean()  # it learns across episodes ...
+    assert runs[:, 2:].mean() >= 0.9  # ... and returns to what it found
+    assert _search_success(goals[0], 3, 80, 0) == _search_success(goals[0], 3, 80, 0)  # a seed gives one history
+
+
+def test_generate_search_never_reads_the_goal_and_resumes_identically(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "mw"
+    argv = ["generate", "metaworld", "--source", "search", "--out", str(out), "--train-goals", "0", "--heldout-goals",
+            "1", "--episodes", "3", "--episode-length", "80", "--noise-min", "0.2", "--no-progress"]
+    import tasks.metaworld.generate as generate
+
+    real = generate.expert_rollouts
+    monkeypatch.setattr(generate, "expert_rollouts", lambda *a: (real(*a), monkeypatch.setattr(
+        MetaWorldVectorEnv, "expert_observations", lambda self: pytest.fail("the search read the goal")))[0])
+    assert run_cli(capsys, *argv)[0] == 0
+    monkeypatch.undo()
+    reader = HistoryReader(out)
+    assert reader.metadata["source"]["algorithm"] == "search" and len(reader.metadata["source"]["prior"]) == 3
+    table = reader.table().to_pandas()
+    assert np.allclose(table.noise, 0.2) and np.isfinite(table.logprob).all()
+    assert np.abs(np.stack(table.action.to_numpy())).max() <= 1.0
+    success = table.groupby(["task", "episode"]).success.any().unstack()  # (tasks, episodes)
+    assert success[2].all()  # both goals found by the last episode
+    first = content_hash(out)
+    assert run_cli(capsys, *argv)[0] == 0 and content_hash(out) == first  # resume: nothing redone
+    batched = tmp_path / "batched"  # a unit's history does not depend on the batching
+    assert run_cli(capsys, *[a if a != str(out) else str(batched) for a in argv], "--batch", "1")[0] == 0
+    assert content_hash(batched) == first
+
+
 @pytest.mark.parametrize("extra, expected", [
     (["--skill", "reach-v9"], "reach-v3"),  # an unknown skill: the message lists the skills
     (["--heldout-goals", "48-50"], "out of range"),
@@ -146,6 +201,7 @@ def test_generate_records_histories_metadata_and_resumes_identically(tmp_path, c
     (["--train-goals", ""], "--train-goals"),
     (["--noise-min", "2", "--noise-max", "1"], "--noise-min"),
     (["--episode-length", "501"], "--episode-length"),
+    (["--source", "search", "--skill", "push-v3"], "reach-v3"),  # its reward is not the hand's distance alone
 ])
 def test_bad_options_are_one_error_line(tmp_path, capsys, extra, expected):
     code, err, _ = run_cli(capsys, "generate", "metaworld", "--out", str(tmp_path / "d"), *extra)

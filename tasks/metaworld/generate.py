@@ -1,4 +1,5 @@
-"""``ad generate metaworld``: noise-distillation learning histories on Meta-World ML1 goals, into the store.
+"""``ad generate metaworld``: learning histories on Meta-World ML1 goals, into the store: noise distillation (the
+scripted expert with noise falling over each history) or the goal-blind search of :mod:`tasks.metaworld.search`.
 
     from ad.config import make_config
     from tasks.metaworld.config import GenerateConfig
@@ -7,7 +8,8 @@
 
 Layout: task = one ML1 goal (``mw-reach-v3-train-g07``), run = ``0 .. --runs - 1``, one stream per unit; a history is
 ``--episodes`` episodes of ``--episode-length`` steps, episode ``e`` acting with noise scale ``sigma_e``
-(:func:`tasks.metaworld.noise.noise_schedule`), so ``update`` = ``episode`` = the noise step. ``state`` is the
+(:func:`tasks.metaworld.noise.noise_schedule`; the search source: ``--noise-min`` throughout), so ``update`` =
+``episode`` = the noise step. ``state`` is the
 observation the action was chosen on (goal hidden), ``logprob`` the action's log-density under the noisy policy
 (:func:`tasks.metaworld.noise.clipped_gaussian_logprob`); the extra columns ``success`` (Meta-World's success flag
 of the step) and ``noise`` (``sigma_e``) complete the row.
@@ -37,6 +39,8 @@ from tasks.metaworld.vector_env import MetaWorldVectorEnv
 
 FAMILY = "metaworld"
 _SPLIT_CODE = {"train": 0, "test": 1}
+#: Entries of the observation that hold the hand's (fingertips') position.
+HAND = slice(0, 3)
 
 
 def history_spec(state_dim: int = 39, action_dim: int = 4) -> HistorySpec:
@@ -102,9 +106,12 @@ def dataset_metadata(cfg: GenerateConfig, env: MetaWorldVectorEnv, expert: dict[
                       "success": "extra column success: Meta-World's success flag of each step; an episode "
                                  "succeeds if any of its steps does"},
         "source": {"algorithm": cfg.source, "expert": f"metaworld.policies.{type(expert_policy(cfg.skill)).__name__}",
-                   "schedule": "noise std falls geometrically from noise_max to noise_min over each history's "
-                               "episodes", "implementation": "tasks.metaworld.generate.unit_histories",
-                   "config": data_options(cfg)},
+                   **({"schedule": "noise std falls geometrically from noise_max to noise_min over each history's "
+                                   "episodes"} if cfg.source == "noise" else
+                      {"search": "run-and-tumble from the best-rewarded hand position so far; never reads the goal "
+                                 "(the expert only gives each task's optimal_return)",
+                       "prior": [round(float(x), 6) for x in goal_space_centre(env)]}),
+                   "implementation": "tasks.metaworld.generate.unit_histories", "config": data_options(cfg)},
         "seeds": {"seed": cfg.seed, "ml1_seed": cfg.ml1_seed, "runs": cfg.runs},
         "split": {"train": [n for n, (s, _) in zip(names, goals) if s == "train"],
                   "heldout": [n for n, (s, _) in zip(names, goals) if s == "test"]},
@@ -123,10 +130,11 @@ def unit_seed(cfg: GenerateConfig, split: str, goal: int, run: int) -> list[int]
 
 def unit_histories(cfg: GenerateConfig, env: MetaWorldVectorEnv, units: list[tuple[str, int, int]],
                    policy: Any) -> list[dict[str, np.ndarray]]:
-    """The noisy expert's histories of ``units`` ((split, goal, run) each; sub-env i of ``env`` plays unit i's
-    goal): the history columns of each, in unit order."""
+    """The histories of ``units`` ((split, goal, run) each; sub-env i of ``env`` plays unit i's goal) by
+    ``cfg.source``: the history columns of each, in unit order. ``noise``: the scripted expert ``policy`` with
+    noise falling over the history; ``search``: :class:`tasks.metaworld.search.RunAndTumble`, which never reads the
+    goal."""
     rngs = [np.random.default_rng(unit_seed(cfg, *u)) for u in units]
-    sigmas = noise_schedule(cfg.episodes, cfg.noise_max, cfg.noise_min)
     N, L, E = len(units), cfg.episode_length, cfg.episodes
     T = E * L
     obs_dim, act_dim = env.single_observation_space.shape[0], env.single_action_space.shape[0]
@@ -134,18 +142,33 @@ def unit_histories(cfg: GenerateConfig, env: MetaWorldVectorEnv, units: list[tup
     action = np.zeros((N, T, act_dim), np.float32)
     reward, logprob = np.zeros((N, T), np.float32), np.zeros((N, T), np.float32)
     success = np.zeros((N, T), bool)
+    if cfg.source == "search":
+        from tasks.metaworld.search import RunAndTumble
+
+        sigmas = np.full(E, cfg.noise_min)
+        search = RunAndTumble(rngs, goal_space_centre(env), cfg.noise_min)
+    else:
+        sigmas = noise_schedule(cfg.episodes, cfg.noise_max, cfg.noise_min)
     obs, _ = env.reset()
     for e in range(E):
         sigma = np.full(N, sigmas[e])
+        if cfg.source == "search":
+            search.start_episode()
         for t in range(L):
             k = e * L + t
-            mean = np.stack([policy.get_action(o) for o in env.expert_observations()]).astype(np.float64)
-            z = np.stack([rng.standard_normal(act_dim) for rng in rngs])  # (N, D), each unit its own draws
-            act = np.clip(mean + sigma[:, None] * z, -1.0, 1.0)
-            logprob[:, k] = clipped_gaussian_logprob(act, mean, sigma)
+            if cfg.source == "search":
+                act, _, logprob[:, k] = search.act(obs[:, HAND].astype(np.float64))
+            else:
+                mean = np.stack([policy.get_action(o) for o in env.expert_observations()]).astype(np.float64)
+                z = np.stack([rng.standard_normal(act_dim) for rng in rngs])  # (N, D), each unit its own draws
+                act = np.clip(mean + sigma[:, None] * z, -1.0, 1.0)
+                logprob[:, k] = clipped_gaussian_logprob(act, mean, sigma)
             state[:, k], action[:, k] = obs, act
             obs, rew, _, _, info = env.step(act)
             reward[:, k], success[:, k] = rew, info["success"]
+            if cfg.source == "search":  # the hand where the reward was earned (the last step's: before autoreset)
+                after = info["final_obs"] if t == L - 1 else obs
+                search.observe(rew, after[:, HAND].astype(np.float64))
     steps = np.arange(T)
     episode = (steps // L).astype(np.int32)
     common = {"stream": np.zeros(T, np.int32), "update": episode.astype(np.int64), "episode": episode,
@@ -153,6 +176,12 @@ def unit_histories(cfg: GenerateConfig, env: MetaWorldVectorEnv, units: list[tup
               "truncated": steps % L == L - 1, "noise": sigmas[episode].astype(np.float32)}
     return [{**common, "state": state[i], "action": action[i], "reward": reward[i], "logprob": logprob[i],
              "success": success[i]} for i in range(N)]
+
+
+def goal_space_centre(env: MetaWorldVectorEnv) -> np.ndarray:
+    """(3,) centre of the skill's goal space (where ML1 draws its goals): the search source's prior."""
+    space = env.envs[0].mw_env.goal_space
+    return (np.asarray(space.low, dtype=np.float64) + np.asarray(space.high, dtype=np.float64)) / 2
 
 
 _WORKER_ENVS: dict[tuple, MetaWorldVectorEnv] = {}  # a worker process's vector envs, by (settings, width)
@@ -221,12 +250,13 @@ def generate(cfg: GenerateConfig) -> Path | str:
     local = location.local_path()
     out: Path | str = Path(local) if local is not None else cfg.out
     units = [(s, g, r) for r in range(cfg.runs) for s, g in goals]
+    label = f"noisy {cfg.skill} expert" if cfg.source == "noise" else f"{cfg.skill} search"
     todo = [u for u in units if not writer.is_complete(task_name(cfg.skill, u[0], u[1]), u[2])]
     if len(todo) < len(units):
         print(f"resuming: {len(units) - len(todo)} of {len(units)} histories already in {out}")
     started = time.time()
     try:
-        with writer, Progress(len(todo), desc=f"noisy {cfg.skill} expert", unit="history", show=cfg.progress) as bar:
+        with writer, Progress(len(todo), desc=f"{label}", unit="history", show=cfg.progress) as bar:
             for block, histories in block_histories(cfg, env, todo, policy):
                 for (split, goal, run), columns in zip(block, histories):
                     with writer.unit(task_name(cfg.skill, split, goal), run) as unit:  # aborted on any exception
@@ -239,7 +269,7 @@ def generate(cfg: GenerateConfig) -> Path | str:
     summary = summarize(cfg, location, time.time() - started)
     write_json_atomic(run_folder(cfg.out, location) / "summary.json", summary)
     curve = summary["success_per_episode"]
-    print(f"noisy {cfg.skill} expert on {len(goals)} goals x {cfg.runs} runs, {cfg.episodes} episodes of "
+    print(f"{label} on {len(goals)} goals x {cfg.runs} runs, {cfg.episodes} episodes of "
           f"{cfg.episode_length} steps: success {curve[0]:.2f} in the first episode, {curve[-1]:.2f} in the last; "
           f"{summary['seconds']:.1f}s -> {out}")
     return out
