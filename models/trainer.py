@@ -6,7 +6,11 @@ latest step=N.ckpt, for --resume), ``tb/`` (TensorBoard: train/* and val/*), ``m
 """
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
+import sys
+import threading
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -168,6 +172,7 @@ def make_trainer(config: Any, out: Path, validate: bool, strategy: Any = None) -
     checkpoint = ModelCheckpoint(dirpath=out / CHECKPOINT_DIR, filename="{step}", save_top_k=1, save_last=True,
                                  every_n_train_steps=config.checkpoint_every)
     callbacks = [checkpoint, StepProgressBar()] if config.progress else [checkpoint]
+    callbacks.append(safe_interrupt_callback())
     try:
         return L.Trainer(
             max_steps=config.max_steps, accelerator=config.accelerator, devices=config.devices,
@@ -184,6 +189,54 @@ def make_trainer(config: Any, out: Path, validate: bool, strategy: Any = None) -
                         f"--num-nodes {config.num_nodes} --strategy {config.strategy}: {err}") from None
 
 
+def safe_interrupt_callback() -> Any:
+    """A Lightning callback that moves a Ctrl-C during ``trainer.fit`` to the end of the current training or
+    validation step (:meth:`ctrl_c_at_step_ends`), so the interrupt never lands inside a library's critical section (a
+    checkpoint being written, a logger's lock held), where a graceful shutdown could block; a second Ctrl-C
+    interrupts at once."""
+    from lightning.pytorch.callbacks import Callback
+
+    class SafeInterrupt(Callback):
+        def __init__(self) -> None:
+            self.requested = False
+
+        @contextlib.contextmanager
+        def ctrl_c_at_step_ends(self):
+            """While active (main thread only): the first SIGINT sets a flag, read at the next step end."""
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            self.requested = False
+
+            def handler(signum: int, frame: Any) -> None:
+                if self.requested:  # the second Ctrl-C: now
+                    raise KeyboardInterrupt
+                self.requested = True
+                print("\nstopping at the end of this step (Ctrl-C again to stop at once)", file=sys.stderr,
+                      flush=True)
+
+            previous = signal.signal(signal.SIGINT, handler)
+            try:
+                yield
+            finally:
+                signal.signal(signal.SIGINT, previous)
+
+        def _stop_if_requested(self) -> None:
+            if self.requested:
+                raise KeyboardInterrupt  # Lightning's graceful shutdown, as for a Ctrl-C it catches itself
+
+        def on_train_batch_end(self, *args: Any, **kwargs: Any) -> None:
+            self._stop_if_requested()
+
+        def on_validation_batch_end(self, *args: Any, **kwargs: Any) -> None:
+            self._stop_if_requested()
+
+        def on_train_start(self, *args: Any, **kwargs: Any) -> None:
+            self._stop_if_requested()
+
+    return SafeInterrupt()
+
+
 def fit(trainer: Any, module: Any, datamodule: Any, out: Path, resume_from: Path | None,
         expected_warnings: Iterable[str] = ()) -> None:
     """``trainer.fit`` (resuming from ``resume_from``), then the final state to ``checkpoints/last.ckpt``; a NaN / inf
@@ -191,8 +244,9 @@ def fit(trainer: Any, module: Any, datamodule: Any, out: Path, resume_from: Path
     from models.training import NonFiniteLossError, non_finite_error
 
     last = out / CHECKPOINT_DIR / LAST_CHECKPOINT
+    stopper = next((cb for cb in getattr(trainer, "callbacks", ()) if hasattr(cb, "ctrl_c_at_step_ends")), None)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), (stopper.ctrl_c_at_step_ends() if stopper else contextlib.nullcontext()):
             for pattern in (*COMMON_EXPECTED_WARNINGS, *expected_warnings):
                 warnings.filterwarnings("ignore", message=pattern)
             trainer.fit(module, datamodule=datamodule, ckpt_path=str(resume_from) if resume_from else None)

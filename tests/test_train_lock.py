@@ -132,3 +132,22 @@ def test_an_interrupt_before_any_checkpoint_says_to_start_again(tmp_path):
 
     with pytest.raises(KeyboardInterrupt, match="no checkpoint was written yet"):
         fit(Trainer(), None, None, tmp_path, None)
+
+
+def test_ctrl_c_during_fit_stops_at_the_step_end_and_a_second_one_at_once(capsys):
+    import os
+
+    from models.trainer import safe_interrupt_callback
+
+    before = signal.getsignal(signal.SIGINT)
+    callback = safe_interrupt_callback()
+    with callback.ctrl_c_at_step_ends():
+        os.kill(os.getpid(), signal.SIGINT)  # the first Ctrl-C: noted, nothing raised mid-step
+        time.sleep(0.05)
+        assert callback.requested and "stopping at the end of this step" in capsys.readouterr().err
+        with pytest.raises(KeyboardInterrupt):  # ... raised at the step's end
+            callback.on_train_batch_end(None, None, None, None, 0)
+        with pytest.raises(KeyboardInterrupt):  # the second Ctrl-C: at once
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+    assert signal.getsignal(signal.SIGINT) is before
