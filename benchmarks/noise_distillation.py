@@ -12,8 +12,8 @@ data, measured on the training tasks' histories; its exact expectation is the ca
     python benchmarks/noise_distillation.py --quick      # tiny settings, well under a minute
 
 Results: benchmarks/results/noise_distillation.json (one figure per family and seed, plus the means per family; a run
-for one family keeps the other family's figures, and a run of some seeds the family's other seeds'), *_quick.json
-for --quick.
+for one family (and ``--variant``) keeps the other families' figures, and a run of some seeds the family's other
+seeds'), *_quick.json for --quick.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import RESULTS, figure, parse_args, report  # noqa: E402
+from benchmarks.common import RESULTS, figure, merge_report, parse_args  # noqa: E402
 
 
 def options() -> argparse.Namespace:
@@ -47,6 +47,8 @@ def options() -> argparse.Namespace:
     parser.add_argument("--eval-seeds", type=int, default=3, help="evaluation runs per held-out task")
     parser.add_argument("--greedy", type=int, default=1, help="1 = also evaluate AD acting greedily (the argmax of "
                                                                "its policy) beside the default sampled actions")
+    parser.add_argument("--variant", default="", help="name of a variant of these settings (e.g. 6k): it tags the "
+                                                       "figures, which then sit beside the family's others")
     parser.add_argument("--quick", action="store_true", help="a small version of the same work")
     return parse_args(parser)
 
@@ -125,12 +127,12 @@ def main(args: argparse.Namespace) -> None:
     if args.quick:
         for key, value in QUICK.items():
             setattr(args, key, value)
-    title = TITLES[args.family]
+    title = TITLES[args.family] + (f" ({args.variant})" if args.variant else "")
+    tag = args.family + (f"-{args.variant}" if args.variant else "")
     name = "noise_distillation"
     previous = RESULTS / f"{name}{'_quick' if args.quick else ''}.json"
     old = json.loads(previous.read_text()) if previous.is_file() else []
-    kept = [f for f in old if title not in f["figure"]]  # the other family's figures
-    earlier = [f["details"] for f in old if title in f["figure"] and "details" in f
+    earlier = [f["details"] for f in old if f.get("family") == tag and "details" in f
                and f["details"]["seed"] not in args.seeds]  # this family's other seeds, run before
     rows = sorted(earlier + [one_seed(args, seed) for seed in args.seeds], key=lambda r: r["seed"])
     first, last = rows[0]["window"]
@@ -143,13 +145,14 @@ def main(args: argparse.Namespace) -> None:
     mean_ad, mean_best = float(np.mean([r["ad"] for r in rows])), float(np.mean([r["data_best"] for r in rows]))
     figures.append({**figure(f"noise distillation {title}: AD return / optimum at episodes {first}-{last} vs the "
                              f"data's best (cap {args.cap}), mean of {len(rows)} seeds", "fraction of optimum", mean_ad,
-                             mean_best, goal), "headline": args.family == "darkroom" and not args.quick})
+                             mean_best, goal),
+                    "headline": args.family == "darkroom" and not args.variant and not args.quick})
     if all(r.get("ad_greedy") is not None for r in rows):
         mean_greedy = float(np.mean([r["ad_greedy"] for r in rows]))
         figures.append(figure(f"noise distillation {title}: AD acting greedily, return / optimum at episodes "
                               f"{first}-{last} vs the data's best (cap {args.cap}), mean of {len(rows)} seeds",
                               "fraction of optimum", mean_greedy, mean_best, goal))
-    report(name, kept + figures, args.quick, capability=CAPABILITY, page="in-context-methods")
+    merge_report(name, args.quick, tag, figures, capability=CAPABILITY, page="in-context-methods")
     for row in rows:
         print(f"{title} seed {row['seed']}: AD {row['ad']:.3f} of optimum at episodes {first}-{last} (first 5: "
               f"{row['ad_first']:.3f}); data's best {row['data_best']:.3f} (exact {row['data_best_exact']:.3f}); "
