@@ -46,6 +46,10 @@ def test_darkroom_demo_compares_ad_dpt_and_ed_on_the_same_held_out_goals(tmp_pat
     assert "In-context methods (AD, DPT, ED)" in report and "| DPT |" in report and "| ED |" in report
     assert "DPT reaches" in report or "DPT does not reach" in report
     assert (out / "eval" / "in_context.png").stat().st_size > 1000
+    timings = json.loads((out / "timings.json").read_text())  # each stage's wall time, for the benchmarks
+    stages = timings["seconds"]
+    assert {"train AD", "train DPT", "train ED", "evaluate in context"} <= set(stages) and timings["threads"] == 1
+    assert stages["total"] == pytest.approx(sum(v for k, v in stages.items() if k != "total"))
 
 
 def test_bandit_demo_trains_dpt_beside_ad(tmp_path):

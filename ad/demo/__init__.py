@@ -275,6 +275,10 @@ def train_policies(planned: list[tuple[DemoRun, Path, Any]], timings: dict[str, 
     return folders
 
 
+#: The wall time of each stage of a demo (seconds, and "total"), written beside its report.
+TIMINGS_FILE = "timings.json"
+
+
 def run_ad_demo(config: DemoConfig) -> Path:
     """The whole pipeline of one demo (module docstring); returns the path of its report."""
     out = Path(config.out)
@@ -285,6 +289,9 @@ def run_ad_demo(config: DemoConfig) -> Path:
     folders = train_policies(planned, timings)
     summary = stage("evaluate in context", timings, config.evaluate, folders)
     timings["total"] = sum(timings.values())
+    from ad.files import write_json_atomic
+
+    write_json_atomic(out / TIMINGS_FILE, {"seconds": timings, "threads": getattr(config, "threads", None)})
     report = config.report(summary, timings, list(folders))
     print(f"\nwrote {report}")
     return report
