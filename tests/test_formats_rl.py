@@ -55,6 +55,12 @@ def test_subsample_and_expert_selection():
     assert sorted(set(every3["episode"].tolist())) == [0, 3, 6, 9]
     expert = select_episodes(cols, last_fraction=0.2)
     assert sorted(set(expert["episode"].tolist())) == [8, 9]
+    # a last fraction shorter than a window: as many last episodes as fill one (whole episodes), at most all
+    assert sorted(set(select_episodes(cols, last_fraction=0.2, min_rows=8)["episode"].tolist())) == [8, 9]
+    assert sorted(set(select_episodes(cols, last_fraction=0.2, min_rows=9)["episode"].tolist())) == [7, 8, 9]
+    assert len(select_episodes(cols, last_fraction=0.2, min_rows=100)["episode"]) == 40
+    source = build_window_source([_stream(0, 40, np.random.default_rng(0))], 12, last_fraction=0.1)
+    assert len(source) == 1 and len(source.columns["states"]) == 12  # 10% = 1 episode of 4: three kept
 
 
 def test_dataset_dataloader_batches(synthetic_dataset):

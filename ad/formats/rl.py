@@ -24,11 +24,13 @@ _READ = ["episode", "step", "state", "action", "reward", "logprob", "terminated"
 
 
 def select_episodes(columns: dict[str, np.ndarray], every: int = 1,
-                    last_fraction: float | None = None) -> dict[str, np.ndarray]:
-    """Keep every ``every``-th episode of a stream, or only its last ``last_fraction`` of episodes.
+                    last_fraction: float | None = None, min_rows: int = 0) -> dict[str, np.ndarray]:
+    """Keep every ``every``-th episode of a stream, or only its last ``last_fraction`` of episodes (at least one, and
+    with ``min_rows`` as many more last episodes as hold ``min_rows`` rows, where the stream has them).
 
     Subsampling (the AD paper's trick) makes the distilled history improve faster per episode
-    than its source; ``last_fraction`` gives the expert-distillation baseline's data.
+    than its source; ``last_fraction`` gives the expert-distillation baseline's data (``min_rows``: one window of
+    it, where a short history's last fraction is shorter than a window).
     """
     episode = columns["episode"]
     if every == 1 and last_fraction is None:
@@ -39,8 +41,11 @@ def select_episodes(columns: dict[str, np.ndarray], every: int = 1,
     if every > 1:
         keep &= ordinal % every == 0
     if last_fraction is not None:
-        first_kept = num_episodes - max(1, int(round(num_episodes * last_fraction)))
-        keep &= ordinal >= first_kept
+        kept = max(1, int(round(num_episodes * last_fraction)))
+        if min_rows > 0:
+            rows = np.bincount(ordinal[keep], minlength=num_episodes)[::-1].cumsum()  # (E,) rows of the last k+1
+            kept = max(kept, min(int(np.searchsorted(rows, min_rows)) + 1, num_episodes))
+        keep &= ordinal >= num_episodes - kept
     return {name: values[keep] for name, values in columns.items()}
 
 
@@ -87,7 +92,8 @@ def build_window_source(streams: Sequence[Stream], window: int, stride: int = 1,
     offset, longest = 0, 0
     for stream in streams:
         columns = stream.columns if targets is None else {**stream.columns, TARGETS: targets(stream)}
-        cols = select_episodes(columns, every, last_fraction)  # targets first: they may read earlier episodes
+        cols = select_episodes(columns, every, last_fraction, min_rows=window)  # targets first: they may read
+        # earlier episodes
         n = len(cols["episode"])
         longest = max(longest, n)
         if n < window:
