@@ -37,6 +37,27 @@ def test_sampled_tasks_are_in_range_and_keyed_by_seed_and_index():
     assert any(t["enable_wind"] for t in a) and all(0 <= t.get("wind_power", 0) <= 15 for t in a)
 
 
+def test_swapped_engines_take_the_mapped_action_and_are_drawn_only_when_asked():
+    plain = sample_tasks(8, 3, (-11.0, -5.0), 0.5, (0.0, 15.0), (0.0, 1.5))
+    assert sample_tasks(8, 3, (-11.0, -5.0), 0.5, (0.0, 15.0), (0.0, 1.5), swap_fraction=0.0) == plain
+    swapped = sample_tasks(8, 3, (-11.0, -5.0), 0.5, (0.0, 15.0), (0.0, 1.5), swap_fraction=1.0)
+    for a, b in zip(plain, swapped):  # the same physics, every engine map a non-identity permutation
+        assert {k: v for k, v in b.items() if k != "action_map"} == a
+        assert b["action_map"][0] == 0 and sorted(b["action_map"]) == [0, 1, 2, 3] and b["action_map"] != [0, 1, 2, 3]
+    one = gymnasium.make("ad/LunarLander-v0", gravity=-8.0, action_map=[0, 3, 1, 2])
+    ref = gymnasium.make("ad/LunarLander-v0", gravity=-8.0)
+    one.reset(seed=5)
+    ref.reset(seed=5)
+    for action in [1, 2, 3, 0, 2, 2, 1]:
+        np.testing.assert_array_equal(one.step(action)[0], ref.step([0, 3, 1, 2][action])[0])
+
+
+@pytest.mark.parametrize("bad", [[0, 1, 2], [1, 0, 2, 2], "0123", [0, 1, 2, True]])
+def test_an_action_map_that_is_not_a_permutation_is_a_user_error(bad):
+    with pytest.raises(UserError, match="action_map must be a permutation"):
+        check_kwargs({"action_map": bad})
+
+
 @pytest.mark.parametrize("kwargs", [{"gravity": 0.0}, {"gravity": -12.0}, {"gravity": 1.5}, {"gravity": float("nan")},
                                     {"wind_power": 21.0}, {"turbulence_power": -0.1},
                                     {"wind_power": float("inf")}, {"enable_wind": "yes"}, {"mass": 2.0}])

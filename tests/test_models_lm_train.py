@@ -196,3 +196,7 @@ def test_template_auto_follows_the_dataset():
     assert resolve_template("auto", {"task_spec": {"template": "rollout"}}) == "rollout"  # `ad generate rlhf` data
     assert resolve_template("auto", {"task_spec": {"size": 9}}) == "compact"
     assert resolve_template("compact", {"task_spec": {"template": "rollout"}}) == "compact"  # an explicit choice wins
+    box = {"task_spec": {"observation_space": {"type": "Box", "shape": [8]}}}  # LunarLander
+    assert resolve_template("auto", box, "scratch") == "bins8"
+    assert resolve_template("auto", {"task_spec": {"size": 9}}, "scratch") == "grid9"
+    assert resolve_template("auto", {"task_spec": {"observation_space": {"type": "Discrete"}}}, "scratch") == "words"

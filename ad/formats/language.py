@@ -26,6 +26,8 @@ class Template:
     """Base class: serialise rows of a history to text segments and parse actions back."""
 
     name = "base"
+    #: a model trained from scratch reads this template's text one character a token (else one word a token)
+    character_level = False
 
     def segments(self, rows: dict[str, Sequence[Any]]) -> list[Segment]:
         """Segments for rows (columns: state, action, reward, step ...), in order."""
@@ -187,6 +189,12 @@ class VectorTemplate(Template):
     def parse(self, text: str) -> list[dict[str, Any]]:
         return [{"state": _floats(s), "action": _floats(a), "reward": float(r)} for s, a, r in self._row.findall(text)]
 
+    character_level = True  # spaces are separators only
+
+    def box_vocabulary(self, state_dim: int, num_actions: int) -> list[str]:
+        """The characters this template writes (any state size, any number of discrete actions)."""
+        return list(VECTOR_CHARACTERS)
+
     def parse_action(self, text: str) -> np.ndarray:
         match = re.match(r"\s*((?:[+-]?\d+(?:\.\d+)?\s?)+)", text)
         if not match:
@@ -198,17 +206,142 @@ def _floats(text: str) -> np.ndarray:
     return np.asarray([float(v) for v in text.split()], dtype=np.float32)
 
 
+def log_bin_edges(levels: int, low: float, high: float) -> np.ndarray:
+    """The ``levels`` magnitude edges of :func:`log_bins`, geometric from ``low`` to ``high``: (levels,)."""
+    return np.geomspace(low, high, levels)
+
+
+def log_bins(values: Any, edges: np.ndarray) -> np.ndarray:
+    """Signed bin index of each value, in ``-len(edges) .. len(edges)``: 0 for ``|v| < edges[0]``, ``+-k`` for
+    ``edges[k-1] <= |v| < edges[k]``, ``+-len(edges)`` at or beyond the last edge (symmetric log bins: fine near 0,
+    coarse far out, the same for every dimension). Non-finite values raise ``ValueError``."""
+    v = np.asarray(values, dtype=np.float64)
+    if not np.isfinite(v).all():
+        raise ValueError(f"non-finite value among {v.reshape(-1)[:8].tolist()}")
+    return (np.sign(v) * np.searchsorted(edges, np.abs(v), side="right")).astype(np.int64)
+
+
+def log_bin_values(bins: Any, edges: np.ndarray) -> np.ndarray:
+    """A representative value of each signed bin (the geometric middle of its edges; 0 for bin 0)."""
+    b = np.asarray(bins, dtype=np.int64)
+    mags = np.concatenate([[0.0], np.sqrt(edges[:-1] * edges[1:]), [edges[-1]]])
+    return (np.sign(b) * mags[np.abs(b)]).astype(np.float32)
+
+
+class BoxWordTemplate(WordTemplate):
+    """Base of the word templates for Box states (LunarLander's 8 numbers): states written as binned words, a
+    discrete action as ``a<k>`` and the reward as one binned word ``r<bin>``, ``|`` before each episode. Bins are
+    symmetric log bins (:func:`log_bins`): ``levels`` magnitudes per sign from ``low`` to ``high`` for states, from
+    ``reward_low`` to ``reward_high`` for rewards. A model trained from scratch reads them through the word tokenizer
+    of :meth:`box_vocabulary`."""
+
+    reward_low, reward_high = 0.01, 100.0
+
+    def __init__(self, levels: int, low: float = 0.01, high: float = 10.0) -> None:
+        if levels < 1:
+            raise UserError(f"template {type(self).__name__} needs at least 1 bin level, got {levels}")
+        self.levels = levels
+        self.edges = log_bin_edges(levels, low, high)
+        self.reward_edges = log_bin_edges(levels, self.reward_low, self.reward_high)
+
+    def state_words(self, state: Any) -> list[str]:  # pragma: no cover - abstract
+        """The words of one state (a Box vector)."""
+        raise NotImplementedError
+
+    def row_segments(self, row: dict[str, Any]) -> list[Segment]:
+        head = f"{self.boundary} " if int(row.get("step", 1)) == 0 else ""
+        reward = int(log_bins(float(row["reward"]), self.reward_edges))
+        return [(f"{head}{' '.join(self.state_words(row['state']))} ", False), (self.action_text(row["action"]), True),
+                (f" r{reward:+d}\n", False)]
+
+    def word_bins(self, word: str) -> list[int]:  # pragma: no cover - abstract
+        """The signed bins one state word holds."""
+        raise NotImplementedError
+
+    def parse(self, text: str) -> list[dict[str, Any]]:
+        """Rows whose state and reward are their bins' representative values (:func:`log_bin_values`); a pair of
+        an odd last dimension gives its value twice."""
+        rows = []
+        for line in text.splitlines():
+            words = [w for w in line.split() if w != self.boundary]
+            if len(words) < 3:
+                continue
+            dims = [b for w in words[:-2] for b in self.word_bins(w)]
+            rows.append({"state": log_bin_values(dims, self.edges), "action": int(words[-2][1:]),
+                         "reward": float(log_bin_values(int(words[-1][1:]), self.reward_edges))})
+        return rows
+
+    def bin_words(self) -> list[str]:
+        """Every signed bin as text: ``-L .. +L``."""
+        return [f"{b:+d}" for b in range(-self.levels, self.levels + 1)]
+
+    def box_vocabulary(self, state_dim: int, num_actions: int) -> list[str]:  # pragma: no cover - abstract
+        """Every word this template writes for ``state_dim`` numbers per state and ``num_actions`` actions."""
+        raise NotImplementedError
+
+
+class BinTemplate(BoxWordTemplate):
+    """Box states as one binned word per dimension, ``d0+3 d1-2 ... d7+0 a2 r-1`` (``state_dim + 2`` tokens a
+    transition): dimension ``i`` in signed log bin ``b`` is the word ``d<i><b>``. Named ``bins<levels>``."""
+
+    def __init__(self, levels: int) -> None:
+        super().__init__(levels)
+        self.name = f"bins{levels}"
+
+    def state_words(self, state: Any) -> list[str]:
+        return [f"d{i}{b:+d}" for i, b in enumerate(log_bins(np.asarray(state).reshape(-1), self.edges))]
+
+    def box_vocabulary(self, state_dim: int, num_actions: int) -> list[str]:
+        return ([self.boundary] + [f"d{i}{b}" for i in range(state_dim) for b in self.bin_words()]
+                + [f"a{a}" for a in range(num_actions)] + [f"r{b}" for b in self.bin_words()])
+
+    def word_bins(self, word: str) -> list[int]:
+        return [int(re.search(r"[+-]\d+$", word).group())]
+
+
+class PairTemplate(BoxWordTemplate):
+    """Box states as one word per *pair* of consecutive dimensions, both binned, ``p0+3-2 p1+0+1 ... a2 r-1``
+    (LunarLander: position, velocity, angle and angular velocity, the two legs: ``state_dim / 2 + 2`` tokens a
+    transition); an odd last dimension is a pair with itself. Named ``pairs<levels>``."""
+
+    def __init__(self, levels: int) -> None:
+        super().__init__(levels)
+        self.name = f"pairs{levels}"
+
+    def state_words(self, state: Any) -> list[str]:
+        b = log_bins(np.asarray(state).reshape(-1), self.edges)
+        return [f"p{j}{b[2 * j]:+d}{b[min(2 * j + 1, len(b) - 1)]:+d}" for j in range((len(b) + 1) // 2)]
+
+    def box_vocabulary(self, state_dim: int, num_actions: int) -> list[str]:
+        bins = self.bin_words()
+        return ([self.boundary] + [f"p{j}{x}{y}" for j in range((state_dim + 1) // 2) for x in bins for y in bins]
+                + [f"a{a}" for a in range(num_actions)] + [f"r{b}" for b in bins])
+
+    def word_bins(self, word: str) -> list[int]:
+        return [int(v) for v in re.findall(r"[+-]\d+", word)]
+
+
+#: characters of the ``vector`` template's text (a model trained from scratch reads it one character a token)
+VECTOR_CHARACTERS = tuple("|sar+-.0123456789")
+
+
 TEMPLATES: dict[str, Template] = {t.name: t for t in (CompactTemplate(), WordTemplate(), RolloutTemplate(),
                                                       VectorTemplate())}
+#: parameterised template names: pattern -> factory of the template of a matching name
+FACTORIES = {r"grid(\d+)": lambda n: GridWordTemplate(int(n)), r"bins(\d+)": lambda n: BinTemplate(int(n)),
+             r"pairs(\d+)": lambda n: PairTemplate(int(n))}
 
 
 def get_template(name: str) -> Template:
-    """Look a template up by name (UserError listing the known ones); ``grid<N>`` makes an N x N grid template."""
-    grid = re.fullmatch(r"grid(\d+)", name)
-    if grid and name not in TEMPLATES:
-        register_template(GridWordTemplate(int(grid.group(1))))
+    """Look a template up by name (UserError listing the known ones); ``grid<N>`` makes an N x N grid template,
+    ``bins<L>`` / ``pairs<L>`` Box-state templates of L log-bin levels per sign."""
+    for pattern, factory in FACTORIES.items():
+        match = re.fullmatch(pattern, name)
+        if match and name not in TEMPLATES:
+            register_template(factory(match.group(1)))
     if name not in TEMPLATES:
-        raise UserError(f"unknown template {name!r}; known templates: {', '.join(sorted(TEMPLATES))}")
+        raise UserError(f"unknown template {name!r}; known templates: {', '.join(sorted(TEMPLATES))}, grid<N> "
+                        "(an N x N grid), bins<L> and pairs<L> (Box states in L log-bin levels)")
     return TEMPLATES[name]
 
 

@@ -53,8 +53,10 @@ class TrainLMConfig(LoRAOptions, WeightsDtypeOptions, TrainingOptions, Distribut
                    "smoke run) or scratch (a 4-block, width-128 Llama from scratch on every 40th DarkRoom episode, "
                    "5000 steps)", runtime=True)
     template: str = option("auto", "Language-format template that serialises transitions (see "
-                                   "ad.formats.TEMPLATES); auto = 'words' for --model scratch, else the dataset's "
-                                   "task_spec.template (e.g. rollout for `ad generate rlhf` data), else compact")
+                                   "ad.formats.TEMPLATES; grid<N>, bins<L>, pairs<L> by pattern); auto, for --model "
+                                   "scratch: grid<N> for the cells of a grid, bins8 for Box states, else words; "
+                                   "otherwise the dataset's task_spec.template (e.g. rollout for `ad generate rlhf` "
+                                   "data), else compact")
     n_layer: int = option(2, "--model scratch: transformer blocks", group="model from scratch")
     n_embd: int = option(64, "--model scratch: width of the residual stream", group="model from scratch")
     n_head: int = option(4, "--model scratch: attention heads (must divide --n-embd)", group="model from scratch")

@@ -24,14 +24,17 @@ def build_scratch(tokenizer: Any, n_layer: int = 2, n_embd: int = 64, n_head: in
 
 
 def scratch_tokenizer(reader: Any, template: Any) -> Any:
-    """The word tokenizer of ``template`` for a discrete dataset: its states, actions and reward values."""
+    """The word tokenizer of ``template`` for a dataset: discrete states, actions and reward values (``words``,
+    ``grid<N>``), or Box states and discrete actions (``bins<L>``, ``pairs<L>``, ``vector``)."""
     from ad.errors import UserError
-    from models.lm.vocab import dataset_rewards, template_tokenizer
+    from models.lm.vocab import box_tokenizer, dataset_rewards, template_tokenizer
 
     spec = reader.spec
-    if spec.state.kind != "discrete" or spec.action.kind != "discrete":
-        raise UserError(f"--model scratch needs discrete states and actions (e.g. DarkRoom); dataset "
+    if spec.action.kind != "discrete" or spec.state.kind not in ("discrete", "vector"):
+        raise UserError(f"--model scratch needs discrete actions and discrete or Box states; dataset "
                         f"{reader.location.base} has {spec.state.kind} states and {spec.action.kind} actions: use a "
                         "pretrained --model")
+    if spec.state.kind == "vector":
+        return box_tokenizer(template, int(spec.state.dim), int(spec.action.n))
     rewards = dataset_rewards([s.columns["reward"] for s in reader.streams(columns=["reward"])])
     return template_tokenizer(template, int(spec.state.n), int(spec.action.n), rewards)

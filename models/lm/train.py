@@ -26,15 +26,24 @@ def valid_actions(spec: Any) -> list[Any] | None:
     return list(range(int(spec.action.n))) if spec.action.kind == "discrete" else None
 
 
+#: the from-scratch LM's template for Box states (of those measured on LunarLander, the best held-out return at one
+#: budget: docs/experiments/continuous.md)
+BOX_TEMPLATE = "bins8"
+
+
 def resolve_template(template: str, metadata: dict[str, Any], model: str = "") -> str:
     """The template to train with: ``template`` itself, or for "auto": for ``--model scratch`` "grid<N>" when the
-    dataset's states are the cells of an N x N grid (``task_spec.size``, DarkRoom) else "words"; otherwise the
-    dataset's ``task_spec.template`` (written by the task that generated it), else "compact"."""
+    dataset's states are the cells of an N x N grid (``task_spec.size``, DarkRoom), :data:`BOX_TEMPLATE` when they
+    are Box vectors (``task_spec.observation_space``, LunarLander), else "words"; otherwise the dataset's
+    ``task_spec.template`` (written by the task that generated it), else "compact"."""
     if template != "auto":
         return template
     if model == SCRATCH:
-        size = (metadata.get("task_spec") or {}).get("size")
-        return f"grid{int(size)}" if isinstance(size, int) and size > 0 else "words"
+        spec = metadata.get("task_spec") or {}
+        size = spec.get("size")
+        if isinstance(size, int) and size > 0:
+            return f"grid{int(size)}"
+        return BOX_TEMPLATE if (spec.get("observation_space") or {}).get("type") == "Box" else "words"
     return str((metadata.get("task_spec") or {}).get("template") or "compact")
 
 

@@ -26,6 +26,8 @@ class GenerateConfig(run_options("out", "seed", "progress")):
     wind_fraction: float = option(0.5, "probability that a task has wind (enable_wind)")
     wind_power_max: float = option(15.0, "wind_power ~ U(0, this) on windy tasks (Gymnasium accepts 0..20)")
     turbulence_power_max: float = option(1.5, "turbulence_power ~ U(0, this) on windy tasks (Gymnasium accepts 0..2)")
+    swap_fraction: float = option(0.0, "probability that a task's three engines are swapped (a random action_map: "
+                                        "which action fires which engine must be found out in context)")
     rollout: int = option(256, "env steps per stream between PPO updates")
     epochs: int = option(4, "PPO epochs over each rollout")
     minibatches: int = option(4, "minibatches per epoch (each one optimiser step of every task's learner)")
@@ -50,6 +52,7 @@ class GenerateConfig(run_options("out", "seed", "progress")):
         if low > high:
             raise UserError(f"--gravity-low {low} must not exceed --gravity-high {high}")
         check_number(self.wind_fraction, 0.0, 1.0, "--wind-fraction")
+        check_number(self.swap_fraction, 0.0, 1.0, "--swap-fraction")
         check_number(self.wind_power_max, *WIND_POWER, "--wind-power-max")
         check_number(self.turbulence_power_max, *TURBULENCE_POWER, "--turbulence-power-max")
         check_number(self.heldout_fraction, 0.0, 1.0, "--heldout-fraction", open_high=True)

@@ -12,6 +12,7 @@ from typing import Any
 from ad.config import option, override
 from ad.demo import ADDemoConfig
 from ad.errors import UserError
+from tasks.lunarlander.instances import check_number
 
 
 @dataclass
@@ -32,6 +33,8 @@ class LunarLanderDemoConfig(ADDemoConfig):
     tasks: int = option(16, "LunarLander tasks (gravity / wind settings); a quarter is held out")
     steps: int = option(64_000, "env steps of the batched PPO source on each task")
     streams: int = option(4, "source histories (parallel envs) per task")
+    swap_fraction: float = option(0.0, "probability that a task's three engines are swapped (which action fires "
+                                       "which engine must be found out in context)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -40,6 +43,7 @@ class LunarLanderDemoConfig(ADDemoConfig):
                 raise UserError(f"--{name} must be positive, got {getattr(self, name)}")
         if self.tasks < 2:
             raise UserError(f"--tasks must be at least 2 (one is held out for the evaluation), got {self.tasks}")
+        check_number(self.swap_fraction, 0.0, 1.0, "--swap-fraction")
 
     def train_options(self) -> dict[str, Any]:
         """The shared ``ad train rl`` options, with rewards as floats (LunarLander's are shaped, -100..100) and no
@@ -49,4 +53,4 @@ class LunarLanderDemoConfig(ADDemoConfig):
     def generate_options(self) -> dict[str, Any]:
         """Options of ``ad generate lunarlander`` for this demo."""
         return {"tasks": self.tasks, "steps": self.steps, "streams": self.streams, "seed": self.seed,
-                "heldout_fraction": 0.25}
+                "heldout_fraction": 0.25, "swap_fraction": self.swap_fraction}

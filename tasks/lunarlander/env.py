@@ -20,10 +20,17 @@ EPISODE_LENGTH = 1000
 
 
 class LunarLanderTask(LunarLander):
-    """Gymnasium's LunarLander (discrete actions) with its task kwargs checked first (a UserError, not an assert)."""
+    """Gymnasium's LunarLander (discrete actions) with its task kwargs checked first (a UserError, not an assert);
+    ``action_map`` (a permutation of 0..3) gives the Gymnasium action each of the agent's actions takes (swapped
+    engines: the agent has to find out which action fires which engine)."""
 
     def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
-        super().__init__(render_mode=render_mode, continuous=False, **check_kwargs(kwargs, "LunarLander"))
+        kwargs = check_kwargs(kwargs, "LunarLander")
+        self.action_map = kwargs.pop("action_map", None)
+        super().__init__(render_mode=render_mode, continuous=False, **kwargs)
+
+    def step(self, action: Any) -> Any:
+        return super().step(action if self.action_map is None else self.action_map[int(action)])
 
 
 def make_vector_env(num_envs: int = 1, tasks: list[dict[str, Any]] | None = None,

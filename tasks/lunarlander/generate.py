@@ -36,7 +36,7 @@ def env_seed(seed: int, task: int, stream: int) -> int:
 def task_kwargs(cfg: GenerateConfig) -> list[dict[str, Any]]:
     """Every task's LunarLander kwargs (drawn from the config's ranges with ``--seed``)."""
     return sample_tasks(cfg.tasks, cfg.seed, (cfg.gravity_low, cfg.gravity_high), cfg.wind_fraction,
-                        (0.0, cfg.wind_power_max), (0.0, cfg.turbulence_power_max))
+                        (0.0, cfg.wind_power_max), (0.0, cfg.turbulence_power_max), cfg.swap_fraction)
 
 
 def dataset_metadata(cfg: GenerateConfig, kwargs: list[dict[str, Any]], probe: Any) -> dict[str, Any]:

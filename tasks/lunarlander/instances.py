@@ -6,6 +6,7 @@ only, so a task's settings never depend on how many tasks a dataset has. :func:`
 """
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -20,7 +21,11 @@ WIND_POWER = (0.0, 20.0)
 TURBULENCE_POWER = (0.0, 2.0)
 #: The return Gymnasium calls "solved"; reported as 1.0 (the optimal return of every task).
 SOLVED = 200.0
-KWARGS = ("gravity", "enable_wind", "wind_power", "turbulence_power")
+KWARGS = ("gravity", "enable_wind", "wind_power", "turbulence_power", "action_map")
+#: The identity ``action_map``: action 0 does nothing, 1 fires the left engine, 2 the main engine, 3 the right one.
+ENGINES = (0, 1, 2, 3)
+#: the permutations of the three engines (actions 1-3) other than the identity
+SWAPS = [list(p) for p in itertools.permutations(ENGINES[1:]) if list(p) != list(ENGINES[1:])]
 
 
 def task_name(i: int) -> str:
@@ -57,13 +62,29 @@ def check_kwargs(kwargs: dict[str, Any], where: str = "task") -> dict[str, Any]:
     if "turbulence_power" in kwargs:
         out["turbulence_power"] = check_number(kwargs["turbulence_power"], *TURBULENCE_POWER,
                                                f"{where}: turbulence_power")
+    if "action_map" in kwargs:
+        out["action_map"] = check_action_map(kwargs["action_map"], where)
     return out
 
 
+def check_action_map(value: Any, where: str) -> list[int]:
+    """An ``action_map`` (which of Gymnasium's actions each of the agent's 4 actions takes) as a list, or a UserError:
+    it must be a permutation of 0..3."""
+    if not isinstance(value, (list, tuple)) or sorted(v for v in value if isinstance(v, int)
+                                                      and not isinstance(v, bool)) != list(ENGINES):
+        raise UserError(f"{where}: action_map must be a permutation of {list(ENGINES)} (the Gymnasium action each "
+                        f"of the 4 actions takes), got {value!r}")
+    return [int(v) for v in value]
+
+
 def sample_tasks(count: int, seed: int, gravity: tuple[float, float], wind_fraction: float,
-                 wind_power: tuple[float, float], turbulence_power: tuple[float, float]) -> list[dict[str, Any]]:
+                 wind_power: tuple[float, float], turbulence_power: tuple[float, float],
+                 swap_fraction: float = 0.0) -> list[dict[str, Any]]:
     """``count`` tasks' kwargs: gravity ~ U(gravity), wind on with probability ``wind_fraction`` and then
-    wind_power ~ U(wind_power), turbulence_power ~ U(turbulence_power). Task i's draw depends on (seed, i) only."""
+    wind_power ~ U(wind_power), turbulence_power ~ U(turbulence_power); with probability ``swap_fraction`` the three
+    engines are permuted (``action_map``: one of the 5 permutations of actions 1-3 other than the identity, drawn
+    uniformly). Task i's draw depends on (seed, i) only (the engine draws come after the others, so tasks without
+    swaps are those of ``swap_fraction`` 0)."""
     tasks = []
     for i in range(count):
         rng = np.random.default_rng([seed, i, 7])
@@ -73,5 +94,7 @@ def sample_tasks(count: int, seed: int, gravity: tuple[float, float], wind_fract
         w, t = float(rng.uniform(*wind_power)), float(rng.uniform(*turbulence_power))
         if wind:
             kwargs.update(wind_power=round(w, 4), turbulence_power=round(t, 4))
+        if swap_fraction > 0 and rng.random() < swap_fraction:
+            kwargs["action_map"] = [0, *SWAPS[int(rng.integers(len(SWAPS)))]]
         tasks.append(check_kwargs(kwargs, f"task {i}"))
     return tasks

@@ -1,0 +1,105 @@
+"""LunarLander: AD vs ED in context on held-out tasks, over several seeds (held-out splits), for one task distribution.
+
+For each seed, `ad demo --task lunarlander --config <demo config> --seed S --out <root>/seed<S>` (skipped where its
+evaluation exists) gives the batched-PPO histories, AD and ED, and their returns on the held-out tasks beside the
+source's own first episodes and random. Figures per seed and their mean: each row's return over episodes 1-5 and
+6-10, and AD's lead over ED at episodes 6-10 (goal: above 0, the issue's "AD above ED"). Several task distributions
+(``--variant``: the default gravity / wind tasks, tasks with swapped engines ...) sit side by side in
+``benchmarks/results/lunarlander_ad.json``; plot ``benchmarks/results/lunarlander_ad_<variant>.png``.
+
+    python benchmarks/lunarlander_ad.py --config configs/lunarlander/ad_swapped.yaml          # runs what is missing
+    python benchmarks/lunarlander_ad.py --config configs/lunarlander/ad_swapped.yaml --quick  # reads finished runs
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import RESULTS, figure, merge_report, parse_args  # noqa: E402
+
+WINDOWS = {"episodes 1-5": slice(0, 5), "episodes 6-10": slice(5, 10)}
+ROWS = {"AD": "AD", "ED": "ED", "source": "source (its first episodes)", "random": "random"}
+CAPABILITY = "LunarLander: AD vs ED in context on held-out tasks"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--root", default="data/bench-lunarlander-ad", help="folder of the per-seed demo folders")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="demo seeds (held-out splits)")
+    parser.add_argument("--demo-config", default="configs/lunarlander/demo.yaml",
+                        help="`ad demo --task lunarlander` config: the task distribution, source, AD / ED, evaluation")
+    parser.add_argument("--variant", default="gravity-wind", help="name of this task distribution in the results")
+    parser.add_argument("--headline", action="store_true", help="this variant's AD - ED figure is the headline")
+    parser.add_argument("--quick", action="store_true", help="only read finished runs, run nothing")
+    args = parse_args(parser)
+    root = Path(args.root)
+    curves: dict[int, dict[str, np.ndarray]] = {}
+    for seed in args.seeds:
+        folder = root / f"seed{seed}"
+        if not args.quick and not (folder / "eval" / "eval.json").is_file():
+            subprocess.run([sys.executable, "-m", "ad", "demo", "--task", "lunarlander", "--config", args.demo_config,
+                            "--seed", str(seed), "--out", str(folder)], check=True)
+        path = folder / "eval" / "eval.json"
+        if path.is_file():
+            policies = json.loads(path.read_text())["policies"]
+            curves[seed] = {label: np.asarray(policies[name]["mean"]) for name, label in ROWS.items()
+                            if name in policies}
+    if not curves:
+        raise SystemExit(f"no finished runs under {root} for seeds {args.seeds}")
+    seeds = sorted(curves)
+    figures = []
+    for label in ROWS.values():
+        for window, part in WINDOWS.items():
+            values = {s: float(curves[s][label][part].mean()) for s in seeds if label in curves[s]}
+            fig = figure(f"{args.variant}: {label}, held-out return, {window} (seeds "
+                         f"{', '.join(f'{s}: {v:.0f}' for s, v in values.items())})", "return",
+                         float(np.mean(list(values.values()))), None, "-")
+            fig["per_seed"] = {str(s): v for s, v in values.items()}
+            figures.append(fig)
+    lead = {s: float(curves[s]["AD"][5:10].mean() - curves[s]["ED"][5:10].mean()) for s in seeds}
+    fig = figure(f"{args.variant}: AD's lead over ED, held-out return at episodes 6-10 (seeds "
+                 f"{', '.join(f'{s}: {v:+.0f}' for s, v in lead.items())}; every seed must be above 0)", "return",
+                 float(min(lead.values())), None, "> 0 (the lowest seed's)")
+    fig["per_seed"] = {str(s): v for s, v in lead.items()}
+    if args.headline:
+        fig.update(headline=True, short="LunarLander: AD above ED on held-out tasks (the lowest seed's lead)")
+    figures.append(fig)
+    plot(curves, seeds, args.variant, RESULTS / f"lunarlander_ad_{args.variant}.png")
+    # --quick runs nothing but reads the same finished runs: the figures are the full ones
+    merge_report("lunarlander_ad", False, args.variant, figures, capability=CAPABILITY, page="continuous")
+
+
+def plot(curves: dict[int, dict[str, np.ndarray]], seeds: list[int], variant: str, path: Path) -> Path:
+    """Mean over seeds of each row's return per episode (the seeds' range shaded), saved at ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for label in ROWS.values():
+        stacked = np.stack([curves[s][label] for s in seeds if label in curves[s]])  # (seeds, episodes)
+        x = np.arange(1, stacked.shape[1] + 1)
+        ax.plot(x, stacked.mean(0), marker="o", ms=3, label=label, ls="--" if label not in ("AD", "ED") else "-")
+        if len(stacked) > 1:
+            ax.fill_between(x, stacked.min(0), stacked.max(0), alpha=0.12)
+    ax.axhline(200, color="grey", lw=0.8, ls=":")
+    ax.set_xlabel("episode in context (held-out tasks)")
+    ax.set_ylabel("return (200: solved)")
+    ax.set_title(f"LunarLander ({variant}), held-out tasks, mean of seeds {seeds}", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+if __name__ == "__main__":
+    main()
