@@ -22,6 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import RESULTS, figure, merge_report, parse_args  # noqa: E402
+from benchmarks.lunarlander_templates import plot_returns  # noqa: E402
 
 WINDOWS = {"episodes 1-5": slice(0, 5), "episodes 6-10": slice(5, 10)}
 ROWS = {"AD": "AD", "ED": "ED", "source": "source (its first episodes)", "random": "random"}
@@ -70,35 +71,10 @@ def main() -> None:
     if args.headline:
         fig.update(headline=True, short="LunarLander: AD above ED on held-out tasks (the lowest seed's lead)")
     figures.append(fig)
-    plot(curves, seeds, args.variant, RESULTS / f"lunarlander_ad_{args.variant}.png")
+    plot_returns(curves, seeds, RESULTS / f"lunarlander_ad_{args.variant}.png",
+                 f"LunarLander ({args.variant}), held-out tasks, mean of seeds {seeds}")
     # --quick runs nothing but reads the same finished runs: the figures are the full ones
     merge_report("lunarlander_ad", False, args.variant, figures, capability=CAPABILITY, page="continuous")
-
-
-def plot(curves: dict[int, dict[str, np.ndarray]], seeds: list[int], variant: str, path: Path) -> Path:
-    """Mean over seeds of each row's return per episode (the seeds' range shaded), saved at ``path``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.5, 4))
-    for label in ROWS.values():
-        stacked = np.stack([curves[s][label] for s in seeds if label in curves[s]])  # (seeds, episodes)
-        x = np.arange(1, stacked.shape[1] + 1)
-        ax.plot(x, stacked.mean(0), marker="o", ms=3, label=label, ls="--" if label not in ("AD", "ED") else "-")
-        if len(stacked) > 1:
-            ax.fill_between(x, stacked.min(0), stacked.max(0), alpha=0.12)
-    ax.axhline(200, color="grey", lw=0.8, ls=":")
-    ax.set_xlabel("episode in context (held-out tasks)")
-    ax.set_ylabel("return (200: solved)")
-    ax.set_title(f"LunarLander ({variant}), held-out tasks, mean of seeds {seeds}", fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
 
 
 if __name__ == "__main__":

@@ -217,6 +217,14 @@ def headline(per_seed: dict[int, dict[str, np.ndarray]], seeds: list[int], templ
 
 def plot(per_seed: dict[int, dict[str, np.ndarray]], seeds: list[int], path: Path, args: Any) -> Path:
     """Mean over seeds of every row's return per episode, saved at ``path``."""
+    return plot_returns(per_seed, seeds, path, f"LunarLander held-out tasks, mean of seeds {seeds}: LMs from scratch\n"
+                        f"({args.n_layer} x {args.n_embd}, {args.steps} steps of {args.batch_size} x "
+                        f"{args.max_tokens} tokens) vs RL format")
+
+
+def plot_returns(per_seed: dict[int, dict[str, np.ndarray]], seeds: list[int], path: Path, title: str) -> Path:
+    """Mean over ``seeds`` of each row's LunarLander return per held-out episode (the seeds' range shaded; random and
+    the source dashed; the solved return dotted), saved at ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -235,9 +243,7 @@ def plot(per_seed: dict[int, dict[str, np.ndarray]], seeds: list[int], path: Pat
     ax.axhline(200, color="grey", lw=0.8, ls=":")
     ax.set_xlabel("episode in context (held-out tasks)")
     ax.set_ylabel("return (200: solved)")
-    ax.set_title(f"LunarLander held-out tasks, mean of seeds {seeds}: LMs from scratch\n({args.n_layer} x "
-                 f"{args.n_embd}, {args.steps} steps of {args.batch_size} x {args.max_tokens} tokens) vs RL format",
-                 fontsize=9)
+    ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
