@@ -79,6 +79,8 @@ def test_bad_template_names_and_vocabularies_are_user_errors():
         get_template("bins0")
     with pytest.raises(UserError, match="bins<L>, pairs<L> or vector"):
         box_tokenizer(get_template("words"), 8, 4)
+    with pytest.raises(UserError, match="writes Box .vector. states"):
+        get_template("bins8").vocabulary(81, 5, [0.0, 1.0])  # a discrete dataset (DarkRoom) with a Box template
 
 
 @pytest.fixture(scope="module")

@@ -279,6 +279,11 @@ class BoxWordTemplate(WordTemplate):
         """Every word this template writes for ``state_dim`` numbers per state and ``num_actions`` actions."""
         raise NotImplementedError
 
+    def vocabulary(self, num_states: int, num_actions: int, rewards: Sequence[float]) -> list[str]:
+        """Refused: this template writes Box states, not the numbered states of a discrete dataset."""
+        raise UserError(f"template {self.name} writes Box (vector) states but the dataset has {num_states} discrete "
+                        "states; use --template words or grid<N>")
+
 
 class BinTemplate(BoxWordTemplate):
     """Box states as one binned word per dimension, ``d0+3 d1-2 ... d7+0 a2 r-1`` (``state_dim + 2`` tokens a
