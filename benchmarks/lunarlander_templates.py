@@ -32,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import RESULTS, figure, parse_args, report  # noqa: E402
+from benchmarks.lunarlander_plot import plot_returns  # noqa: E402
 
 #: the results name of the current figures
 NAME = "lunarlander_templates"
@@ -220,36 +221,6 @@ def plot(per_seed: dict[int, dict[str, np.ndarray]], seeds: list[int], path: Pat
     return plot_returns(per_seed, seeds, path, f"LunarLander held-out tasks, mean of seeds {seeds}: LMs from scratch\n"
                         f"({args.n_layer} x {args.n_embd}, {args.steps} steps of {args.batch_size} x "
                         f"{args.max_tokens} tokens) vs RL format")
-
-
-def plot_returns(per_seed: dict[int, dict[str, np.ndarray]], seeds: list[int], path: Path, title: str) -> Path:
-    """Mean over ``seeds`` of each row's LunarLander return per held-out episode (the seeds' range shaded; random and
-    the source dashed; the solved return dotted), saved at ``path``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = [n for n in per_seed[seeds[0]] if all(n in per_seed[s] for s in seeds)]
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for name in names:
-        stacked = np.stack([per_seed[s][name] for s in seeds])  # (seeds, episodes)
-        mean = stacked.mean(0)
-        x = np.arange(1, len(mean) + 1)
-        ax.plot(x, mean, marker="o", ms=3, label=name, ls="--" if name in ("random", "source (its first episodes)")
-                else "-")
-        if len(seeds) > 1:
-            ax.fill_between(x, stacked.min(0), stacked.max(0), alpha=0.12)
-    ax.axhline(200, color="grey", lw=0.8, ls=":")
-    ax.set_xlabel("episode in context (held-out tasks)")
-    ax.set_ylabel("return (200: solved)")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
 
 
 if __name__ == "__main__":

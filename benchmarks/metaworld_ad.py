@@ -71,6 +71,8 @@ def main() -> None:
     parser.add_argument("--work", default="data/bench-metaworld-ad", help="folder of the runs (seed<N> each)")
     parser.add_argument("--last", type=int, default=3, help="the figure: success over the last N in-context episodes")
     parser.add_argument("--demo", type=json.loads, default={}, help="options of `ad demo --task metaworld` (JSON)")
+    parser.add_argument("--variant", default="", help="name of these settings in the results, beside the skill and "
+                                                      "source (empty: the skill's and source's own figures)")
     args = parse_args(parser)
     options = dict(args.demo)
     if args.quick:
@@ -85,7 +87,8 @@ def main() -> None:
         per_seed[seed] = lines = curves(evaluation, source, episodes, kind)
         ad, ed = np.asarray(lines["AD"]), np.asarray(lines["ED"])
         reached = np.flatnonzero(ad >= 0.9)
-        name = f"Meta-World ML1 {skill}" + ("" if kind == "noise" else f" ({kind} source)")
+        setting = ", ".join(([] if kind == "noise" else [f"{kind} source"]) + ([args.variant] if args.variant else []))
+        name = f"Meta-World ML1 {skill}" + (f" ({setting})" if setting else "")
         fig = figure(f"{name}, seed {seed}: AD's success rate over in-context episodes "
                      f"{episodes - args.last + 1}-{episodes} on {len(evaluation['tasks'])} held-out goals, vs ED's",
                      "success rate", float(ad[-args.last:].mean()), float(ed[-args.last:].mean()),
@@ -95,10 +98,10 @@ def main() -> None:
                    success_per_episode={name: [round(float(v), 4) for v in curve] for name, curve in lines.items()},
                    settings={**options, "seed": seed}, current=not args.quick)
         figures.append(fig)
-    if not args.quick and kind == "noise":  # the headline: the demo's default source
+    if not args.quick and kind == "noise" and not args.variant:  # the headline: the demo's default source
         figures[0].update(headline=True, vs="ED",
                           short=f"AD in context on Meta-World ML1 {skill} held-out goals: success rate")
-    tag = f"{skill}-{kind}"
+    tag = f"{skill}-{kind}" + (f"-{args.variant}" if args.variant else "")
     png = RESULTS / f"metaworld_ad{'' if tag == 'reach-v3-noise' else '_' + tag}{'_quick' if args.quick else ''}.png"
     plot(per_seed, skill, png)
     merge_report("metaworld_ad", args.quick, tag, figures, capability="Meta-World ML1 in context", page="metaworld")

@@ -13,7 +13,7 @@ from ad.config import make_config
 from ad.errors import UserError
 from ad.formats.language import get_template
 from models.lm.config import TrainLMConfig
-from models.lm.context import encode_window
+from models.lm.context import encode_transition, encode_window, keep_newest
 from benchmarks.helpers.tiny_lm import build_tiny, char_tokenizer
 
 torch.set_num_threads(1)
@@ -135,6 +135,23 @@ def test_windows_lose_oldest_whole_transitions_like_acting():
     assert np.array_equal(every["labels"], every["input_ids"])
     cut = encode_window(template, tokenizer, rows, max_tokens=len(full["input_ids"]) - 3)
     assert tokenizer.decode(cut["input_ids"]) == template.render({k: v[1:] for k, v in rows.items()})
+
+
+def test_window_truncation_follows_keep_newest_at_every_budget():
+    """Windows are encoded newest first and stop at the budget: the same tokens as encoding every transition and
+    cutting by :func:`keep_newest`, and the same count of dropped transitions, at every budget."""
+    tokenizer = char_tokenizer()
+    template = get_template("compact")
+    rng = np.random.default_rng(0)
+    rows = {"state": list(rng.integers(0, 90, 12)), "action": list(rng.integers(0, 4, 12)),
+            "reward": [float(r) for r in rng.choice([0.0, 1.0, 0.5], 12)], "step": [0, 1, 2, 3, 0, 1, 2, 0, 1, 2, 3, 4]}
+    parts = [encode_transition(template, tokenizer, {k: v[i] for k, v in rows.items()}) for i in range(12)]
+    for budget in range(1, sum(len(t) for t in parts) + 3):
+        start = min(keep_newest([len(t) for t in parts], budget), 11)
+        dropped = []
+        got = encode_window(template, tokenizer, rows, budget, warner=lambda n: dropped.append(n))
+        assert np.array_equal(got["input_ids"], np.concatenate([t.ids for t in parts[start:]])[-budget:]), budget
+        assert dropped == [start], budget
 
 
 @pytest.mark.parametrize("values, match", [

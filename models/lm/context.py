@@ -97,14 +97,23 @@ class TruncationWarner:
 
 def encode_window(template: Template, tokenizer: Any, rows: dict[str, Sequence[Any]], max_tokens: int,
                   loss_on: str = "actions", warner: TruncationWarner | None = None) -> dict[str, np.ndarray]:
-    """input_ids / labels (-100 where no loss) of a window, its oldest transitions dropped to fit ``max_tokens``."""
+    """input_ids / labels (-100 where no loss) of a window, its oldest transitions dropped to fit ``max_tokens``
+    (:func:`keep_newest`'s rule; transitions are encoded newest first and those that cannot fit are never encoded)."""
     n = len(rows["action"])
-    transitions = [encode_transition(template, tokenizer, {k: v[i] for k, v in rows.items()}) for i in range(n)]
-    start = keep_newest([len(t) for t in transitions], max_tokens)
-    start = min(start, n - 1)  # always keep the newest transition (cut from its left if it alone is too long)
+    kept, total, start = [], 0, 0
+    for i in range(n - 1, -1, -1):
+        transition = encode_transition(template, tokenizer, {k: v[i] for k, v in rows.items()})
+        total += len(transition)
+        if total > max_tokens and kept:  # always keep the newest transition (cut from its left if it alone is too long)
+            start = i + 1
+            break
+        kept.append(transition)
+        if total > max_tokens:
+            start = i
+            break
+    kept.reverse()
     if warner is not None:
         warner(start)
-    kept = transitions[start:]
     ids = np.concatenate([t.ids for t in kept])[-max_tokens:]  # (L,)
     mask = np.concatenate([t.action_mask for t in kept])[-max_tokens:]  # (L,)
     labels = ids.copy() if loss_on == "all" else np.where(mask, ids, -100)
