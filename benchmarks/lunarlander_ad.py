@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import RESULTS, figure, merge_report, parse_args  # noqa: E402
-from benchmarks.lunarlander_plot import plot_returns  # noqa: E402
+from benchmarks.lunarlander_common import plot_returns  # noqa: E402
 
 WINDOWS = {"episodes 1-5": slice(0, 5), "episodes 6-10": slice(5, 10)}
 ROWS = {"AD": "AD", "ED": "ED", "source": "source (its first episodes)", "random": "random"}

@@ -18,34 +18,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import figure, parse_args, report  # noqa: E402
-
-THRESHOLDS = (0.0, 100.0, 200.0)
-WINDOW = 20  #: episodes in a stream's running return
-
-
-def return_milestones(data: str | Path, thresholds: tuple[float, ...] = THRESHOLDS,
-                      window: int = WINDOW) -> dict[str, dict[str, int | None]]:
-    """Per task: the first episode (1-based, of its streams, which run in lockstep) at which the mean over its streams
-    of the running return (the last ``window`` episodes) passes each threshold; None where it never does."""
-    import numpy as np
-
-    from ad.history import HistoryReader
-    from ad.history.summary import SUMMARY_COLUMNS, episode_returns
-
-    reader = HistoryReader(data)
-    out: dict[str, dict[str, int | None]] = {}
-    for task in sorted(reader.metadata["tasks"]):
-        curves = [episode_returns(s.columns) for s in reader.streams(tasks=[task], columns=SUMMARY_COLUMNS)]
-        n = min((len(c) for c in curves), default=0)
-        if n == 0:
-            continue
-        running = np.stack([np.convolve(c[:n], np.ones(window), "full")[:n] / np.minimum(np.arange(1, n + 1), window)
-                            for c in curves]).mean(0)  # (n,)
-        out[task] = {f"{t:g}": (int(np.argmax(running >= t)) + 1 if (running >= t).any() else None)
-                     for t in thresholds}
-        out[task]["episodes"] = n
-        out[task]["final_running_return"] = float(running[-1])
-    return out
+from benchmarks.lunarlander_common import THRESHOLDS, return_milestones  # noqa: E402
 
 
 def run_batched(out: Path, args: Any) -> dict[str, Any]:

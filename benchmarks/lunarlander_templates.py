@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import RESULTS, figure, parse_args, report  # noqa: E402
-from benchmarks.lunarlander_plot import plot_returns  # noqa: E402
+from benchmarks.lunarlander_common import plot_returns  # noqa: E402
 
 #: the results name of the current figures
 NAME = "lunarlander_templates"
