@@ -27,6 +27,7 @@ SETTINGS = {
     "defaults": {},
     "rl-zoo": {"minibatches": 16, "gamma": 0.999, "gae_lambda": 0.98, "learning_rate": 3e-4},
 }
+TITLES = {"defaults": "the defaults", "rl-zoo": "RL Zoo PPO settings"}
 
 
 def generate_all(work: Path, runs: list[tuple[str, int]], args: Any) -> None:
@@ -56,7 +57,7 @@ def plot(curves: dict[tuple[str, int], dict[str, np.ndarray]], seeds: list[int],
     fig, axes = pyplot().subplots(1, len(seeds), figsize=(5.5 * len(seeds), 3.8), squeeze=False)
     for ax, seed in zip(axes[0], seeds):
         for colour, name in zip(("tab:blue", "tab:orange"), SETTINGS):
-            for i, curve in enumerate(curves[(name, seed)].values()):
+            for i, curve in enumerate(curves.get((name, seed), {}).values()):
                 ax.plot(np.arange(1, len(curve) + 1), curve, color=colour, lw=1, label=name if i == 0 else None)
         ax.axhline(200, color="grey", lw=0.8, ls=":")
         ax.set(xlabel="episode (of each stream)", ylabel="running return", title=f"seed {seed}")
@@ -71,43 +72,47 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=4, help="tasks per seed (each seed draws its own)")
     parser.add_argument("--steps", type=int, default=300_000, help="env steps per task")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="seeds (different tasks and learners)")
+    parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS),
+                        help="settings to run (the figures compare RL Zoo's with the defaults where both run)")
     parser.add_argument("--parallel", type=int, default=2, help="generations run at once (one thread each)")
     parser.add_argument("--work", default="data/bench-lunarlander-source-settings", help="folder of the datasets")
     args = parse_args(parser)
     if args.quick:
         args.tasks, args.steps, args.seeds, args.work = 1, 4096, args.seeds[:1], args.work + "-quick"
+    args.settings = [name for name in SETTINGS if name in args.settings]  # one order, whatever the command line's
     work = Path(args.work)
-    runs = [(name, seed) for seed in args.seeds for name in SETTINGS]
+    runs = [(name, seed) for seed in args.seeds for name in args.settings]
     generate_all(work, runs, args)
     milestones = {run: return_milestones(work / f"{run[0]}-seed{run[1]}") for run in runs}
     curves = {run: running_returns(work / f"{run[0]}-seed{run[1]}") for run in runs}
     figures = []
     for t in THRESHOLDS:
         passed = {run: sum(m[f"{t:g}"] is not None for m in milestones[run].values()) for run in runs}
-        ours = sum(passed[("rl-zoo", s)] for s in args.seeds)
-        reference = sum(passed[("defaults", s)] for s in args.seeds)
+        count = {name: sum(passed[(name, s)] for s in args.seeds) if name in args.settings else None
+                 for name in SETTINGS}
         row = figure(f"LunarLander source, {args.steps} steps per task, {args.tasks} tasks x seeds {args.seeds}: tasks "
-                     f"whose running return passes {t:g}, RL Zoo PPO settings vs the defaults", "tasks", ours,
-                     reference, "-")
-        row["per_seed"] = [{"seed": s, "ours": passed[("rl-zoo", s)], "reference": passed[("defaults", s)]}
-                           for s in args.seeds]
+                     f"whose running return passes {t:g}, " + " vs ".join(TITLES[n] for n in args.settings[::-1]),
+                     "tasks", count["rl-zoo"], count["defaults"], "-")
+        row["per_seed"] = [{"seed": s, **{name: passed[(name, s)] for name in args.settings}} for s in args.seeds]
         row["first_episode"] = {f"{name}-seed{seed}": {task: m[f"{t:g}"] for task, m in milestones[run].items()}
                                 for run in runs for name, seed in [run]}
         figures.append(row)
     final = {run: float(np.mean([m["final_running_return"] for m in milestones[run].values()])) for run in runs}
+    mean = {name: float(np.mean([final[(name, s)] for s in args.seeds])) if name in args.settings else None
+            for name in SETTINGS}
     row = figure(f"LunarLander source, {args.steps} steps per task, {args.tasks} tasks x seeds {args.seeds}: mean "
-                 f"final running return, RL Zoo PPO settings (defaults beside)", "return",
-                 float(np.mean([final[("rl-zoo", s)] for s in args.seeds])), None, "-")
-    row.update(defaults=float(np.mean([final[("defaults", s)] for s in args.seeds])),
-               per_seed=[{"seed": s, "rl-zoo": final[("rl-zoo", s)], "defaults": final[("defaults", s)]}
-                         for s in args.seeds],
+                 f"final running return, " + " (beside it: ".join(TITLES[n] for n in args.settings[::-1])
+                 + (")" if len(args.settings) > 1 else ""), "return", mean["rl-zoo"], None, "-")
+    row.update(defaults=mean["defaults"],
+               per_seed=[{"seed": s, **{name: final[(name, s)] for name in args.settings}} for s in args.seeds],
                final_running_return={f"{name}-seed{seed}": {task: round(m["final_running_return"], 1)
                                                             for task, m in milestones[(name, seed)].items()}
                                      for name, seed in runs},
                settings=SETTINGS)
     figures.append(row)
-    plot(curves, list(args.seeds), RESULTS / f"lunarlander_source_settings{'_quick' if args.quick else ''}.png")
-    merge_report("lunarlander_source_settings", args.quick, f"steps{args.steps}", figures,
+    tag = f"steps{args.steps}" + ("" if args.settings == list(SETTINGS) else "-" + "-".join(args.settings))
+    plot(curves, list(args.seeds), RESULTS / f"lunarlander_source_settings_{tag}{'_quick' if args.quick else ''}.png")
+    merge_report("lunarlander_source_settings", args.quick, tag, figures,
                  capability="LunarLander source (batched PPO)", page="continuous")
 
 
