@@ -9,7 +9,9 @@ changes the distribution (``tests/test_math_sampler.py`` checks that):
   ``G`` times (``generate`` repeats the prompt before the prefill, so it reads it ``G`` times);
 * **finished rows leave the batch**: when a row emits EOS it stops costing anything once enough rows have finished
   (``generate`` keeps computing finished rows, padded, until every row is done);
-* only the last position's logits are computed, in the prefill as in every step.
+* only the last position's logits are computed, in the prefill as in every step;
+* the KV cache grows in place (:func:`ad.lm.kv_cache.growing_cache`) instead of concatenating every layer's keys
+  and values at every step.
 
 Sampling follows ``generate``'s: logits / temperature, then top-p (the smallest set of tokens whose probability
 reaches ``top_p``), then a multinomial draw. The log-probability recorded for each token is ``log_softmax(logits /
@@ -22,7 +24,7 @@ from typing import Any, Sequence
 
 import torch
 
-from transformers import DynamicCache
+from ad.lm.kv_cache import growing_cache
 
 
 @dataclass
@@ -78,7 +80,7 @@ def sample_groups(model: Any, prompts: Sequence[Sequence[int]], num_samples: int
     device = next(model.parameters()).device
     try:
         ids, mask, positions = left_pad(prompts, pad_id, device)
-        cache = DynamicCache()
+        cache = growing_cache()  # keys / values written in place, not concatenated every step
         out = model(input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True,
                     logits_to_keep=1)
         logits = out.logits[:, -1].float()  # (P, V)

@@ -4,7 +4,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 from transformers.cache_utils import DynamicLayer
 
-from models.lm.kv_cache import GrowingLayer, growing_cache
+from ad.lm.kv_cache import GrowingLayer, growing_cache
 
 
 def test_layer_matches_dynamic_cache_through_appends_crops_and_batch_ops():

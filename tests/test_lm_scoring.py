@@ -5,7 +5,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from models.lm.kv_cache import growing_cache
+from ad.lm.kv_cache import growing_cache
 from ad.lm.scoring import CachedContexts, full_recompute
 
 VOCAB, PAD = 40, 0

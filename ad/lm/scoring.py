@@ -54,7 +54,7 @@ class CachedContexts:
 
     ``mask`` (B, L) is True on the real (not padding) tokens cached, ``count`` (B,) the real tokens of each context
     (the position id of its next token). ``cache`` defaults to a transformers ``DynamicCache``; pass another
-    (``models.lm.kv_cache.growing_cache()``) to grow it in place.
+    (:func:`ad.lm.kv_cache.growing_cache`) to grow it in place.
     """
 
     def __init__(self, model: Any, pad_id: int, num_contexts: int, cache: Any = None):

@@ -180,7 +180,7 @@ class LMPolicy(_LMActor):
     @torch.no_grad()
     def scores(self, obs, prev_action, prev_reward, timestep, first, valid=None) -> torch.Tensor:
         """Log-likelihood (B, A) of each valid action's tokens after each env's context (-inf if not valid)."""
-        from models.lm.kv_cache import growing_cache
+        from ad.lm.kv_cache import growing_cache
 
         if self.num_envs is None:
             raise RuntimeError("call reset(num_envs) before acting")

@@ -1,4 +1,5 @@
-"""A transformers KV cache that grows in place: what :class:`models.lm.policy.LMPolicy` acts with.
+"""A transformers KV cache that grows in place: what :class:`models.lm.policy.LMPolicy` acts with and the group
+sampler (:mod:`tasks.lm_sampling`) samples with.
 
 ``DynamicCache`` copies the whole cache every step (``torch.cat``), and ``StaticCache`` attends over its whole
 preallocated length; this layer keeps keys and values in a buffer with spare room (doubled when full) and hands
