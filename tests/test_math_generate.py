@@ -208,8 +208,9 @@ def test_fast_engine_logs_every_solution_with_recomputable_logprobs_and_kl(tmp_p
     out = tmp_path / "d"
     opts = dict(out=str(out), model=tiny_model, preset="cpu", max_steps=4, chunk_steps=2, num_generations=3,
                 problems_per_step=2, max_new_tokens=6, eval_problems=3, threads=1, plots=False, progress=False,
-                ref_refresh=2, train_problems=20, temperature=1.0, format_reward=0.0, learning_rate=0.05)
-    cfg = make_config(GenerateConfig, opts)
+                ref_refresh=2, train_problems=20, temperature=1.0, format_reward=0.0, learning_rate=0.05,
+                dtype="float32")  # float32 weights: the recompute below is then exact on any CPU (the preset
+    cfg = make_config(GenerateConfig, opts)  # itself picks bfloat16 where the CPU has AVX512-BF16 or AMX)
     assert cfg.engine == "fast" and cfg.problems_per_step == 2  # the preset, explicit options over it
     summary = generate(cfg)
     rows = _rows(out)
