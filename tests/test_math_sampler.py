@@ -38,27 +38,30 @@ def _hf(model, tok, prompts, g, new, eos, **kw):
     return rows
 
 
-def test_greedy_tokens_equal_generate_with_rows_stopping_at_eos(tiny):
+@pytest.mark.parametrize("fast_decode", [True, False])  # the Llama decoder, and the model's own forward
+def test_greedy_tokens_equal_generate_with_rows_stopping_at_eos(tiny, fast_decode):
     from tasks.lm_sampling import sample_groups
 
     model, tok = tiny
     prompts = _prompts(tok)
     eos = {tok.eos_token_id, *tok.convert_tokens_to_ids(list(":b"))}  # two of three prompts stop at once
-    ours = sample_groups(model, prompts, 2, 24, eos_ids=eos, pad_id=tok.pad_token_id, greedy=True)
+    ours = sample_groups(model, prompts, 2, 24, eos_ids=eos, pad_id=tok.pad_token_id, greedy=True,
+                         fast_decode=fast_decode)
     ref = _hf(model, tok, [p for p in prompts for _ in range(2)], 1, 24, eos, do_sample=False)
     assert ours.tokens == ref
     assert any(ours.terminated) and len({len(t) for t in ours.tokens}) > 1  # EOS stopped rows at several lengths
     assert ours.terminated == [t[-1] in eos for t in ours.tokens]
 
 
-def test_logprobs_equal_a_full_recompute(tiny):
+@pytest.mark.parametrize("fast_decode", [True, False])
+def test_logprobs_equal_a_full_recompute(tiny, fast_decode):
     from tasks.lm_sampling import sample_groups
 
     model, tok = tiny
     prompts = _prompts(tok)
     eos = {tok.eos_token_id, *tok.convert_tokens_to_ids(list("ae"))}
     got = sample_groups(model, prompts, 3, 16, eos_ids=eos, pad_id=tok.pad_token_id, temperature=0.7,
-                        generator=torch.Generator().manual_seed(0))
+                        generator=torch.Generator().manual_seed(0), fast_decode=fast_decode)
     for i, (tokens, logps) in enumerate(zip(got.tokens, got.logprobs)):
         prompt = prompts[i // 3]
         with torch.no_grad():
@@ -77,8 +80,9 @@ def _chi2_p(a: np.ndarray, b: np.ndarray) -> float:
     return float(chi2_contingency(table)[1])
 
 
+@pytest.mark.parametrize("fast_decode", [True, False])
 @pytest.mark.parametrize("top_p", [1.0, 0.8])
-def test_sampled_token_frequencies_agree_with_generate(tiny, top_p):
+def test_sampled_token_frequencies_agree_with_generate(tiny, top_p, fast_decode):
     from tasks.lm_sampling import sample_groups
 
     model, tok = tiny
@@ -87,7 +91,7 @@ def test_sampled_token_frequencies_agree_with_generate(tiny, top_p):
     n, vocab = 1500, len(tok)
     torch.manual_seed(1)
     ours = sample_groups(model, prompt, n, 2, eos_ids=eos, pad_id=tok.pad_token_id, temperature=0.7, top_p=top_p,
-                         generator=torch.Generator().manual_seed(2)).tokens
+                         generator=torch.Generator().manual_seed(2), fast_decode=fast_decode).tokens
     ref = _hf(model, tok, prompt, n, 2, eos, do_sample=True, temperature=0.7, top_p=top_p)
     for position in (0, 1):  # the first token, and the second of rows that did not stop
         a = np.bincount([r[position] for r in ours if len(r) > position], minlength=vocab)
@@ -100,6 +104,24 @@ def test_sampled_token_frequencies_agree_with_generate(tiny, top_p):
     a = np.bincount([r[0] for r in off], minlength=vocab)
     b = np.bincount([r[0] for r in ref], minlength=vocab)
     assert _chi2_p(a, b) < 1e-3
+
+
+def test_categorical_draw_frequencies_match_the_probabilities():
+    from scipy.stats import chisquare
+
+    from tasks.lm_sampling import draw_categorical
+
+    probs = torch.tensor([0.0, 0.5, 0.0, 0.2, 0.25, 0.05, 0.0])  # zeros first, inside and last
+    n = 40000
+    draws = draw_categorical(probs.expand(n, -1), torch.Generator().manual_seed(0))
+    counts = np.bincount(draws.numpy(), minlength=len(probs))
+    assert counts[probs.numpy() == 0].sum() == 0  # a zero-probability index is never drawn
+    keep = probs.numpy() > 0
+    assert chisquare(counts[keep], n * probs.numpy()[keep]).pvalue > 1e-3
+    skewed = torch.tensor([0.0, 0.45, 0.0, 0.25, 0.25, 0.05, 0.0])  # the test can fail: another distribution
+    assert chisquare(counts[keep], n * skewed.numpy()[keep]).pvalue < 1e-3
+    same = draw_categorical(probs.expand(n, -1), torch.Generator().manual_seed(0))
+    assert torch.equal(draws, same)  # reproducible from the generator
 
 
 def test_top_p_filter_matches_transformers():

@@ -26,14 +26,15 @@ def char_tokenizer(pad: bool = True) -> Any:
 
 
 def build_tiny(out: Any, n_layer: int = 2, width: int = 32, heads: int = 2, pad: bool = True,
-               max_positions: int = 512, seed: int = 0) -> Path:
-    """Save a tiny random ``LlamaForCausalLM`` + char tokenizer to ``out``; returns the folder."""
+               max_positions: int = 512, seed: int = 0, kv_heads: int | None = None) -> Path:
+    """Save a tiny random ``LlamaForCausalLM`` + char tokenizer to ``out``; returns the folder. ``kv_heads``: key /
+    value heads (grouped-query attention when fewer than ``heads``; default ``heads``)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
     tokenizer = char_tokenizer(pad)
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=width, intermediate_size=2 * width,
-                         num_hidden_layers=n_layer, num_attention_heads=heads, num_key_value_heads=heads,
+                         num_hidden_layers=n_layer, num_attention_heads=heads, num_key_value_heads=kv_heads or heads,
                          max_position_embeddings=max_positions, eos_token_id=tokenizer.eos_token_id,
                          pad_token_id=tokenizer.pad_token_id, bos_token_id=None, tie_word_embeddings=True)
     torch.manual_seed(seed)

@@ -1,0 +1,202 @@
+"""One-token decode steps of a Llama-architecture causal LM without the ``transformers`` forward: what the group
+sampler (:mod:`tasks.lm_sampling`) decodes with on a CPU when the model allows it (SmolLM2 is a Llama).
+
+A decode step reads one token a row. On a CPU, the ``transformers`` forward spends about as much again as the
+weight products themselves: PyTorch's fused attention kernel is built for long queries and costs ~1-3 ms a layer for
+one query over a short cache, the KV cache is a Python object updated layer by layer, a mask is rebuilt every step
+and every projection is its own product. :class:`LlamaDecoder` does the same arithmetic with
+
+* the query / key / value projections in one product and the gate / up projections in another (weights
+  concatenated once per decoder);
+* a prompt's keys / values held once for all the rows sampled from it (``generate`` copies them to every row), and
+  attended over with one product per prompt for the whole group (the group's queries stacked), so a step reads
+  each prompt's cache once; each row's own generated tokens in float32 buffers preallocated for the whole
+  completion and written in place;
+* attention for one query token as small batched products in float32 (the query heads sharing a key head
+  grouped, no key repetition), the scaling and the prompts' padding mask folded into the first product;
+* the model's own embedding, RMSNorm, rotary-embedding and activation modules and ``transformers``' own
+  ``rotate_half``, so their definitions are not copied.
+
+The prompt is read by the model's own forward (:meth:`LlamaDecoder.prefill`); only decode steps take this path.
+Adapters (e.g. PEFT's LoRA) are merged into the decoder's weight copies when it is built: every linear layer that is
+not a plain ``torch.nn.Linear`` is read back as the product of the layer with the identity (exact for any adapter
+that is linear in its input). Build a new decoder after the weights change.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from transformers.models.llama.modeling_llama import rotate_half
+
+
+def base_model(model: Any) -> Any:
+    """The ``transformers`` model under a PEFT wrapper (``get_base_model``), or ``model`` itself."""
+    getter = getattr(model, "get_base_model", None)
+    return getter() if callable(getter) else model
+
+
+def supports(model: Any) -> bool:
+    """Whether :class:`LlamaDecoder` reproduces ``model``'s forward: a ``transformers`` Llama without biases and
+    without tensor-parallel slicing, attending with SDPA or eager attention (no sliding window)."""
+    base = base_model(model)
+    config = getattr(base, "config", None)
+    if config is None or getattr(config, "model_type", None) != "llama":
+        return False
+    inner = getattr(base, "model", None)
+    needed = ("embed_tokens", "layers", "norm", "rotary_emb")
+    return (inner is not None and all(hasattr(inner, n) for n in needed)
+            and not getattr(config, "attention_bias", False) and not getattr(config, "mlp_bias", False)
+            and getattr(config, "pretraining_tp", 1) in (None, 1)
+            and getattr(config, "_attn_implementation", "sdpa") in ("sdpa", "eager"))
+
+
+def effective_weight(layer: Any) -> torch.Tensor:
+    """The (out, in) weight a bias-free linear layer applies: its own weight if it is a plain ``nn.Linear``, else
+    (an adapter-wrapped layer) the layer applied to the identity, transposed."""
+    if type(layer) is torch.nn.Linear:
+        return layer.weight
+    base = getattr(layer, "base_layer", layer)
+    eye = torch.eye(base.in_features, dtype=base.weight.dtype, device=base.weight.device)  # (in, in)
+    return layer(eye).t().contiguous()  # (out, in)
+
+
+class LlamaDecoder:
+    """Decode state of a batch of rows for a Llama model (see the module docstring).
+
+    :meth:`prefill` reads the prompts, :meth:`step` appends one token a row and returns the next-token logits,
+    :meth:`select` keeps a subset of the rows. Rows are grouped by prompt (the rows of one prompt consecutive) and
+    a prompt's keys / values are held once for its whole group: each step attends over them with one product per
+    prompt for all its rows (the rows laid out on a grid of prompts x rows, padded where groups have lost rows),
+    then over each row's own generated tokens. Positions are per row (left-padded prompts start at position 0 at
+    their first real token)."""
+
+    @torch.no_grad()
+    def __init__(self, model: Any):
+        if not supports(model):
+            raise ValueError("LlamaDecoder needs a transformers Llama model without biases (see supports())")
+        self.model = model
+        base = base_model(model)
+        config = base.config
+        self.inner = base.model
+        self.heads = config.num_attention_heads
+        self.kv_heads = config.num_key_value_heads
+        self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // self.heads
+        self.scale = self.head_dim ** -0.5
+        from transformers.activations import ACT2FN
+
+        self.act = ACT2FN[config.hidden_act]
+        self.qkv, self.out, self.gate_up, self.down = [], [], [], []
+        for layer in self.inner.layers:
+            attn, mlp = layer.self_attn, layer.mlp
+            self.qkv.append(torch.cat([effective_weight(attn.q_proj), effective_weight(attn.k_proj),
+                                       effective_weight(attn.v_proj)]))  # ((H + 2 Hkv) hd, D)
+            self.out.append(effective_weight(attn.o_proj))  # (D, H hd)
+            self.gate_up.append(torch.cat([effective_weight(mlp.gate_proj), effective_weight(mlp.up_proj)]))
+            self.down.append(effective_weight(mlp.down_proj))  # (D, I)
+        self.head = effective_weight(base.get_output_embeddings())  # (V, D)
+        self.prompt_keys: list[torch.Tensor] = []  # per layer (P, Hkv, Lp, hd) float32
+        self.prompt_values: list[torch.Tensor] = []
+        self.own_keys: list[torch.Tensor] = []  # per layer (B, Hkv, capacity, hd) float32
+        self.own_values: list[torch.Tensor] = []
+        self.length = 0  # generated tokens held per row
+
+    @torch.no_grad()
+    def prefill(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, repeat: int,
+                capacity: int) -> torch.Tensor:
+        """Read left-padded prompts (P, L) with the model's own forward, for ``repeat`` rows each (rows
+        p * repeat ... p * repeat + repeat - 1 continue prompt p), with room for ``capacity`` generated tokens.
+        Returns the last position's logits (P * repeat, V), float32."""
+        from transformers import DynamicCache
+
+        cache = DynamicCache()
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True,
+                         logits_to_keep=1)
+        prompts, rows = ids.size(0), ids.size(0) * repeat
+        self.prompt_keys = [layer.keys.float() for layer in cache.layers]  # (P, Hkv, Lp, hd)
+        self.prompt_values = [layer.values.float() for layer in cache.layers]
+        shape = (rows, self.kv_heads, capacity, self.head_dim)
+        self.own_keys = [torch.empty(shape, dtype=torch.float32, device=ids.device) for _ in cache.layers]
+        self.own_values = [torch.empty(shape, dtype=torch.float32, device=ids.device) for _ in cache.layers]
+        self.length = 0
+        self._group(torch.arange(prompts, device=ids.device).repeat_interleave(repeat), mask.bool())
+        return out.logits[:, -1].float().repeat_interleave(repeat, 0)
+
+    def _group(self, row_prompt: torch.Tensor, prompt_mask: torch.Tensor) -> None:
+        """Lay rows (B,) of prompts ``row_prompt`` (sorted; indices into the held prompts) on the prompt x row
+        grid; prompts without rows are dropped. ``prompt_mask`` (P, Lp): the prompts' real (not padded) tokens."""
+        live, row_prompt, counts = torch.unique_consecutive(row_prompt, return_inverse=True, return_counts=True)
+        if live.numel() != len(self.prompt_keys[0]):
+            self.prompt_keys = [k.index_select(0, live) for k in self.prompt_keys]
+            self.prompt_values = [v.index_select(0, live) for v in self.prompt_values]
+            prompt_mask = prompt_mask.index_select(0, live)
+        prompts, length = prompt_mask.shape
+        starts = torch.cumsum(counts, 0) - counts  # (P,) first row of each prompt
+        self.width = int(counts.max())  # rows a prompt holds on the grid
+        self.full = bool((counts == self.width).all())  # every cell of the grid holds a row: no scatter / gather
+        slot = torch.arange(len(row_prompt), device=row_prompt.device) - starts[row_prompt]  # (B,)
+        self.grid_index = row_prompt * self.width + slot  # (B,) cell of each row on the (P x width) grid
+        self.prompt_mask = prompt_mask
+        bias = torch.zeros(prompt_mask.shape, dtype=torch.float32, device=prompt_mask.device)
+        bias = bias.masked_fill(~prompt_mask, float("-inf"))  # (P, Lp): 0 on real tokens, -inf on padding
+        self.prompt_bias = bias[:, None, None, :].expand(prompts, self.kv_heads, 1, length).reshape(
+            prompts * self.kv_heads, 1, length)  # (P Hkv, 1, Lp)
+        self.row_prompt = row_prompt
+
+    def select(self, keep: torch.Tensor) -> None:
+        """Keep only rows ``keep`` (K,), increasing, of the batch."""
+        self.own_keys = [k.index_select(0, keep) for k in self.own_keys]
+        self.own_values = [v.index_select(0, keep) for v in self.own_values]
+        self._group(self.row_prompt.index_select(0, keep), self.prompt_mask)
+
+    def _attend(self, i: int, q: torch.Tensor) -> torch.Tensor:
+        """Attention of layer ``i`` for queries (B, Hkv, G, hd) float32 (G query heads per key head) over each
+        row's prompt and its generated tokens so far; returns (B, Hkv G hd)."""
+        b, hk, g, hd = q.shape
+        p, w, n = len(self.prompt_keys[i]), self.width, self.length
+        lp = self.prompt_keys[i].size(2)
+        if not self.full:  # rows -> grid cells, empty cells zero
+            q = q.new_zeros((p * w, hk, g, hd)).index_put_((self.grid_index,), q)
+        grid = q.view(p, w, hk, g, hd).transpose(1, 2).reshape(p * hk, w * g, hd)  # (P Hkv, w G, hd)
+        on_prompt = torch.baddbmm(self.prompt_bias, grid, self.prompt_keys[i].view(p * hk, lp, hd).transpose(1, 2),
+                                  alpha=self.scale)  # (P Hkv, w G, Lp), padding -inf
+        on_prompt = on_prompt.view(p, hk, w, g, lp).transpose(1, 2)  # (P, w, Hkv, G, Lp) view
+        if not self.full:
+            on_prompt = on_prompt.reshape(p * w, hk, g, lp)[self.grid_index]  # (B, Hkv, G, Lp)
+            q = q[self.grid_index]
+        own_keys, own_values = self.own_keys[i][:, :, :n], self.own_values[i][:, :, :n]  # (B, Hkv, n, hd)
+        on_own = torch.matmul(q.view(b, hk, g, hd), own_keys.transpose(-1, -2)).mul_(self.scale)  # (B, Hkv, G, n)
+        weights = torch.cat([on_prompt.reshape(b, hk, g, lp), on_own], -1).softmax(-1)  # (B, Hkv, G, Lp + n)
+        to_prompt, to_own = weights.split([lp, n], -1)
+        if not self.full:
+            to_prompt = to_prompt.new_zeros((p * w, hk, g, lp)).index_put_((self.grid_index,), to_prompt)
+        cells = to_prompt.reshape(p, w, hk, g, lp).transpose(1, 2).reshape(p * hk, w * g, lp)  # (P Hkv, w G, Lp)
+        from_prompt = torch.bmm(cells, self.prompt_values[i].view(p * hk, lp, hd))  # (P Hkv, w G, hd)
+        from_prompt = from_prompt.view(p, hk, w, g, hd).transpose(1, 2)  # (P, w, Hkv, G, hd) view
+        from_own = to_own @ own_values  # (B, Hkv, G, hd)
+        if self.full:
+            return (from_own.view(p, w, hk, g, hd) + from_prompt).reshape(b, hk * g * hd)
+        return (from_own + from_prompt.reshape(p * w, hk, g, hd)[self.grid_index]).reshape(b, hk * g * hd)
+
+    @torch.no_grad()
+    def step(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """Append tokens (B,) at positions (B,); returns the next-token logits (B, V), float32."""
+        b, n = tokens.size(0), self.length
+        if n >= self.own_keys[0].size(2):
+            raise ValueError(f"decoder full: {n} generated tokens held, room for {self.own_keys[0].size(2)}")
+        h, hk, hd = self.heads, self.kv_heads, self.head_dim
+        x = self.inner.embed_tokens(tokens)  # (B, D)
+        cos, sin = self.inner.rotary_emb(x, positions[:, None])  # (B, 1, hd) each, model dtype
+        self.length = n + 1  # the new token attends to itself
+        for i, layer in enumerate(self.inner.layers):
+            qkv = F.linear(layer.input_layernorm(x), self.qkv[i])  # (B, (H + 2 Hkv) hd)
+            qk, v = qkv.view(b, h + 2 * hk, hd).split([h + hk, hk], 1)  # (B, H + Hkv, hd), (B, Hkv, hd)
+            qk = qk * cos + rotate_half(qk) * sin  # rotary embedding of queries and keys, as transformers' Llama
+            self.own_keys[i][:, :, n] = qk[:, h:]
+            self.own_values[i][:, :, n] = v
+            attended = self._attend(i, qk[:, :h].float().view(b, hk, h // hk, hd))  # (B, H hd)
+            x = x + F.linear(attended.to(x.dtype), self.out[i])
+            gate, up = F.linear(layer.post_attention_layernorm(x), self.gate_up[i]).chunk(2, -1)  # (B, I) each
+            x = x + F.linear(self.act(gate) * up, self.down[i])
+        return F.linear(self.inner.norm(x), self.head).float()  # (B, V)

@@ -1,0 +1,89 @@
+"""The Llama decode path (ad.lm.llama_decode) against the model's own forward: the same next-token logits step by
+step, with groups sharing a prompt, rows dropped mid-way, and LoRA adapters merged."""
+import pytest
+import torch
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    import tempfile
+    from pathlib import Path
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from benchmarks.helpers.tiny_lm import build_tiny
+
+    folder = build_tiny(Path(tempfile.mkdtemp()) / "tiny", n_layer=2, width=32, heads=4, kv_heads=2)  # grouped queries
+    return AutoModelForCausalLM.from_pretrained(folder).eval(), AutoTokenizer.from_pretrained(folder)
+
+
+def _compare(model, tok, keep_after=None):
+    """Max |logit difference| between the decoder and the model's forward over 6 greedy steps, 3 prompts x 2 rows."""
+    from ad.lm.kv_cache import growing_cache
+    from ad.lm.llama_decode import LlamaDecoder
+    from tasks.lm_sampling import left_pad
+
+    prompts = [tok("Tom has 12 marbles.")["input_ids"], tok("Q: ab")["input_ids"], tok("x = 3 + 4")["input_ids"]]
+    ids, mask, positions = left_pad(prompts, tok.pad_token_id)
+    g, worst = 2, 0.0
+    decoder = LlamaDecoder(model)
+    ours = decoder.prefill(ids, mask, positions, g, 8)
+    with torch.no_grad():
+        cache = growing_cache()
+        ref = model(input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True,
+                    logits_to_keep=1).logits[:, -1].float().repeat_interleave(g, 0)
+        cache.batch_repeat_interleave(g)
+        mask, position = mask.repeat_interleave(g, 0), positions[:, -1].repeat_interleave(g) + 1
+        for step in range(6):
+            worst = max(worst, float((ours - ref).abs().max()))
+            token = ref.argmax(-1)
+            if keep_after is not None and step == keep_after:  # drop rows: a whole group and one row of another
+                keep = torch.tensor([1, 4, 5])
+                decoder.select(keep)
+                cache.batch_select_indices(keep)
+                token, mask, position = token[keep], mask[keep], position[keep]
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)
+            ref = model(input_ids=token[:, None], attention_mask=mask, position_ids=position[:, None], cache=cache,
+                        use_cache=True, logits_to_keep=1).logits[:, -1].float()
+            ours = decoder.step(token, position)
+            position = position + 1
+    return worst
+
+
+def test_decoder_logits_equal_the_model_forward(tiny):
+    assert _compare(*tiny) < 1e-4
+
+
+def test_decoder_logits_equal_after_rows_leave(tiny):
+    assert _compare(*tiny, keep_after=2) < 1e-4
+
+
+def test_decoder_merges_lora_adapters(tiny):
+    from peft import LoraConfig, get_peft_model
+
+    from ad.lm.llama_decode import LlamaDecoder
+
+    model, tok = tiny
+    import copy
+
+    peft = get_peft_model(copy.deepcopy(model), LoraConfig(r=4, lora_alpha=8, target_modules="all-linear"))
+    with torch.no_grad():  # LoRA's B starts at zero: make the adapters change the function
+        for name, p in peft.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.2)
+    peft.eval()
+    assert _compare(peft, tok) < 1e-4
+    plain = LlamaDecoder(model).qkv[0]
+    assert (LlamaDecoder(peft).qkv[0] - plain).abs().max() > 1e-3  # the adapters are in the merged weights
+
+
+def test_supports_only_llama_without_biases(tiny):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from ad.lm.llama_decode import LlamaDecoder, supports
+
+    assert supports(tiny[0])
+    gpt2 = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=50))
+    assert not supports(gpt2)
+    with pytest.raises(ValueError):
+        LlamaDecoder(gpt2)
