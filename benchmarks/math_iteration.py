@@ -39,17 +39,23 @@ CAPABILITY = "Math word problems with RLOO (ad generate math)"
 
 
 def make_cfg(args: argparse.Namespace, engine: str, out: Path):
-    """The GenerateConfig of one profiled run."""
+    """The GenerateConfig of one profiled run (the trl engine trains in float32 whatever ``--dtype`` says)."""
     from ad.config import make_config
     from tasks.math.config import GenerateConfig
-    from benchmarks.common import resolve_dtype
 
-    dtype = str(resolve_dtype(args.dtype)).removeprefix("torch.")
+    dtype = engine_dtype(args, engine)
     return make_config(GenerateConfig, dict(
         out=str(out), model=args.model, engine=engine, dtype=dtype, max_steps=args.max_steps,
         chunk_steps=args.max_steps, problems_per_step=args.problems_per_step, num_generations=args.num_generations,
         max_new_tokens=args.max_new_tokens, eval_problems=0, plots=False, progress=False, threads=args.threads,
         seed=0, ref_refresh=max(args.ref_refresh, 1), refresh=args.ref_refresh > 0), source="benchmark options")
+
+
+def engine_dtype(args: argparse.Namespace, engine: str) -> str:
+    """The weights' dtype an engine runs with: ``--dtype`` resolved for the batched engine, float32 for trl."""
+    from benchmarks.common import resolve_dtype
+
+    return "float32" if engine == "trl" else str(resolve_dtype(args.dtype)).removeprefix("torch.")
 
 
 def profile_trl(cfg) -> list[dict[str, float]]:
@@ -172,6 +178,7 @@ def main() -> None:
 
         args.model = str(build_tiny(Path(tempfile.mkdtemp()) / "tiny", n_layer=2, width=64))
         args.max_new_tokens, args.repeats = min(args.max_new_tokens, 16), 1
+    load_before = os.getloadavg()[0]
     runs: dict[str, list[dict[str, float]]] = {e: [] for e in args.engines}
     with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(args.repeats):
@@ -194,8 +201,9 @@ def main() -> None:
         (engine, total), = totals.items()
         fig = figure(f"{name} ({engine} only)", "s/iteration", total, None, "split recorded", higher_is_better=False)
     fig.update(phases=split, iterations=runs, threads=args.threads, dtype=args.dtype,
-               note="engines alternated in one process, first iteration of each run not counted, medians; CPU shared "
-                    "with other jobs while measured")
+               dtypes={e: engine_dtype(args, e) for e in args.engines}, load_average_before=round(load_before, 2),
+               note="engines alternated in one process, first iteration of each run not counted, medians; "
+                    "load_average_before: the machine's 1-minute load average when the run started")
     report("math_iteration", [fig], quick=args.quick, page="math",
            capability=CAPABILITY)
 

@@ -13,6 +13,7 @@ jobs' load than the wall clock does.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -95,6 +96,7 @@ def main() -> None:
     ids = prompts(tokenizer, args.problems)
     eos = eos_ids(model, tokenizer)
     setting = (ids, args.num_generations, args.max_new_tokens, args.temperature, args.top_p, eos)
+    load_before = os.getloadavg()[0]
     sides = {"ours": [], "generate": []}
     for repeat in range(args.repeats):
         for name, fn in (("generate", run_generate), ("ours", run_ours)):
@@ -116,7 +118,9 @@ def main() -> None:
                dtype=str(dtype).removeprefix("torch."), threads=args.threads, repeats=sides,
                cpu_capability=torch.backends.cpu.get_cpu_capability(), cpu_fast_bfloat16=cpu_has_fast_bfloat16(),
                prompt_tokens=[len(i) for i in ids], model=Path(args.model).name if args.quick else args.model,
-               note="alternating repeats, fastest of each side; CPU shared with other jobs while measured")
+               load_average_before=round(load_before, 2),
+               note="alternating repeats, fastest of each side; load_average_before: the machine's 1-minute load "
+                    "average when the run started (other jobs sharing the CPU move the absolute tokens/s)")
     report("math_sampler", [fig], quick=args.quick, page="math",
            capability=CAPABILITY)
 
