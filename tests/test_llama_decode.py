@@ -58,7 +58,7 @@ def test_decoder_logits_equal_after_rows_leave(tiny):
     assert _compare(*tiny, keep_after=2) < 1e-4
 
 
-def test_decoder_merges_lora_adapters(tiny):
+def test_decoder_applies_lora_adapters(tiny):
     from peft import LoraConfig, get_peft_model
 
     from ad.lm.llama_decode import LlamaDecoder
@@ -73,8 +73,7 @@ def test_decoder_merges_lora_adapters(tiny):
                 p.normal_(0, 0.2)
     peft.eval()
     assert _compare(peft, tok) < 1e-4
-    plain = LlamaDecoder(model).qkv[0]
-    assert (LlamaDecoder(peft).qkv[0] - plain).abs().max() > 1e-3  # the adapters are in the merged weights
+    assert LlamaDecoder(model).qkv[0].up is None and LlamaDecoder(peft).qkv[0].up is not None  # adapters read
 
 
 def test_supports_only_llama_without_biases(tiny):
@@ -87,3 +86,35 @@ def test_supports_only_llama_without_biases(tiny):
     assert not supports(gpt2)
     with pytest.raises(ValueError):
         LlamaDecoder(gpt2)
+
+
+def test_decoder_follows_peft_with_float32_adapters_over_bfloat16_weights(tiny):
+    """bfloat16 base weights, float32 LoRA adapters (the cpu preset's setting): the decoder's logits follow PEFT's
+    forward to within bfloat16 rounding, far closer than the base model without the adapters."""
+    import copy
+
+    from peft import LoraConfig, get_peft_model
+
+    model, tok = tiny
+    low = copy.deepcopy(model).to(torch.bfloat16)
+    peft = get_peft_model(low, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear"))
+    assert next(p for n, p in peft.named_parameters() if "lora_A" in n).dtype == torch.float32
+    with torch.no_grad():
+        for name, p in peft.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 3e-2)
+    peft.eval()
+    from ad.lm.llama_decode import LlamaDecoder
+    from tasks.lm_sampling import left_pad
+
+    ids, mask, positions = left_pad([tok("Tom has 12 marbles.")["input_ids"]], tok.pad_token_id)
+    with torch.no_grad():
+        want = peft(input_ids=ids, attention_mask=mask, position_ids=positions).logits[:, -1].float()
+        with peft.disable_adapter():
+            base = peft(input_ids=ids, attention_mask=mask, position_ids=positions).logits[:, -1].float()
+    decoder = LlamaDecoder(peft)
+    decoder.prefill(ids[:, :-1], mask[:, :-1], positions[:, :-1], 1, 4)
+    got = decoder.step(ids[:, -1], positions[:, -1])
+    moved = float((want - base).abs().max())
+    assert moved > 0.05  # the adapters change the logits
+    assert float((got - want).abs().max()) < 0.05 * moved

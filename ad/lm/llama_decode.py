@@ -18,9 +18,11 @@ and every projection is its own product. :class:`LlamaDecoder` does the same ari
   ``rotate_half``, so their definitions are not copied.
 
 The prompt is read by the model's own forward (:meth:`LlamaDecoder.prefill`); only decode steps take this path.
-Adapters (e.g. PEFT's LoRA) are merged into the decoder's weight copies when it is built: every linear layer that is
-not a plain ``torch.nn.Linear`` is read back as the product of the layer with the identity (exact for any adapter
-that is linear in its input). Build a new decoder after the weights change.
+PEFT LoRA adapters are applied as PEFT applies them: the base product in the model's dtype plus the adapters'
+low-rank products in theirs (float32 adapters over bfloat16 weights stay float32: merging them into bfloat16 weights
+would round small updates away), the adapters of fused projections in one block-diagonal product. The decoder
+reads the weights when it is built: build a new one after they change. Any other layer type keeps the model on
+its own forward (:func:`supports`).
 """
 from __future__ import annotations
 
@@ -37,29 +39,89 @@ def base_model(model: Any) -> Any:
     return getter() if callable(getter) else model
 
 
+class Unsupported(ValueError):
+    """A layer :class:`LlamaDecoder` cannot reproduce exactly."""
+
+
+def linear_parts(layer: Any) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor, float]]]:
+    """(weight (out, in), [(A (r, in), B (out, r), scaling) of each active LoRA adapter]) of a bias-free linear layer:
+    a plain ``nn.Linear`` or one wrapped by PEFT's LoRA (merged or disabled adapters: the base weight alone).
+    Raises :class:`Unsupported` for anything else (biases, DoRA and other LoRA variants, other wrappers)."""
+    if type(layer) is torch.nn.Linear:
+        if layer.bias is not None:
+            raise Unsupported("a linear layer with a bias")
+        return layer.weight, []
+    needed = ("base_layer", "lora_A", "lora_B", "scaling", "active_adapters", "merged", "disable_adapters")
+    if not all(hasattr(layer, n) for n in needed):
+        raise Unsupported(f"a {type(layer).__name__} layer")
+    base = layer.base_layer
+    if type(base) is not torch.nn.Linear or base.bias is not None:
+        raise Unsupported(f"a LoRA layer over a {type(base).__name__}")
+    if layer.disable_adapters or layer.merged:
+        return base.weight, []
+    adapters = []
+    for name in layer.active_adapters:
+        if name not in layer.lora_A:
+            continue
+        if name in getattr(layer, "lora_variant", {}) or layer.lora_B[name].bias is not None:
+            raise Unsupported("a LoRA variant (e.g. DoRA) or a LoRA bias")
+        adapters.append((layer.lora_A[name].weight, layer.lora_B[name].weight, float(layer.scaling[name])))
+    return base.weight, adapters
+
+
+class FusedLinear:
+    """Bias-free linear layers reading the same input, applied as one product (weights concatenated along the
+    output), their LoRA adapters beside it as two small products in the adapters' dtype, added before the result
+    is cast back, as PEFT adds them (``base(x) + B(A(x)) * scaling``)."""
+
+    def __init__(self, layers: list[Any]):
+        parts = [linear_parts(layer) for layer in layers]
+        self.weight = parts[0][0] if len(parts) == 1 else torch.cat([w for w, _ in parts])  # (sum out, in)
+        adapters = [(i, a) for i, (_, found) in enumerate(parts) for a in found]
+        self.down = self.up = None
+        if adapters:
+            self.down = torch.cat([a for _, (a, _, _) in adapters]).detach()  # (sum r, in)
+            outs = [w.size(0) for w, _ in parts]
+            starts = [sum(outs[:i]) for i in range(len(outs))]
+            self.up = self.down.new_zeros((sum(outs), self.down.size(0)))  # (sum out, sum r) block-diagonal
+            r0 = 0
+            for i, (_, b, scaling) in adapters:
+                self.up[starts[i]: starts[i] + outs[i], r0: r0 + b.size(1)] = b.detach() * scaling
+                r0 += b.size(1)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, in) -> (B, sum out), in ``x``'s dtype."""
+        y = F.linear(x, self.weight)
+        if self.down is None:
+            return y
+        low = F.linear(F.linear(x.to(self.down.dtype), self.down), self.up)  # (B, sum out), the adapters' dtype
+        return (y + low).to(y.dtype)
+
+
 def supports(model: Any) -> bool:
     """Whether :class:`LlamaDecoder` reproduces ``model``'s forward: a ``transformers`` Llama without biases and
-    without tensor-parallel slicing, attending with SDPA or eager attention (no sliding window)."""
+    without tensor-parallel slicing, attending with SDPA or eager attention, its linear layers plain or with
+    PEFT LoRA adapters."""
     base = base_model(model)
     config = getattr(base, "config", None)
     if config is None or getattr(config, "model_type", None) != "llama":
         return False
     inner = getattr(base, "model", None)
     needed = ("embed_tokens", "layers", "norm", "rotary_emb")
-    return (inner is not None and all(hasattr(inner, n) for n in needed)
+    if not (inner is not None and all(hasattr(inner, n) for n in needed)
             and not getattr(config, "attention_bias", False) and not getattr(config, "mlp_bias", False)
             and getattr(config, "pretraining_tp", 1) in (None, 1)
-            and getattr(config, "_attn_implementation", "sdpa") in ("sdpa", "eager"))
-
-
-def effective_weight(layer: Any) -> torch.Tensor:
-    """The (out, in) weight a bias-free linear layer applies: its own weight if it is a plain ``nn.Linear``, else
-    (an adapter-wrapped layer) the layer applied to the identity, transposed."""
-    if type(layer) is torch.nn.Linear:
-        return layer.weight
-    base = getattr(layer, "base_layer", layer)
-    eye = torch.eye(base.in_features, dtype=base.weight.dtype, device=base.weight.device)  # (in, in)
-    return layer(eye).t().contiguous()  # (out, in)
+            and getattr(config, "_attn_implementation", "sdpa") in ("sdpa", "eager")):
+        return False
+    try:
+        for layer in inner.layers:
+            for module in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj,
+                           layer.self_attn.o_proj, layer.mlp.gate_proj, layer.mlp.up_proj, layer.mlp.down_proj):
+                linear_parts(module)
+        linear_parts(base.get_output_embeddings())
+    except (Unsupported, AttributeError):
+        return False
+    return True
 
 
 class LlamaDecoder:
@@ -75,7 +137,8 @@ class LlamaDecoder:
     @torch.no_grad()
     def __init__(self, model: Any):
         if not supports(model):
-            raise ValueError("LlamaDecoder needs a transformers Llama model without biases (see supports())")
+            raise Unsupported("LlamaDecoder needs a transformers Llama model without biases, its linear layers plain "
+                              "or with LoRA adapters (see supports())")
         self.model = model
         base = base_model(model)
         config = base.config
@@ -90,12 +153,11 @@ class LlamaDecoder:
         self.qkv, self.out, self.gate_up, self.down = [], [], [], []
         for layer in self.inner.layers:
             attn, mlp = layer.self_attn, layer.mlp
-            self.qkv.append(torch.cat([effective_weight(attn.q_proj), effective_weight(attn.k_proj),
-                                       effective_weight(attn.v_proj)]))  # ((H + 2 Hkv) hd, D)
-            self.out.append(effective_weight(attn.o_proj))  # (D, H hd)
-            self.gate_up.append(torch.cat([effective_weight(mlp.gate_proj), effective_weight(mlp.up_proj)]))
-            self.down.append(effective_weight(mlp.down_proj))  # (D, I)
-        self.head = effective_weight(base.get_output_embeddings())  # (V, D)
+            self.qkv.append(FusedLinear([attn.q_proj, attn.k_proj, attn.v_proj]))  # D -> (H + 2 Hkv) hd
+            self.out.append(FusedLinear([attn.o_proj]))  # H hd -> D
+            self.gate_up.append(FusedLinear([mlp.gate_proj, mlp.up_proj]))  # D -> 2 I
+            self.down.append(FusedLinear([mlp.down_proj]))  # I -> D
+        self.head = FusedLinear([base.get_output_embeddings()])  # D -> V
         self.prompt_keys: list[torch.Tensor] = []  # per layer (P, Hkv, Lp, hd) float32
         self.prompt_values: list[torch.Tensor] = []
         self.own_keys: list[torch.Tensor] = []  # per layer (B, Hkv, capacity, hd) float32
@@ -190,13 +252,13 @@ class LlamaDecoder:
         cos, sin = self.inner.rotary_emb(x, positions[:, None])  # (B, 1, hd) each, model dtype
         self.length = n + 1  # the new token attends to itself
         for i, layer in enumerate(self.inner.layers):
-            qkv = F.linear(layer.input_layernorm(x), self.qkv[i])  # (B, (H + 2 Hkv) hd)
+            qkv = self.qkv[i](layer.input_layernorm(x))  # (B, (H + 2 Hkv) hd)
             qk, v = qkv.view(b, h + 2 * hk, hd).split([h + hk, hk], 1)  # (B, H + Hkv, hd), (B, Hkv, hd)
             qk = qk * cos + rotate_half(qk) * sin  # rotary embedding of queries and keys, as transformers' Llama
             self.own_keys[i][:, :, n] = qk[:, h:]
             self.own_values[i][:, :, n] = v
             attended = self._attend(i, qk[:, :h].float().view(b, hk, h // hk, hd))  # (B, H hd)
-            x = x + F.linear(attended.to(x.dtype), self.out[i])
-            gate, up = F.linear(layer.post_attention_layernorm(x), self.gate_up[i]).chunk(2, -1)  # (B, I) each
-            x = x + F.linear(self.act(gate) * up, self.down[i])
-        return F.linear(self.inner.norm(x), self.head).float()  # (B, V)
+            x = x + self.out[i](attended.to(x.dtype))
+            gate, up = self.gate_up[i](layer.post_attention_layernorm(x)).chunk(2, -1)  # (B, I) each
+            x = x + self.down[i](self.act(gate) * up)
+        return self.head(self.inner.norm(x)).float()  # (B, V)
