@@ -129,6 +129,14 @@ def dpt_contexts(options: dict) -> str:
     return f", DPT on random contexts{f' ({histories} per instance)' if histories > 1 else ''}"
 
 
+def model_size(options: dict) -> str:
+    """', <L> blocks of width <W>' when a bandit demo's models are not the demo's default size (2 blocks of width
+    64), else ''."""
+    layers = options.get("n_layer", 2)
+    width = (options.get("train_overrides") or {}).get("n_embd", 64)
+    return "" if (layers, width) == (2, 64) else f", {layers} blocks of width {width}"
+
+
 def bandit_figures(seeds: list[int], runs: list[dict], labels: list[str], tag: str = "bandit",
                    headline: bool = False) -> list[dict]:
     """Regret of every method over Thompson sampling's (DPT's goal <= 1.1x), and DPT's over AD's; with ``headline``
@@ -139,7 +147,8 @@ def bandit_figures(seeds: list[int], runs: list[dict], labels: list[str], tag: s
                       for label in labels)
     setting = (f"{options['arms']}-armed {options['kind']}, {first['instances']} held-out instances x "
                f"{first['runs_per_instance']} runs, {first['pulls']} pulls, source {options['source']} "
-               f"c={options['ucb_c']:g}{dpt_contexts(options)}, {steps}, seeds {', '.join(map(str, seeds))}")
+               f"c={options['ucb_c']:g}{dpt_contexts(options)}{model_size(options)}, {steps}, seeds "
+               f"{', '.join(map(str, seeds))}")
 
     def regret(name: str) -> list[float]:
         return [run["policies"][name]["final_regret"] for run in runs]
