@@ -32,11 +32,7 @@ import torch
 import torch.nn.functional as F
 from transformers.models.llama.modeling_llama import rotate_half
 
-
-def base_model(model: Any) -> Any:
-    """The ``transformers`` model under a PEFT wrapper (``get_base_model``), or ``model`` itself."""
-    getter = getattr(model, "get_base_model", None)
-    return getter() if callable(getter) else model
+from ad.lm.scoring import base_model
 
 
 class Unsupported(ValueError):
