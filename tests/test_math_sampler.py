@@ -106,22 +106,49 @@ def test_sampled_token_frequencies_agree_with_generate(tiny, top_p, fast_decode)
     assert _chi2_p(a, b) < 1e-3
 
 
-def test_categorical_draw_frequencies_match_the_probabilities():
+@pytest.mark.parametrize("block", [2, 3, 256])  # several blocks, padded blocks, one block
+def test_categorical_draw_frequencies_match_the_probabilities(block):
     from scipy.stats import chisquare
 
     from tasks.lm_sampling import draw_categorical
 
     probs = torch.tensor([0.0, 0.5, 0.0, 0.2, 0.25, 0.05, 0.0])  # zeros first, inside and last
     n = 40000
-    draws = draw_categorical(probs.expand(n, -1), torch.Generator().manual_seed(0))
+    draws = draw_categorical(probs.expand(n, -1), torch.Generator().manual_seed(0), block=block)
     counts = np.bincount(draws.numpy(), minlength=len(probs))
+    assert len(counts) == len(probs)
     assert counts[probs.numpy() == 0].sum() == 0  # a zero-probability index is never drawn
     keep = probs.numpy() > 0
     assert chisquare(counts[keep], n * probs.numpy()[keep]).pvalue > 1e-3
     skewed = torch.tensor([0.0, 0.45, 0.0, 0.25, 0.25, 0.05, 0.0])  # the test can fail: another distribution
     assert chisquare(counts[keep], n * skewed.numpy()[keep]).pvalue < 1e-3
-    same = draw_categorical(probs.expand(n, -1), torch.Generator().manual_seed(0))
+    same = draw_categorical(probs.expand(n, -1), torch.Generator().manual_seed(0), block=block)
     assert torch.equal(draws, same)  # reproducible from the generator
+
+
+def test_categorical_draw_per_row_over_a_large_vocabulary():
+    from scipy.stats import chisquare
+
+    from tasks.lm_sampling import draw_categorical
+
+    gen = torch.Generator().manual_seed(1)
+    logits = torch.randn(2, 1000, generator=gen) * 2
+    logits[0, 300:] = float("-inf")  # row 0: whole zero blocks after index 300
+    logits[1, ::7] = float("-inf")  # row 1: zeros scattered through every block
+    probs = logits.softmax(-1)
+    n = 60000
+    draws = draw_categorical(probs.repeat(n, 1), gen, block=64).view(n, 2)
+    for row in range(2):
+        counts = np.bincount(draws[:, row].numpy(), minlength=1000)
+        p = probs[row].double().numpy()
+        p = p / p.sum()
+        assert counts[p == 0].sum() == 0
+        common = p * n >= 20  # chi-square on the entries with enough expected draws, the rest pooled
+        observed = np.append(counts[common], counts[~common].sum())
+        expected = np.append(p[common], p[~common].sum()) * n
+        assert chisquare(observed, expected).pvalue > 1e-3
+        sharper = p ** 1.1 / (p ** 1.1).sum()  # the test can fail: a slightly sharper distribution
+        assert chisquare(observed, np.append(sharper[common], sharper[~common].sum()) * n).pvalue < 1e-3
 
 
 def test_top_p_filter_matches_transformers():

@@ -14,8 +14,10 @@ and every projection is its own product. :class:`LlamaDecoder` does the same ari
   completion and written in place;
 * attention for one query token as small batched products in float32 (the query heads sharing a key head
   grouped, no key repetition), the scaling and the prompts' padding mask folded into the first product;
-* the model's own embedding, RMSNorm, rotary-embedding and activation modules and ``transformers``' own
-  ``rotate_half``, so their definitions are not copied.
+* each RMSNorm as one call of PyTorch's ``rms_norm`` in float32 with the module's own weight and epsilon (the
+  arithmetic of ``transformers``' ``LlamaRMSNorm``, with fewer calls from Python);
+* the model's own embedding, rotary-embedding and activation modules and ``transformers``' own ``rotate_half``, so
+  their definitions are not copied.
 
 The prompt is read by the model's own forward (:meth:`LlamaDecoder.prefill`); only decode steps take this path.
 PEFT LoRA adapters are applied as PEFT applies them: the base product in the model's dtype plus the adapters'
@@ -109,6 +111,11 @@ def supports(model: Any) -> bool:
             and getattr(config, "pretraining_tp", 1) in (None, 1)
             and getattr(config, "_attn_implementation", "sdpa") in ("sdpa", "eager")):
         return False
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+
+    norms = [inner.norm] + [n for layer in inner.layers for n in (layer.input_layernorm, layer.post_attention_layernorm)]
+    if not all(type(n) is LlamaRMSNorm and n.forward.__func__ is LlamaRMSNorm.forward for n in norms):
+        return False
     try:
         for layer in inner.layers:
             for module in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj,
@@ -118,6 +125,12 @@ def supports(model: Any) -> bool:
     except (Unsupported, AttributeError):
         return False
     return True
+
+
+def rms_norm(norm: Any, x: torch.Tensor) -> torch.Tensor:
+    """``transformers``' ``LlamaRMSNorm`` ``norm`` applied to ``x`` (..., D): normalised in float32, cast back to
+    ``x``'s dtype, then scaled by the module's weight."""
+    return norm.weight * F.rms_norm(x.float(), (x.size(-1),), eps=norm.variance_epsilon).to(x.dtype)
 
 
 class LlamaDecoder:
@@ -248,13 +261,13 @@ class LlamaDecoder:
         cos, sin = self.inner.rotary_emb(x, positions[:, None])  # (B, 1, hd) each, model dtype
         self.length = n + 1  # the new token attends to itself
         for i, layer in enumerate(self.inner.layers):
-            qkv = self.qkv[i](layer.input_layernorm(x))  # (B, (H + 2 Hkv) hd)
+            qkv = self.qkv[i](rms_norm(layer.input_layernorm, x))  # (B, (H + 2 Hkv) hd)
             qk, v = qkv.view(b, h + 2 * hk, hd).split([h + hk, hk], 1)  # (B, H + Hkv, hd), (B, Hkv, hd)
             qk = qk * cos + rotate_half(qk) * sin  # rotary embedding of queries and keys, as transformers' Llama
             self.own_keys[i][:, :, n] = qk[:, h:]
             self.own_values[i][:, :, n] = v
             attended = self._attend(i, qk[:, :h].float().view(b, hk, h // hk, hd))  # (B, H hd)
             x = x + self.out[i](attended.to(x.dtype))
-            gate, up = self.gate_up[i](layer.post_attention_layernorm(x)).chunk(2, -1)  # (B, I) each
+            gate, up = self.gate_up[i](rms_norm(layer.post_attention_layernorm, x)).chunk(2, -1)  # (B, I) each
             x = x + self.down[i](self.act(gate) * up)
-        return self.head(self.inner.norm(x)).float()  # (B, V)
+        return self.head(rms_norm(self.inner.norm, x)).float()  # (B, V)
