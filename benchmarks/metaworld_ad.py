@@ -98,7 +98,8 @@ def main() -> None:
                    success_per_episode={name: [round(float(v), 4) for v in curve] for name, curve in lines.items()},
                    settings={**options, "seed": seed}, current=not args.quick)
         figures.append(fig)
-    if not args.quick and kind == "noise" and not args.variant:  # the headline: the demo's default source
+    # the headline: the demo's default skill (reach) and source (the noisy expert)
+    if not args.quick and kind == "noise" and not args.variant and skill == "reach-v3":
         figures[0].update(headline=True, vs="ED",
                           short=f"AD in context on Meta-World ML1 {skill} held-out goals: success rate")
     tag = f"{skill}-{kind}" + (f"-{args.variant}" if args.variant else "")
