@@ -74,6 +74,11 @@ def filter_top_p(logits: torch.Tensor, top_p: float) -> torch.Tensor:
     return logits.masked_fill(remove, float("-inf"))
 
 
+def _last_with_mass(cumulative: torch.Tensor) -> torch.Tensor:
+    """(B, 1) the last index of each row of a cumulative sum (B, N) whose entry adds probability (> 0)."""
+    return (cumulative < cumulative[:, -1:]).sum(-1, keepdim=True)
+
+
 def draw_categorical(probs: torch.Tensor, generator: torch.Generator | None = None, block: int = 256
                      ) -> torch.Tensor:
     """One index per row of ``probs`` (B, V) (non-negative, rows summing to ~1), row i drawn with probability
@@ -88,13 +93,11 @@ def draw_categorical(probs: torch.Tensor, generator: torch.Generator | None = No
     mass = cells.sum(-1, dtype=torch.float64)  # (B, nb) each block's probability
     upto = mass.cumsum(-1)  # (B, nb)
     u = torch.rand((rows, 1), generator=generator, dtype=torch.float64, device=probs.device) * upto[:, -1:]
-    last_block = (upto < upto[:, -1:]).sum(-1, keepdim=True)  # (B, 1) the last block with probability > 0
-    chosen = torch.minimum(torch.searchsorted(upto, u, right=True), last_block)  # (B, 1) first block past u
+    chosen = torch.minimum(torch.searchsorted(upto, u, right=True), _last_with_mass(upto))  # (B, 1) block past u
     own = mass.gather(1, chosen)  # (B, 1) > 0: the block holds u's point of the row's mass
     inside = ((u - (upto.gather(1, chosen) - own)) / own).clamp_(0, 1)  # (B, 1) uniform share of the block's mass
     cdf = cells.gather(1, chosen[:, :, None].expand(rows, 1, block))[:, 0].double().cumsum(-1)  # (B, block)
-    last = (cdf < cdf[:, -1:]).sum(-1, keepdim=True)  # (B, 1) the block's last index with probability > 0
-    index = torch.minimum(torch.searchsorted(cdf, inside * cdf[:, -1:], right=True), last)  # (B, 1)
+    index = torch.minimum(torch.searchsorted(cdf, inside * cdf[:, -1:], right=True), _last_with_mass(cdf))  # (B, 1)
     return (chosen * block + index)[:, 0]  # (B,)
 
 

@@ -113,8 +113,9 @@ def supports(model: Any) -> bool:
         return False
     from transformers.models.llama.modeling_llama import LlamaRMSNorm
 
-    norms = [inner.norm] + [n for layer in inner.layers for n in (layer.input_layernorm, layer.post_attention_layernorm)]
-    if not all(type(n) is LlamaRMSNorm and n.forward.__func__ is LlamaRMSNorm.forward for n in norms):
+    norms = [inner.norm] + [norm for layer in inner.layers
+                            for norm in (layer.input_layernorm, layer.post_attention_layernorm)]
+    if not all(type(norm) is LlamaRMSNorm for norm in norms):
         return False
     try:
         for layer in inner.layers:
