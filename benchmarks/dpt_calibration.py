@@ -8,6 +8,7 @@ KL(posterior || DPT). One trained DPT per seed (its held-out instances), read fr
 ``benchmarks/in_context_methods.py --keep`` leaves.
 
     python benchmarks/dpt_calibration.py --config configs/bandit/dpt_calibration.yaml
+    python benchmarks/dpt_calibration.py --config configs/bandit/dpt_calibration_100k_contexts.yaml
     python benchmarks/dpt_calibration.py --quick    # a tiny DPT trained first, well under a minute
 """
 from __future__ import annotations
@@ -136,6 +137,8 @@ def main() -> None:
                         help="folder of each seed's bandit demo with DPT ({seed} is replaced)")
     parser.add_argument("--envs-per-task", type=int, default=4, help="in-context runs per held-out instance")
     parser.add_argument("--points", type=int, default=12, help="pulls compared (log-spaced)")
+    parser.add_argument("--variant", default="", help="name of the DPTs measured (e.g. 100k-contexts): it names the "
+                                                      "plot and the figures' family tag, so other variants' stay")
     args = parse_args(parser)
     if args.quick:
         from tasks.bandit.demo import run_demo
@@ -157,8 +160,9 @@ def main() -> None:
         print(f"seed {seed}: regret {regret:.2f}")
         for p, r in sorted(rows.items()):
             print(f"  pull {p + 1:4d}: " + "  ".join(f"{k} {v:.3f}" for k, v in r.items()))
-    plot(per_seed, RESULTS / f"dpt_calibration{'_quick' if args.quick else ''}.png")
-    merge_report("dpt_calibration", args.quick, "bandit", figures, capability=CAPABILITY, page="in-context-methods")
+    suffix = f"_{args.variant}" if args.variant else ""
+    plot(per_seed, RESULTS / f"dpt_calibration{suffix}{'_quick' if args.quick else ''}.png")
+    merge_report("dpt_calibration", args.quick, f"bandit-{args.variant}" if args.variant else "bandit", figures, capability=CAPABILITY, page="in-context-methods")
 
 
 if __name__ == "__main__":

@@ -145,7 +145,8 @@ def bandit_figures(seeds: list[int], runs: list[dict], labels: list[str], tag: s
     options = first["settings"]
     steps = ", ".join(f"{label} {options.get(label.lower() + '_steps') or options['ad_steps']} steps"
                       for label in labels)
-    setting = (f"{options['arms']}-armed {options['kind']}, {first['instances']} held-out instances x "
+    setting = (f"{options['arms']}-armed {options['kind']}, {first['instances']} held-out instances of "
+               f"{options['instances']} x "
                f"{first['runs_per_instance']} runs, {first['pulls']} pulls, source {options['source']} "
                f"c={options['ucb_c']:g}{dpt_contexts(options)}{model_size(options)}, {steps}, seeds "
                f"{', '.join(map(str, seeds))}")
