@@ -162,7 +162,8 @@ def main() -> None:
             print(f"  pull {p + 1:4d}: " + "  ".join(f"{k} {v:.3f}" for k, v in r.items()))
     suffix = f"_{args.variant}" if args.variant else ""
     plot(per_seed, RESULTS / f"dpt_calibration{suffix}{'_quick' if args.quick else ''}.png")
-    merge_report("dpt_calibration", args.quick, f"bandit-{args.variant}" if args.variant else "bandit", figures, capability=CAPABILITY, page="in-context-methods")
+    tag = f"bandit-{args.variant}" if args.variant else "bandit"
+    merge_report("dpt_calibration", args.quick, tag, figures, capability=CAPABILITY, page="in-context-methods")
 
 
 if __name__ == "__main__":
