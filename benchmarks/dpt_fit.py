@@ -27,9 +27,10 @@ from benchmarks.dpt_calibration import CAPABILITY, QUICK, posterior_best  # noqa
 RANGES = ((1, 10), (11, 50), (51, 150), (151, 300), (301, 500))
 
 
-def contexts(folder: Path, split: str, count: int, seed: int) -> dict:
-    """``count`` random contexts (whole histories) of the ``split`` ("train" / "heldout") instances of a demo's
-    ``data-random`` dataset, as the training batches hold them: actions, rewards, best-arm targets (B, T)."""
+def contexts(folder: Path, count: int, seed: int) -> dict[str, dict]:
+    """``count`` random contexts (whole histories) of the training ("train") and of the held-out ("heldout")
+    instances of a demo's ``data-random`` dataset, as the training batches hold them: actions, rewards, best-arm
+    targets (B, T). The dataset is read once for both."""
     from ad.data import RLDataModule
     from ad.history import HistoryReader
 
@@ -38,8 +39,7 @@ def contexts(folder: Path, split: str, count: int, seed: int) -> dict:
     data = RLDataModule(path, window=pulls, batch_size=count, optimal_targets=True,
                         val_batches=1, num_workers=0, seed=seed)
     data.setup()
-    loader = data.train_dataloader() if split == "train" else data.val_dataloader()
-    return next(iter(loader))
+    return {"train": next(iter(data.train_dataloader())), "heldout": next(iter(data.val_dataloader()))}
 
 
 def likelihoods(model, batch: dict, chunk: int = 2000) -> dict[str, np.ndarray]:
@@ -128,8 +128,8 @@ def main() -> None:
         for seed in args.seeds:
             folder = Path(template.format(seed=seed))
             model = ADTransformer.from_pretrained(folder / "dpt" / "model").eval()
-            splits = {split: summarise(likelihoods(model, contexts(folder, split, args.contexts, seed)))
-                      for split in ("train", "heldout")}
+            splits = {split: summarise(likelihoods(model, batch))
+                      for split, batch in contexts(folder, args.contexts, seed).items()}
             rows.setdefault(label, {})[seed] = splits
             last = list(splits["heldout"])[-1]
             fig = figure(f"bandit DPT ({label}): teacher-forced NLL of the best arm, pulls {last}, held-out "
