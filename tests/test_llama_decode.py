@@ -118,3 +118,57 @@ def test_decoder_follows_peft_with_float32_adapters_over_bfloat16_weights(tiny):
     moved = float((want - base).abs().max())
     assert moved > 0.05  # the adapters change the logits
     assert float((got - want).abs().max()) < 0.05 * moved
+
+
+def _bf16_kernels() -> bool:
+    try:
+        return torch.backends.mkldnn.is_available() and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+@pytest.mark.skipif(not _bf16_kernels(), reason="no oneDNN bfloat16 kernels on this CPU")
+def test_prepacked_product_equals_linear_for_any_row_count():
+    """The prepacked bfloat16 product gives F.linear's result exactly, whatever the rows (rows leave the batch as
+    samples end), 2-d or 3-d; float32 weights keep F.linear."""
+    from ad.lm.llama_decode import prepacked_linear
+
+    g = torch.Generator().manual_seed(0)
+    weight = (torch.randn((96, 40), generator=g) * 0.1).to(torch.bfloat16)
+    product = prepacked_linear(weight)
+    assert product is not None
+    for shape in ((1, 40), (5, 40), (32, 40), (3, 7, 40)):
+        x = torch.randn(shape, generator=g).to(torch.bfloat16)
+        assert torch.equal(product(x), torch.nn.functional.linear(x, weight))
+    assert prepacked_linear(weight.float()) is None
+
+
+@pytest.mark.skipif(not _bf16_kernels(), reason="no oneDNN bfloat16 kernels on this CPU")
+def test_bfloat16_decoder_uses_prepacked_products_and_follows_the_forward(tiny):
+    """A bfloat16 model's decoder takes the prepacked products for every projection and the output head, and its
+    logits stay within bfloat16 rounding of the model's own forward step by step."""
+    import copy
+
+    from ad.lm.llama_decode import LlamaDecoder
+
+    model, tok = tiny
+    low = copy.deepcopy(model).to(torch.bfloat16)
+    decoder = LlamaDecoder(low)
+    fused = decoder.qkv + decoder.out + decoder.gate_up + decoder.down + [decoder.head]
+    assert all(f.product is not None for f in fused)
+    assert _compare(low, tok, keep_after=2) < 0.02  # bfloat16 rounding: ~0.004 here; the logits spread ~0.12
+
+
+def test_rms_norm_of_bfloat16_equals_the_float32_route():
+    """rms_norm skips the float32 casts for bfloat16 inputs: the result equals transformers' route (normalise in
+    float32, round once, scale) exactly, at small, unit and large scales."""
+    from types import SimpleNamespace
+
+    from ad.lm.llama_decode import rms_norm
+
+    g = torch.Generator().manual_seed(0)
+    for width, size in ((64, 0.01), (576, 1.0), (1536, 30.0)):
+        norm = SimpleNamespace(weight=torch.randn(width, generator=g).to(torch.bfloat16), variance_epsilon=1e-5)
+        x = (torch.randn((16, width), generator=g) * size).to(torch.bfloat16)
+        want = norm.weight * torch.nn.functional.rms_norm(x.float(), (width,), eps=1e-5).to(torch.bfloat16)
+        assert torch.equal(rms_norm(norm, x), want)
