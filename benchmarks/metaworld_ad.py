@@ -33,6 +33,10 @@ def run_seed(options: dict[str, Any], out: Path) -> tuple[dict[str, Any], dict[s
             json.loads((out / "metaworld" / "_run" / "summary.json").read_text()))
 
 
+#: ``ad demo --task metaworld`` options of ``--quick``: 2 + 2 goals, 6-step episodes, 3 training steps
+QUICK = dict(train_goals="0-1", heldout_goals="0-1", history_episodes=10, episode_length=6, context=6, subsample=1,
+             ad_steps=3, ed_steps=3, episodes=3, batch_size=2)
+
 SOURCE_LABELS = {"noise": "source (noisy expert)", "search": "source (search)"}
 
 
@@ -76,8 +80,7 @@ def main() -> None:
     args = parse_args(parser)
     options = dict(args.demo)
     if args.quick:
-        options.update(train_goals="0-1", heldout_goals="0-1", history_episodes=10, episode_length=6, context=6,
-                       subsample=1, ad_steps=3, ed_steps=3, episodes=3, batch_size=2)
+        options.update(QUICK)
         args.work, args.seeds = str(Path(args.work) / "quick"), args.seeds[:1]
     skill, kind = options.get("skill", "reach-v3"), options.get("source", "noise")
     figures, per_seed = [], {}
