@@ -54,6 +54,17 @@ def save_figure(fig, out: str | Path, ax=None, dpi: int = 120, **labels: str) ->
     return out
 
 
+def finish_rate_panel(ax, xlabel: str, ylabel: str, title: str) -> None:
+    """Label one panel whose y axis is a rate in [0, 1] (a success rate): limits just outside [0, 1], a small title
+    and legend, a light grid."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+
+
 def smooth(values: np.ndarray, points: int = 200) -> tuple[np.ndarray, np.ndarray]:
     """Average ``values`` into at most ``points`` bins; returns (bin centres, means)."""
     values = np.asarray(values, dtype=np.float64)

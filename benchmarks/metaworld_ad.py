@@ -50,7 +50,7 @@ def curves(evaluation: dict[str, Any], source: dict[str, Any], episodes: int, ki
 
 def plot(per_seed: dict[int, dict[str, list[float]]], skill: str, path: Path) -> None:
     """Success rate per in-context episode, one panel per seed."""
-    from ad.plots import pyplot, save_figure
+    from ad.plots import finish_rate_panel, pyplot, save_figure
 
     plt = pyplot()
     fig, axes = plt.subplots(1, len(per_seed), figsize=(5.2 * len(per_seed), 3.8), squeeze=False)
@@ -59,12 +59,7 @@ def plot(per_seed: dict[int, dict[str, list[float]]], skill: str, path: Path) ->
             ax.plot(np.arange(1, len(curve) + 1), curve, marker="o", ms=3, label=name,
                     lw=2 if name == "AD" else 1.2, ls="--" if name.startswith("source") else "-")
         ax.axhline(0.9, color="grey", lw=0.8, ls=":")
-        ax.set_xlabel("episode in context (held-out goals)")
-        ax.set_ylabel("success rate")
-        ax.set_ylim(-0.02, 1.02)
-        ax.set_title(f"ML1 {skill}, seed {seed}", fontsize=10)
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
+        finish_rate_panel(ax, "episode in context (held-out goals)", "success rate", f"ML1 {skill}, seed {seed}")
     save_figure(fig, path)
 
 

@@ -113,7 +113,7 @@ def run_folder(folder: Path, prompts: list[int], episodes: int, stream: int, see
 
 def plot(per_seed: dict[int, dict[str, Any]], path: Path) -> None:
     """AD's success in its first episode after k source episodes, and the source's own in that episode, by k."""
-    from ad.plots import pyplot, save_figure
+    from ad.plots import finish_rate_panel, pyplot, save_figure
 
     plt = pyplot()
     fig, axes = plt.subplots(1, len(per_seed), figsize=(5.2 * len(per_seed), 3.8), squeeze=False)
@@ -122,12 +122,8 @@ def plot(per_seed: dict[int, dict[str, Any]], path: Path) -> None:
         ax.set_xticks([int(k) for k in ks])
         ax.plot(ks, [run["by_prompt"][k]["ad"][0] for k in ks], marker="o", lw=2, label="AD, context = the source's k")
         ax.plot(ks, [run["by_prompt"][k]["source"][0] for k in ks], marker="s", ls="--", label="the source itself")
-        ax.set_xlabel("source episodes in AD's context before it acts (k)")
-        ax.set_ylabel("success rate in the next episode")
-        ax.set_ylim(-0.02, 1.02)
-        ax.set_title(f"held-out goals, seed {seed}", fontsize=10)
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
+        finish_rate_panel(ax, "source episodes in AD's context before it acts (k)", "success rate in the next episode",
+                          f"held-out goals, seed {seed}")
     save_figure(fig, path)
 
 
