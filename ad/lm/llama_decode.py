@@ -75,9 +75,9 @@ def prepacked_linear(weight: torch.Tensor) -> Any:
 
     ``F.linear`` in bfloat16 on a CPU reorders the weight into that layout on every call; in a decode step the
     products are small (one row per sample) and the weights do not stay in cache between steps, so the reordering
-    costs about half as much again as the products (measured: 30 SmolLM2 layers and the output head, 32 rows, 2
-    threads: ~57 ms a step with ``F.linear``, ~38 ms prepacked). It is the oneDNN operator PyTorch's own compiler
-    uses for linear layers of frozen weights (``mkldnn::_reorder_linear_weight`` / ``mkldnn::_linear_pointwise``)."""
+    costs about half as much again as the products (the math experiment page has the measurement). It is the oneDNN
+    operator PyTorch's own compiler uses for linear layers of frozen weights (``mkldnn::_reorder_linear_weight`` /
+    ``mkldnn::_linear_pointwise``)."""
     if weight.dtype != torch.bfloat16 or weight.device.type != "cpu" or not torch.backends.mkldnn.is_available():
         return None
     try:
