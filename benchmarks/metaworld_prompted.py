@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import figure, parse_args, report  # noqa: E402
+from benchmarks.common import figure, merge_report, parse_args  # noqa: E402
 
 CAPABILITY = "Meta-World ML1 in context"
 
@@ -162,7 +162,7 @@ def main() -> None:
             figures.append(fig)
     png = "metaworld_prompted_quick.png" if args.quick else f"metaworld_prompted_{args.variant}.png"
     plot(per_seed, Path(__file__).resolve().parent / "results" / png)
-    report("metaworld_prompted", figures, quick=args.quick, page="metaworld", capability=CAPABILITY)
+    merge_report("metaworld_prompted", args.quick, args.variant, figures, page="metaworld", capability=CAPABILITY)
 
 
 if __name__ == "__main__":
