@@ -26,6 +26,12 @@ from benchmarks.common import figure, merge_report, parse_args  # noqa: E402
 CAPABILITY = "Meta-World ML1 in context"
 
 
+def fail(message: str) -> None:
+    """End with one ``error:`` line and exit status 2 (bad input), no traceback."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 class PromptedPolicy:
     """An in-context policy whose context starts with given transitions: :meth:`reset` feeds ``prompt`` (states
     (E, T, D), actions (E, T, A), rewards (E, T), timesteps (E, T)) through the policy, teacher-forced, and the
@@ -64,7 +70,7 @@ def source_episodes(reader: Any, tasks: list[str], stream: int) -> list[Any]:
     for task in tasks:
         streams = reader.streams(tasks=[task])
         if stream >= len(streams):
-            raise SystemExit(f"error: task {task} has {len(streams)} streams; pass --stream below that")
+            fail(f"task {task} has {len(streams)} streams; pass --stream below that")
         out.append(streams[stream])
     return out
 
@@ -73,7 +79,7 @@ def prompt_of(streams: list[Any], k: int) -> dict[str, np.ndarray]:
     """The first ``k`` episodes of each stream, stacked (every stream's episodes have the same length here)."""
     rows = [np.flatnonzero(s.columns["episode"] < k) for s in streams]
     if len({len(r) for r in rows}) != 1:
-        raise SystemExit("error: the streams' first episodes differ in length; this diagnostic needs equal ones")
+        fail(f"the held-out streams' first {k} episodes differ in length; this diagnostic needs equal ones")
     take = lambda name: np.stack([s.columns[name][r] for s, r in zip(streams, rows)])  # noqa: E731
     return {"states": take("state").astype(np.float32), "actions": take("action").astype(np.float32),
             "rewards": take("reward").astype(np.float32), "timesteps": take("step").astype(np.int64)}
@@ -140,6 +146,13 @@ def main() -> None:
     parser.add_argument("--stream", type=int, default=0, help="which of each goal's source streams is the prompt")
     parser.add_argument("--variant", default="search-gaussian", help="name of the runs in the figures and the plot")
     args = parse_args(parser)
+    if args.episodes < 1 or args.stream < 0 or min(args.prompts) < 0:
+        fail("--episodes must be >= 1, --stream and every --prompts value >= 0")
+    for seed in [] if args.quick else args.seeds:
+        for part in ("ad", "metaworld"):
+            if not (Path(args.work) / f"seed{seed}" / part).is_dir():
+                fail(f"{Path(args.work) / f'seed{seed}' / part} does not exist: run the metaworld_ad config whose runs "
+                     "--work names first")
     if args.quick:  # a tiny demo run (metaworld_ad's --quick settings, the noisy expert) in a temporary folder
         import tempfile
 

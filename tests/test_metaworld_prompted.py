@@ -101,3 +101,20 @@ def test_with_an_empty_prompt_the_diagnostic_is_the_plain_evaluation(tmp_path):
     assert got["by_prompt"][0]["ad_return"] == plain.returns.mean((0, 1)).tolist()  # the same actions, step by step
     assert got["by_prompt"][1]["ad_return"] != got["by_prompt"][0]["ad_return"]  # the prompt changes what AD does
     assert len(got["by_prompt"][1]["source"]) == 2
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--episodes", "0"], "--episodes must be >= 1"),
+    (["--prompts", "-1"], "--prompts value >= 0"),
+    (["--work", "nowhere"], "does not exist: run the metaworld_ad config"),
+])
+def test_bad_options_end_with_one_error_line(argv, message, tmp_path, capsys, monkeypatch):
+    from benchmarks import metaworld_prompted
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["metaworld_prompted.py", *argv])
+    with pytest.raises(SystemExit) as exit_info:
+        metaworld_prompted.main()
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and message in err[0]
