@@ -104,16 +104,19 @@ def run_folder(folder: Path, prompts: list[int], episodes: int, stream: int, see
     tasks = pick_tasks(reader, "heldout", None)
     streams = source_episodes(reader, tasks, stream)
     out: dict[str, Any] = {"tasks": len(tasks), "by_prompt": {}}
-    for k in prompts:
-        policy = PromptedPolicy(load_policy(str(folder / "ad"), greedy=False, seed=seed), prompt_of(streams, k))
-        setup = env_factory(reader.family)(reader.metadata, tasks, 1)
-        result = run_in_context(policy, setup, episodes, seed, f"AD after {k} source episodes", progress=False)
+    setup = env_factory(reader.family)(reader.metadata, tasks, 1)  # one set of envs; each run resets it with `seed`
+    try:
+        for k in prompts:  # a freshly loaded policy each time: its sampling does not depend on the runs before
+            policy = PromptedPolicy(load_policy(str(folder / "ad"), greedy=False, seed=seed), prompt_of(streams, k))
+            result = run_in_context(policy, setup, episodes, seed, f"AD after {k} source episodes", progress=False)
+            ad = result.extra["success"].reshape(len(tasks), episodes).mean(0)
+            source = [source_success(streams, k + e) for e in range(episodes)]
+            out["by_prompt"][k] = {"ad": ad.tolist(), "source": source,
+                                   "ad_return": result.returns.mean((0, 1)).tolist()}
+            print(f"{folder.name}: after {k} source episodes, AD success {np.round(ad, 2).tolist()}, the source's "
+                  f"own {np.round(source, 2).tolist()}", flush=True)
+    finally:
         setup.env.close()
-        ad = result.extra["success"].reshape(len(tasks), episodes).mean(0)
-        source = [source_success(streams, k + e) for e in range(episodes)]
-        out["by_prompt"][k] = {"ad": ad.tolist(), "source": source, "ad_return": result.returns.mean((0, 1)).tolist()}
-        print(f"{folder.name}: after {k} source episodes, AD success {np.round(ad, 2).tolist()}, the source's own "
-              f"{np.round(source, 2).tolist()}", flush=True)
     return out
 
 
