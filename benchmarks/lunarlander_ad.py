@@ -27,6 +27,8 @@ from benchmarks.lunarlander_common import plot_returns  # noqa: E402
 WINDOWS = {"episodes 1-5": slice(0, 5), "episodes 6-10": slice(5, 10)}
 ROWS = {"AD": "AD", "ED": "ED", "source": "source (its first episodes)", "random": "random"}
 CAPABILITY = "LunarLander: AD vs ED in context on held-out tasks"
+#: Gymnasium's "solved" return
+SOLVED = 200.0
 
 
 def main() -> None:
@@ -71,10 +73,24 @@ def main() -> None:
     if args.headline:
         fig.update(headline=True, short="LunarLander: AD above ED on held-out tasks (the lowest seed's lead)")
     figures.append(fig)
+    figures.append(solved_figure(args.variant, curves, seeds))
     plot_returns(curves, seeds, RESULTS / f"lunarlander_ad_{args.variant}.png",
                  f"LunarLander ({args.variant}), held-out tasks, mean of seeds {seeds}")
     # --quick runs nothing but reads the same finished runs: the figures are the full ones
     merge_report("lunarlander_ad", False, args.variant, figures, capability=CAPABILITY, page="continuous")
+
+
+def solved_figure(variant: str, curves: dict[int, dict[str, np.ndarray]], seeds: list[int]) -> dict:
+    """The first in-context episode at which AD's mean held-out return passes the solved return (200), per seed and
+    their mean; a seed that never does counts as its episodes + 1."""
+    reached = {s: next((i + 1 for i, v in enumerate(curves[s]["AD"]) if v >= SOLVED), None) for s in seeds}
+    shown = [r if r is not None else len(curves[s]["AD"]) + 1 for s, r in reached.items()]
+    text = ", ".join(f"{s}: {r if r is not None else 'never in ' + str(len(curves[s]['AD']))}"
+                     for s, r in reached.items())
+    fig = figure(f"{variant}: first in-context episode at which AD's mean held-out return passes {SOLVED:.0f} (seeds "
+                 f"{text}; never = episodes + 1)", "episode", float(np.mean(shown)), None, "-", higher_is_better=False)
+    fig["per_seed"] = {str(s): r for s, r in reached.items()}
+    return fig
 
 
 if __name__ == "__main__":

@@ -2,11 +2,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
-from ad.config import option
+from ad.config import option, override, refuse_choice
 from ad.errors import UserError
 from ad.config.groups import dataset_out, run_options
 from tasks.lunarlander.instances import GRAVITY, TURBULENCE_POWER, WIND_POWER, check_number
+from tasks.source_options import NoiseOptions, check_noise_options
+
+#: Options of the noise source only (left out of the PPO source's dataset metadata, which stays what it was).
+NOISE_ONLY = ("source", "episodes")
+#: Options of the PPO source only (left out of the noise source's dataset metadata).
+PPO_ONLY = ("steps", "rollout", "epochs", "minibatches", "learning_rate", "gamma", "gae_lambda", "clip", "ent_coef",
+            "vf_coef", "max_grad_norm", "hidden")
 
 #: Most tasks one generation may hold (all run in one batched learner, one process).
 MAX_TASKS = 1024
@@ -14,8 +22,9 @@ MAX_TASKS = 1024
 
 @dataclass
 class GenerateConfig(run_options("out", "seed", "progress")):
-    """A batched PPO learns every LunarLander task at once (one learner per task, one forward/backward for all)
-    and records every transition."""
+    """A batched PPO learns every LunarLander task at once (one learner per task, one forward/backward for all),
+    or Gymnasium's heuristic lander made epsilon-greedy plays every task (noise distillation), and every transition
+    is recorded."""
 
     out: str = dataset_out("data/lunarlander")
     tasks: int = option(16, "tasks (lunarlander-t0000 ...): each one setting of gravity and wind, one unit")
@@ -40,9 +49,20 @@ class GenerateConfig(run_options("out", "seed", "progress")):
     max_grad_norm: float = option(0.5, "per-task gradient-norm clip")
     hidden: int = option(64, "units of each of the two hidden layers of the actor and of the critic")
     heldout_fraction: float = option(0.25, "fraction of the tasks held out from training the transformer")
+    source: Literal["ppo", "noise"] = option(
+        "ppo", "source of the histories: ppo (the batched PPO learner, --steps a task) or noise (noise distillation: "
+               "Gymnasium's heuristic lander, through each task's engine map, made epsilon-greedy with epsilon "
+               "falling over each history of --episodes episodes; no RL)")
+    episodes: int = option(40, "noise source: episodes per history (stream); epsilon falls once per episode")
+    noise_start: float = override(NoiseOptions, "noise_start", 1.0)
+    noise_end: float = override(NoiseOptions, "noise_end", 0.0)
+    noise_decay_fraction: float = override(NoiseOptions, "noise_decay_fraction", 1.0)
+    noise_power: float = override(NoiseOptions, "noise_power", 1.0)
+    max_return_fraction: float = override(NoiseOptions, "max_return_fraction", 1.0)
 
     def __post_init__(self) -> None:
-        for name in ("tasks", "steps", "streams", "rollout", "epochs", "minibatches", "hidden"):
+        refuse_choice(self, source=("ppo", "noise"))
+        for name in ("tasks", "steps", "streams", "rollout", "epochs", "minibatches", "hidden", "episodes"):
             if getattr(self, name) <= 0:
                 raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
         if self.tasks > MAX_TASKS:
@@ -62,6 +82,11 @@ class GenerateConfig(run_options("out", "seed", "progress")):
             check_number(getattr(self, name), 0.0, 1.0, f"--{name.replace('_', '-')}")
         for name in ("ent_coef", "vf_coef", "max_grad_norm"):
             check_number(getattr(self, name), 0.0, 1e6, f"--{name.replace('_', '-')}")
+        check_noise_options(self)
+        if self.max_return_fraction != 1.0:
+            raise UserError(f"--max-return-fraction {self.max_return_fraction}: the cap needs each task's exact "
+                            "expected return, which only the tabular families (darkroom, keydoor, bandit) have; "
+                            "use 1 (no cap) on lunarlander")
         if (self.streams * self.rollout) % self.minibatches:
             raise UserError(f"--minibatches {self.minibatches} must divide --streams x --rollout "
                             f"({self.streams * self.rollout})")

@@ -1,15 +1,16 @@
 """``ad demo --task lunarlander``: Algorithm Distillation on LunarLander end to end.
 
-Batched-PPO learning histories on every gravity / wind task -> AD on subsampled histories of the training tasks and
+Learning histories on every gravity / wind task (the batched PPO, or ``--source noise``: the noisy heuristic lander) ->
+AD on subsampled histories of the training tasks and
 the ED baseline -> both in context on the held-out tasks, beside the source's own first episodes -> report.md
 (the pipeline: :mod:`ad.demo`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from ad.config import option, override
+from ad.config import option, override, refuse_choice
 from ad.demo import ADDemoConfig
 from ad.errors import UserError
 from tasks.lunarlander.instances import check_number
@@ -35,12 +36,18 @@ class LunarLanderDemoConfig(ADDemoConfig):
     streams: int = option(4, "source histories (parallel envs) per task")
     swap_fraction: float = option(0.0, "probability that a task's three engines are swapped (which action fires "
                                        "which engine must be found out in context)")
+    source: Literal["ppo", "noise"] = option("ppo", "source of the histories (`ad generate lunarlander --source`): "
+                                                     "ppo = the batched PPO learner (--steps a task), noise = "
+                                                     "Gymnasium's heuristic lander made epsilon-greedy, epsilon "
+                                                     "falling over --history-episodes episodes")
+    history_episodes: int = option(40, "noise source: episodes per recorded history (epsilon falls once per episode)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("tasks", "steps", "streams"):
+        refuse_choice(self, source=("ppo", "noise"))
+        for name in ("tasks", "steps", "streams", "history_episodes"):
             if getattr(self, name) <= 0:
-                raise UserError(f"--{name} must be positive, got {getattr(self, name)}")
+                raise UserError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
         if self.tasks < 2:
             raise UserError(f"--tasks must be at least 2 (one is held out for the evaluation), got {self.tasks}")
         check_number(self.swap_fraction, 0.0, 1.0, "--swap-fraction")
@@ -52,5 +59,8 @@ class LunarLanderDemoConfig(ADDemoConfig):
 
     def generate_options(self) -> dict[str, Any]:
         """Options of ``ad generate lunarlander`` for this demo."""
-        return {"tasks": self.tasks, "steps": self.steps, "streams": self.streams, "seed": self.seed,
-                "heldout_fraction": 0.25, "swap_fraction": self.swap_fraction}
+        options = {"tasks": self.tasks, "steps": self.steps, "streams": self.streams, "seed": self.seed,
+                   "heldout_fraction": 0.25, "swap_fraction": self.swap_fraction}
+        if self.source == "noise":
+            options.update(source="noise", episodes=self.history_episodes)
+        return options

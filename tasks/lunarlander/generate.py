@@ -1,4 +1,5 @@
-"""``ad generate lunarlander``: a batched PPO (:mod:`tasks.lunarlander.ppo`) learns every task at once, and every
+"""``ad generate lunarlander``: a batched PPO (:mod:`tasks.lunarlander.ppo`) learns every task at once (or, with
+``--source noise``, the noisy heuristic lander of :mod:`tasks.lunarlander.noise_generate` plays every task), and every
 transition goes to the store through :class:`ad.record.HistoryRecorder` (units: task x run, run = ``--seed``).
 
 Layout: task = one gravity / wind setting (``lunarlander-t0007``), ``--streams`` envs per task = its streams; ``update``
@@ -16,9 +17,10 @@ import numpy as np
 from ad.families import seeded_split
 from ad.history import HistoryWriter
 from ad.record import HistoryRecorder, env_spec, recording_spec
-from tasks.lunarlander.config import GenerateConfig
+from tasks.lunarlander.config import NOISE_ONLY, PPO_ONLY, GenerateConfig
 from tasks.lunarlander.env import EPISODE_LENGTH, GYM_ID, LunarLanderTask, make_vector_env
 from tasks.lunarlander.instances import SOLVED, sample_tasks, task_name
+from tasks.source_options import NOISE_OPTIONS
 
 FAMILY = "lunarlander"
 
@@ -51,8 +53,7 @@ def dataset_metadata(cfg: GenerateConfig, kwargs: list[dict[str, Any]], probe: A
                       "env_class": "tasks.lunarlander.env:LunarLanderTask",
                       "vector_env_class": "tasks.lunarlander.env:make_vector_env", "episode_length": EPISODE_LENGTH,
                       "num_actions": int(probe.action_space.n), "state_dim": int(probe.observation_space.shape[0])},
-        "source": {"algorithm": "ppo", "implementation": "tasks.lunarlander.ppo.BatchedPPO",
-                   "config": data_options(cfg)},
+        "source": source_metadata(cfg, data_options(cfg)),
         "seeds": {"seed": cfg.seed, "run": cfg.seed},
         "split": {"train": [names[i] for i in train], "heldout": [names[i] for i in heldout]},
         "tasks": {name: {"kwargs": kwargs[i], "split": role.get(i, "train"), "optimal_return": SOLVED}
@@ -60,25 +61,42 @@ def dataset_metadata(cfg: GenerateConfig, kwargs: list[dict[str, Any]], probe: A
     }
 
 
-def generate(cfg: GenerateConfig) -> dict[str, Any]:
-    """Learn and record every task not yet in ``cfg.out``; returns a summary (per task: mean return of the last
-    10 episodes of its streams)."""
-    import torch
+def source_metadata(cfg: GenerateConfig, options: dict[str, Any]) -> dict[str, Any]:
+    """The dataset's ``source`` record: the algorithm and its options (the PPO source's without the noise source's
+    options, so its metadata, and resuming a PPO dataset, are what they were before the noise source existed)."""
+    if cfg.source == "noise":
+        return {"algorithm": "noise", "demonstrator": "gymnasium.envs.box2d.lunar_lander.heuristic",
+                "implementation": "tasks.lunarlander.noise_generate.run_noise_batch",
+                "config": {k: v for k, v in options.items() if k not in PPO_ONLY}}
+    kept = {k: v for k, v in options.items() if k not in NOISE_ONLY and k not in NOISE_OPTIONS}
+    return {"algorithm": "ppo", "implementation": "tasks.lunarlander.ppo.BatchedPPO", "config": kept}
 
-    torch.set_num_threads(1)  # many small matmuls: one thread is fastest, and runs stay reproducible
+
+def generate(cfg: GenerateConfig) -> dict[str, Any]:
+    """Learn (or, with ``--source noise``, play) and record every task not yet in ``cfg.out``; returns a summary (per
+    task: mean return of the last 10 episodes of its streams)."""
+    noise = cfg.source == "noise"
+    if not noise:
+        import torch
+
+        torch.set_num_threads(1)  # many small matmuls: one thread is fastest, and runs stay reproducible
     kwargs = task_kwargs(cfg)
     probe = LunarLanderTask()
     metadata = dataset_metadata(cfg, kwargs, probe)
     names = list(metadata["tasks"])
-    writer = HistoryWriter(cfg.out, recording_spec(probe.observation_space, probe.action_space, value=True), FAMILY,
-                           metadata, planned_tasks=cfg.tasks)
+    spec = recording_spec(probe.observation_space, probe.action_space, value=not noise)  # PPO records its values
+    writer = HistoryWriter(cfg.out, spec, FAMILY, metadata, planned_tasks=cfg.tasks)
     started = time.time()
     todo = [i for i in range(cfg.tasks) if not writer.is_complete(names[i], cfg.seed)]
     if len(todo) < cfg.tasks:
         print(f"resuming: {cfg.tasks - len(todo)} of {cfg.tasks} tasks already in {writer.location}")
     final: dict[str, float] = {}
     try:
-        if todo:
+        if todo and noise:
+            from tasks.lunarlander.noise_generate import run_noise_batch
+
+            final = run_noise_batch(cfg, todo, kwargs, writer, probe)
+        elif todo:
             final = run_batch(cfg, todo, kwargs, writer, probe)
     finally:
         writer.close()
