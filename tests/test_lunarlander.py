@@ -20,6 +20,7 @@ from tasks.lunarlander.generate import generate
 from tasks.lunarlander.instances import check_kwargs, sample_tasks
 from tasks.lunarlander.ppo import BatchedPPO
 from tests.cli_run import run_cli
+from tests.interrupted import interrupt_at_second_commit
 
 TINY = {"tasks": 3, "steps": 64, "streams": 2, "rollout": 16, "epochs": 1, "minibatches": 2, "hidden": 8,
         "progress": False, "heldout_fraction": 0.34}
@@ -130,23 +131,9 @@ def test_generate_records_split_kwargs_and_every_transition(tmp_path):
 
 
 def test_interrupted_generation_resumes_without_duplicates(tmp_path, monkeypatch):
-    from ad.record import HistoryRecorder
-
     full = tmp_path / "full"
     generate(tiny(full))
-    calls = {"n": 0}
-    close = HistoryRecorder.close
-
-    def failing_close(self, info=None):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-        return close(self, info)
-
-    monkeypatch.setattr(HistoryRecorder, "close", failing_close)
-    with pytest.raises(KeyboardInterrupt):
-        generate(tiny(tmp_path / "cut"))
-    monkeypatch.undo()
+    interrupt_at_second_commit(monkeypatch, lambda: generate(tiny(tmp_path / "cut")))
     assert [u["task"] for u in HistoryReader(tmp_path / "cut").units()] == ["lunarlander-t0000"]
     assert generate(tiny(tmp_path / "cut"))["units_written"] == 2
     want, got = HistoryReader(full), HistoryReader(tmp_path / "cut")

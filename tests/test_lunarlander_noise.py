@@ -15,6 +15,7 @@ from tasks.lunarlander.env import LunarLanderTask
 from tasks.lunarlander.generate import generate
 from tasks.noise import epsilon_schedule
 from tests.cli_run import run_cli
+from tests.interrupted import interrupt_at_second_commit
 
 TINY = {"source": "noise", "tasks": 3, "streams": 2, "episodes": 3, "swap_fraction": 1.0, "progress": False,
         "heldout_fraction": 0.34}
@@ -78,23 +79,9 @@ def test_the_same_command_gives_the_same_histories(tmp_path):
 
 
 def test_interrupted_noise_generation_resumes_with_the_same_histories(tmp_path, monkeypatch):
-    from ad.record import HistoryRecorder
-
     full = tmp_path / "full"
     generate(tiny(full))
-    calls = {"n": 0}
-    close = HistoryRecorder.close
-
-    def failing_close(self, info=None):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-        return close(self, info)
-
-    monkeypatch.setattr(HistoryRecorder, "close", failing_close)
-    with pytest.raises(KeyboardInterrupt):
-        generate(tiny(tmp_path / "cut"))
-    monkeypatch.undo()
+    interrupt_at_second_commit(monkeypatch, lambda: generate(tiny(tmp_path / "cut")))
     assert [u["task"] for u in HistoryReader(tmp_path / "cut").units()] == ["lunarlander-t0000"]
     assert generate(tiny(tmp_path / "cut"))["units_written"] == 2  # tasks 1, 2 now run without task 0
     want, got = HistoryReader(full), HistoryReader(tmp_path / "cut")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ad.config import option, override, refuse_choice
+from ad.config import option, refuse_choice
 from ad.errors import UserError
 from ad.config.groups import dataset_out, run_options
 from tasks.lunarlander.instances import GRAVITY, TURBULENCE_POWER, WIND_POWER, check_number
@@ -21,7 +21,7 @@ MAX_TASKS = 1024
 
 
 @dataclass
-class GenerateConfig(run_options("out", "seed", "progress")):
+class GenerateConfig(run_options("out", "seed", "progress"), NoiseOptions):
     """A batched PPO learns every LunarLander task at once (one learner per task, one forward/backward for all),
     or Gymnasium's heuristic lander made epsilon-greedy plays every task (noise distillation), and every transition
     is recorded."""
@@ -54,11 +54,6 @@ class GenerateConfig(run_options("out", "seed", "progress")):
                "Gymnasium's heuristic lander, through each task's engine map, made epsilon-greedy with epsilon "
                "falling over each history of --episodes episodes; no RL)")
     episodes: int = option(40, "noise source: episodes per history (stream); epsilon falls once per episode")
-    noise_start: float = override(NoiseOptions, "noise_start", 1.0)
-    noise_end: float = override(NoiseOptions, "noise_end", 0.0)
-    noise_decay_fraction: float = override(NoiseOptions, "noise_decay_fraction", 1.0)
-    noise_power: float = override(NoiseOptions, "noise_power", 1.0)
-    max_return_fraction: float = override(NoiseOptions, "max_return_fraction", 1.0)
 
     def __post_init__(self) -> None:
         refuse_choice(self, source=("ppo", "noise"))

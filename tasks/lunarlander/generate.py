@@ -10,7 +10,8 @@ unit is missing; each task's history depends on its own seed (weights, draws, en
 from __future__ import annotations
 
 import time
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -104,6 +105,21 @@ def generate(cfg: GenerateConfig) -> dict[str, Any]:
             "last_10_returns": final, "seconds": round(time.time() - started, 1)}
 
 
+@contextmanager
+def recording(recorders: list[HistoryRecorder], env: Any, bar: Any) -> Iterator[None]:
+    """Around a batch's run: any exception (an interrupt included) aborts every recorder's unit, so nothing partial
+    is visible; the env and the progress bar are closed either way."""
+    try:
+        yield
+    except BaseException:
+        for rec in recorders:
+            rec.abort()
+        raise
+    finally:
+        env.close()
+        bar.close()
+
+
 def run_batch(cfg: GenerateConfig, todo: list[int], kwargs: list[dict[str, Any]], writer: HistoryWriter,
               probe: Any) -> dict[str, float]:
     """One batched PPO over the tasks ``todo`` x ``cfg.streams`` envs, recorded; commits each task's unit at the
@@ -122,7 +138,7 @@ def run_batch(cfg: GenerateConfig, todo: list[int], kwargs: list[dict[str, Any]]
     finished: list[list[float]] = [[] for _ in range(T)]
     bar = Progress(cfg.updates * R * E * T, desc=f"batched PPO on {T} LunarLander tasks", unit="step",
                    show=cfg.progress)
-    try:
+    with recording(recorders, env, bar):
         for _ in range(cfg.updates):
             u = learner.uniforms(R, E)  # (R, T, E)
             buf: dict[str, list[np.ndarray]] = {k: [] for k in ("obs", "action", "logprob", "value", "reward", "done")}
@@ -153,13 +169,6 @@ def run_batch(cfg: GenerateConfig, todo: list[int], kwargs: list[dict[str, Any]]
             rec.close(info={"kwargs": kwargs[i], "episodes": len(finished[j]), "updates": learner.updates,
                             "last_10_return": last[task_name(i)]})
         return last
-    except BaseException:
-        for rec in recorders:
-            rec.abort()
-        raise
-    finally:
-        env.close()
-        bar.close()
 
 
 def _bootstrap(learner: Any, info: dict[str, Any], truncated: np.ndarray, T: int, E: int) -> np.ndarray:

@@ -40,7 +40,7 @@ def run_noise_batch(cfg: GenerateConfig, todo: list[int], kwargs: list[dict[str,
     commits each task's unit at the end (an exception aborts every unit of the batch: nothing partial is visible).
     Returns each task's mean return over its streams' last 10 episodes."""
     from ad.progress import Progress
-    from tasks.lunarlander.generate import env_seed, task_seed
+    from tasks.lunarlander.generate import env_seed, recording, task_seed
 
     T, E, N = len(todo), cfg.streams, cfg.episodes
     num_actions = int(probe.action_space.n)
@@ -58,7 +58,7 @@ def run_noise_batch(cfg: GenerateConfig, todo: list[int], kwargs: list[dict[str,
     returns: list[list[list[float]]] = [[[] for _ in range(E)] for _ in range(T)]
     bar = Progress(T * E * N, desc=f"noisy heuristic lander on {T} LunarLander tasks", unit="episode",
                    show=cfg.progress)
-    try:
+    with recording(recorders, env, bar):
         while (episode < N).any():
             greedy = demonstrator_actions(units, obs, inverse)  # (T * E,)
             draws = np.stack([rng.random(E) for rng in rngs]).reshape(-1)  # (T * E,) U(0, 1): explore where < eps
@@ -93,10 +93,3 @@ def run_noise_batch(cfg: GenerateConfig, todo: list[int], kwargs: list[dict[str,
             rec.close(info={"kwargs": kwargs[i], "episodes": N * E, "first_5_return": float(np.mean(first)),
                             "last_10_return": last[task_name(i)]})
         return last
-    except BaseException:
-        for rec in recorders:
-            rec.abort()
-        raise
-    finally:
-        env.close()
-        bar.close()
