@@ -103,3 +103,16 @@ def test_bad_noise_options_are_one_error_line(capsys, tmp_path, argv):
                            *argv)
     assert code == 2 and err.count("error:") == 1
     assert not (tmp_path / "x").exists()
+
+
+def test_the_family_expert_actions_are_the_demonstrator_s(tmp_path):
+    """DPT's targets on LunarLander: at noise 0 every recorded action is the family's expert action."""
+    from ad.registry import optimal_actions
+
+    generate(tiny(tmp_path / "ll", tasks=2, streams=1, episodes=1, noise_start=0.0))
+    reader = HistoryReader(tmp_path / "ll")
+    expert = optimal_actions("lunarlander")
+    for s in reader.streams():
+        got = expert(reader.metadata, s.task, s.columns)
+        assert got.dtype == np.int64 and len(got) > 50
+        np.testing.assert_array_equal(got, s.columns["action"])

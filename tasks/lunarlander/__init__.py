@@ -35,4 +35,5 @@ register_family(TaskFamily(
     gym_id="ad/LunarLander-v0",  # each held-out task rebuilt from its recorded kwargs
     demo_config=LunarLanderDemoConfig,
     task_kwargs=("env_id",),
+    optimal_actions=lazy_function("tasks.lunarlander.optimal:optimal_actions"),  # the heuristic lander's (DPT)
 ))
