@@ -116,3 +116,30 @@ def test_the_family_expert_actions_are_the_demonstrator_s(tmp_path):
         got = expert(reader.metadata, s.task, s.columns)
         assert got.dtype == np.int64 and len(got) > 50
         np.testing.assert_array_equal(got, s.columns["action"])
+
+
+def test_stepping_some_streams_is_the_vector_env_step_for_them():
+    """step_streams steps (and same-step autoresets) exactly the live sub-envs, as the vector env's own step does;
+    the others do not move."""
+    from tasks.lunarlander.env import make_vector_env
+    from tasks.lunarlander.noise_generate import step_streams
+
+    tasks = [{"gravity": -9.0}, {"gravity": -6.0}]
+    ours, theirs = make_vector_env(4, tasks), make_vector_env(4, tasks)
+    obs, _ = ours.reset(seed=[1, 2, 3, 4])
+    want, _ = theirs.reset(seed=[1, 2, 3, 4])
+    rng = np.random.default_rng(0)
+    ended = 0
+    for _ in range(300):
+        action = rng.integers(4, size=4)
+        obs, reward, term, trunc = step_streams(ours, action, np.ones(4, bool), obs)
+        want, want_reward, want_term, want_trunc, _ = theirs.step(action)
+        np.testing.assert_array_equal(obs, want)
+        np.testing.assert_array_equal(reward, want_reward)
+        np.testing.assert_array_equal(term | trunc, want_term | want_trunc)
+        ended += int((term | trunc).sum())
+    assert ended > 0  # autoresets happened along the way
+    frozen = obs.copy()
+    obs, reward, term, trunc = step_streams(ours, np.zeros(4, np.int64), np.array([True, False, True, False]), obs)
+    np.testing.assert_array_equal(obs[[1, 3]], frozen[[1, 3]])
+    assert reward[[1, 3]].tolist() == [0.0, 0.0] and not (term | trunc)[[1, 3]].any()

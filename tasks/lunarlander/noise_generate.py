@@ -34,6 +34,23 @@ def demonstrator_actions(units: list[Any], obs: np.ndarray, inverse: np.ndarray)
     return inverse[np.arange(len(meant)), meant]
 
 
+def step_streams(env: Any, action: np.ndarray, live: np.ndarray, obs: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Step the sub-envs of vector env ``env`` where ``live`` (N,) is true, resetting each whose episode ends (the
+    vector env's same-step autoreset); the others keep their observation (no reward, not done). Streams that have
+    played all their episodes stop costing steps while the longest history finishes. Returns the next observations
+    (N, 8), rewards (N,), terminated and truncated flags (N,)."""
+    n = len(action)
+    obs = obs.copy()
+    reward, term, trunc = np.zeros(n), np.zeros(n, bool), np.zeros(n, bool)
+    for k in np.flatnonzero(live):
+        sub = env.envs[k]
+        obs[k], reward[k], term[k], trunc[k], _ = sub.step(int(action[k]))
+        if term[k] or trunc[k]:
+            obs[k], _ = sub.reset()
+    return obs, reward, term, trunc
+
+
 def run_noise_batch(cfg: GenerateConfig, todo: list[int], kwargs: list[dict[str, Any]], writer: HistoryWriter,
                     probe: Any) -> dict[str, float]:
     """Every task of ``todo`` x ``cfg.streams`` histories of ``cfg.episodes`` episodes in one vector env, recorded;
@@ -60,14 +77,16 @@ def run_noise_batch(cfg: GenerateConfig, todo: list[int], kwargs: list[dict[str,
                    show=cfg.progress)
     with recording(recorders, env, bar):
         while (episode < N).any():
-            greedy = demonstrator_actions(units, obs, inverse)  # (T * E,)
+            active = episode < N  # streams still recording; a finished stream's env stops
+            greedy = np.zeros(T * E, np.int64)  # (T * E,) the demonstrator's action where a stream is active
+            greedy[active] = demonstrator_actions([units[k] for k in np.flatnonzero(active)], obs[active],
+                                                  inverse[active])
             draws = np.stack([rng.random(E) for rng in rngs]).reshape(-1)  # (T * E,) U(0, 1): explore where < eps
             random_action = np.stack([rng.integers(num_actions, size=E) for rng in rngs]).reshape(-1)
             level = eps[np.minimum(episode, N - 1)]  # (T * E,) each stream's epsilon in its current episode
             action, logprob = epsilon_greedy(greedy, level, draws, random_action, num_actions)
             acted = obs
-            obs, reward, term, trunc, _ = env.step(action)
-            active = episode < N  # streams still recording (a finished stream's env keeps stepping, unrecorded)
+            obs, reward, term, trunc = step_streams(env, action, active, obs)
             for j, rec in enumerate(recorders):
                 sl = slice(j * E, (j + 1) * E)
                 live = np.flatnonzero(active[sl])
