@@ -1,5 +1,6 @@
 """LunarLander ("moonlander"): a task distribution over Gymnasium's own gravity and wind kwargs, a batched PPO that
-learns every task at once, and ``ad generate lunarlander``.
+learns every task at once (or, ``--source noise``, Gymnasium's heuristic lander made epsilon-greedy), and ``ad
+generate lunarlander``.
 
 A task is one setting of ``gravity`` (in (-12, 0)), ``enable_wind``, ``wind_power`` (0..20) and ``turbulence_power``
 (0..2) of the discrete-action LunarLander (8 observed floats, 4 actions); every task's optimal return is reported as
@@ -29,7 +30,7 @@ if "ad/LunarLander-v0" not in gymnasium.registry:
 
 register_family(TaskFamily(
     name="lunarlander",
-    summary="batched PPO histories on LunarLander tasks over gravity and wind (discrete actions)",
+    summary="batched PPO (or noisy heuristic lander) histories on LunarLander tasks over gravity and wind",
     generate_config=GenerateConfig,
     generate=lazy_function("tasks.lunarlander.generate:generate"),
     gym_id="ad/LunarLander-v0",  # each held-out task rebuilt from its recorded kwargs

@@ -1,9 +1,8 @@
 """``ad demo --task lunarlander``: Algorithm Distillation on LunarLander end to end.
 
 Learning histories on every gravity / wind task (the batched PPO, or ``--source noise``: the noisy heuristic lander) ->
-AD on subsampled histories of the training tasks and
-the ED baseline -> both in context on the held-out tasks, beside the source's own first episodes -> report.md
-(the pipeline: :mod:`ad.demo`).
+AD on subsampled histories of the training tasks and the ED baseline (and DPT, with ``--methods``) -> all in context
+on the held-out tasks, beside the source's own first episodes -> report.md (the pipeline: :mod:`ad.demo`).
 """
 from __future__ import annotations
 
