@@ -160,7 +160,7 @@ def get_demo(task: str, model: str) -> Command:
 
 
 # ---------------------------------------------------------------------------- evaluation plug-ins
-#: name -> (detect(path) -> bool, load(path, greedy=..., seed=...) -> policy)
+#: name -> (detect(path) -> bool, load(path, greedy=..., seed=..., temperature=...) -> policy)
 _POLICY_LOADERS: dict[str, tuple[Callable[[Any], bool], Callable[..., Any]]] = {}
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from ad.demo import eval_folder_name  # noqa: E402
 from benchmarks.common import RESULTS, figure, merge_report, parse_args  # noqa: E402
 from benchmarks.lunarlander_common import plot_returns  # noqa: E402
 
@@ -39,16 +40,20 @@ def main() -> None:
                         help="`ad demo --task lunarlander` config: the task distribution, source, AD / ED, evaluation")
     parser.add_argument("--variant", default="gravity-wind", help="name of this task distribution in the results")
     parser.add_argument("--headline", action="store_true", help="this variant's AD - ED figure is the headline")
+    parser.add_argument("--temperature", type=float, default=1.0,
+                        help="sampling temperature of the evaluation (`ad demo --temperature`; the trained models and "
+                             "histories of the same --root are reused)")
     parser.add_argument("--quick", action="store_true", help="only read finished runs, run nothing")
     args = parse_args(parser)
     root = Path(args.root)
     curves: dict[int, dict[str, np.ndarray]] = {}
     for seed in args.seeds:
         folder = root / f"seed{seed}"
-        if not args.quick and not (folder / "eval" / "eval.json").is_file():
+        path = folder / eval_folder_name(args.temperature) / "eval.json"
+        if not args.quick and not path.is_file():
             subprocess.run([sys.executable, "-m", "ad", "demo", "--task", "lunarlander", "--config", args.demo_config,
-                            "--seed", str(seed), "--out", str(folder)], check=True)
-        path = folder / "eval" / "eval.json"
+                            "--seed", str(seed), "--out", str(folder), "--temperature", str(args.temperature)],
+                           check=True)
         if path.is_file():
             policies = json.loads(path.read_text())["policies"]
             curves[seed] = {label: np.asarray(policies[name]["mean"]) for name, label in ROWS.items()

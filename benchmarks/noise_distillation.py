@@ -45,6 +45,9 @@ def options() -> argparse.Namespace:
     parser.add_argument("--episodes", type=int, default=40, help="in-context episodes at evaluation")
     parser.add_argument("--window", type=int, default=5, help="last in-context episodes the figure averages")
     parser.add_argument("--eval-seeds", type=int, default=3, help="evaluation runs per held-out task")
+    parser.add_argument("--temperature", type=float, default=1.0,
+                        help="sampling temperature of AD's evaluation (`ad eval --temperature`; 1 = its policy as "
+                             "trained, < 1 nearer its greedy action)")
     parser.add_argument("--greedy", type=int, default=1, help="1 = also evaluate AD acting greedily (the argmax of "
                                                                "its policy) beside the default sampled actions")
     parser.add_argument("--variant", default="", help="name of a variant of these settings (e.g. 6k): it tags the "
@@ -92,6 +95,7 @@ def data_best(data: Path, split: str) -> tuple[float, float]:
 def one_seed(args: argparse.Namespace, seed: int) -> dict:
     """Generate, train AD, evaluate; AD's last-window return / optimum and the data's best."""
     from ad.commands.evaluate import EvalConfig, evaluate
+    from ad.demo import eval_folder_name
 
     work = Path(args.out) / f"{args.family}-seed{seed}{'-quick' if args.quick else ''}"
     data = work / "data"
@@ -105,7 +109,8 @@ def one_seed(args: argparse.Namespace, seed: int) -> dict:
             "subsample": args.subsample, "max_steps": args.ad_steps, "batch_size": args.batch_size, "seed": seed,
             "threads": 1, "progress": False, "resume": (run / "checkpoints" / "last.ckpt").is_file()}))
     summary = evaluate(EvalConfig(ckpt=str(run), data=str(data), episodes=args.episodes, seeds=args.eval_seeds,
-                                  seed=seed, out=str(work / "eval"), progress=False))
+                                  seed=seed, temperature=args.temperature,
+                                  out=str(work / eval_folder_name(args.temperature)), progress=False))
     curve = np.array(summary["policies"]["AD"]["normalised"])  # (episodes,) mean return / optimum
     greedy = None
     if args.greedy:
@@ -120,6 +125,7 @@ def one_seed(args: argparse.Namespace, seed: int) -> dict:
             "ad_greedy": greedy,
             "random": float(random[-args.window:].mean()), "data_best": measured, "data_best_exact": exact,
             "heldout_data_best": heldout_measured, "heldout_tasks": len(summary["tasks"]),
+            "temperature": args.temperature,
             "window": [args.episodes - args.window + 1, args.episodes]}
 
 
@@ -137,15 +143,17 @@ def main(args: argparse.Namespace) -> None:
     rows = sorted(earlier + [one_seed(args, seed) for seed in args.seeds], key=lambda r: r["seed"])
     first, last = rows[0]["window"]
     goal = "ratio > 1 (above its data's best)"
+    acting = "" if args.temperature == 1.0 else f" (actions sampled at temperature {args.temperature:g})"
     figures = []
     for row in rows:
-        fig = figure(f"noise distillation {title} seed {row['seed']}: AD return / optimum at episodes {first}-{last} "
-                     f"vs the data's best (cap {args.cap})", "fraction of optimum", row["ad"], row["data_best"], goal)
+        fig = figure(f"noise distillation {title} seed {row['seed']}: AD{acting} return / optimum at episodes "
+                     f"{first}-{last} vs the data's best (cap {args.cap})", "fraction of optimum", row["ad"],
+                     row["data_best"], goal)
         figures.append({**fig, "details": row})
     mean_ad, mean_best = float(np.mean([r["ad"] for r in rows])), float(np.mean([r["data_best"] for r in rows]))
-    figures.append({**figure(f"noise distillation {title}: AD return / optimum at episodes {first}-{last} vs the "
-                             f"data's best (cap {args.cap}), mean of {len(rows)} seeds", "fraction of optimum", mean_ad,
-                             mean_best, goal),
+    figures.append({**figure(f"noise distillation {title}: AD{acting} return / optimum at episodes {first}-{last} "
+                             f"vs the data's best (cap {args.cap}), mean of {len(rows)} seeds", "fraction of optimum",
+                             mean_ad, mean_best, goal),
                     "headline": args.family == "darkroom" and not args.variant and not args.quick})
     if all(r.get("ad_greedy") is not None for r in rows):
         mean_greedy = float(np.mean([r["ad_greedy"] for r in rows]))

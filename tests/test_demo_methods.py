@@ -50,6 +50,22 @@ def test_darkroom_demo_compares_ad_dpt_and_ed_on_the_same_held_out_goals(tmp_pat
     stages = timings["seconds"]
     assert {"train AD", "train DPT", "train ED", "evaluate in context"} <= set(stages) and timings["threads"] == 1
     assert stages["total"] == pytest.approx(sum(v for k, v in stages.items() if k != "total"))
+    # the same models at another sampling temperature: evaluated beside the first evaluation, which is kept
+    first = (out / "eval" / "eval.json").read_bytes()
+    with contextlib.redirect_stdout(io.StringIO()), pytest.raises(SystemExit) as exit_info:
+        cli.main(["demo", "--task", "darkroom", "--methods", "ad,dpt,ed", "--out", str(out), "--size", "3",
+                  "--streams", "2", "--steps-per-goal", "400", "--ad-steps", "3", "--ed-steps", "2",
+                  "--dpt-steps", "2", "--episodes", "4", "--seeds", "1", "--context", "20", "--temperature", "0.5",
+                  "--train-overrides", json.dumps(TINY_TRAIN)])
+    assert exit_info.value.code == 0
+    assert (out / "eval" / "eval.json").read_bytes() == first
+    tempered = json.loads((out / "eval-temperature-0.5" / "eval.json").read_text())
+    assert tempered["temperature"] == 0.5 and tempered["tasks"] == summary["tasks"]
+    assert json.loads((out / "timings.json").read_text())["seconds"]["train AD"] == 0.0  # training was skipped
+    report = (out / "report.md").read_text()
+    assert "actions sampled at temperature 0.5" in report and "eval-temperature-0.5/in_context.png" in report
+    with pytest.raises(UserError, match="--temperature must be a finite number > 0"):
+        make_config(DarkRoomDemoConfig, {"temperature": 0.0})
 
 
 def test_bandit_demo_trains_dpt_beside_ad(tmp_path):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,9 @@ class EvalConfig(run_options("out", "seed", "threads", "progress")):
     max_tasks: int | None = option(None, "evaluate at most this many of the tasks (default: all of them)")
     greedy: bool = option(False, "greedy actions instead of sampling from the policy (Box actions: the Gaussian "
                                  "head's squashed mean, or each dimension's most likely bin)")
+    temperature: float = option(1.0, "sampling temperature T: actions are drawn from the policy's probabilities "
+                                     "raised to 1/T and renormalised (T < 1: nearer the greedy action, T > 1: more "
+                                     "random; a Gaussian action head's std is multiplied by T); 1 = as trained")
     out: str | None = override(RunOptions, "out", None, "eval.json, eval.csv and in_context.png (default: "
                                                         "<ckpt>/eval)")
     threads: int = override(RunOptions, "threads", 1)
@@ -45,6 +49,11 @@ class EvalConfig(run_options("out", "seed", "threads", "progress")):
             self.data = default_dataset()
         refuse(self, ("threads",), lambda v: v < 0, "must be >= 0")
         refuse(self, ("episodes", "seeds"), lambda v: v <= 0, "must be positive")
+        refuse(self, ("temperature",), lambda v: not math.isfinite(v) or v <= 0,
+               "must be a finite number > 0 (pass --greedy for the limit T -> 0)")
+        if self.greedy and self.temperature != 1.0:
+            raise UserError(f"--greedy takes no sampling, so --temperature {self.temperature} would be ignored; "
+                            "pass one of the two")
         if self.split not in ("heldout", "train", "all"):
             raise UserError(f"--split must be heldout, train or all, got {self.split!r}")
         if self.max_tasks is not None and self.max_tasks <= 0:
@@ -177,7 +186,7 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
 
     policies: list[tuple[str, Any]] = []
     for name, ckpt in config.named_models():
-        policy = load_policy(ckpt, greedy=config.greedy, seed=config.seed)
+        policy = load_policy(ckpt, greedy=config.greedy, seed=config.seed, temperature=config.temperature)
         check_compatible(policy, reader, ckpt)
         policies.append((name, policy))
     out.mkdir(parents=True, exist_ok=True)  # only once the inputs are known to be good
@@ -199,7 +208,7 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     optimal = float(np.mean(setup.optimal))
 
     summary = {"tasks": tasks, "episodes": config.episodes, "seeds": config.seeds, "greedy": config.greedy,
-               "optimal_mean_return": optimal, "policies": {}}
+               "temperature": config.temperature, "optimal_mean_return": optimal, "policies": {}}
     for result in results:
         mean, std = result.curve()
         summary["policies"][result.name] = {**summarise(result), "mean": mean.tolist(), "std": std.tolist(),

@@ -16,6 +16,7 @@ by :func:`ad.families.register_family` (``demo_config=...``) or :func:`ad.regist
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -169,19 +170,22 @@ class DemoConfig:
 
     def evaluate(self, folders: dict[str, Path]) -> dict[str, Any]:
         """Stage 3: ``ad eval`` of the trained policies (label -> run folder) on the held-out tasks into
-        ``<out>/eval``; returns its summary (``eval.json``)."""
+        ``<out>/eval`` (:func:`eval_folder_name`: another folder at another temperature); returns its summary
+        (``eval.json``)."""
         from ad.commands.evaluate import EvalConfig, evaluate
 
         (first, first_run), *others = folders.items()
         return evaluate(EvalConfig(ckpt=str(first_run), name=first, data=str(self.data_folder()),
                                    models=[f"{label}={path}" for label, path in others], episodes=self.episodes,
-                                   seeds=self.seeds, seed=self.seed, out=str(Path(self.out) / "eval")))
+                                   seeds=self.seeds, seed=self.seed, temperature=self.temperature,
+                                   out=str(Path(self.out) / eval_folder_name(self.temperature))))
 
     def report(self, summary: dict[str, Any], timings: dict[str, float], methods: list[str]) -> Path:
         """Stage 4: ``<out>/<REPORT>`` of :meth:`evaluate`'s summary (``methods``: the trained policies' labels)."""
         from ad.demo.report import in_context_lines, methods_heading, write_report
 
-        images = {"in-context return on held-out tasks": "eval/in_context.png"}
+        images = {"in-context return on held-out tasks":
+                  f"{eval_folder_name(self.temperature)}/in_context.png"}
         if (self.data_folder() / "learning_curves.png").is_file():
             images["source learning curves"] = f"{self.data_folder().name}/learning_curves.png"
         heading = f"{methods_heading(methods)} on {self.TITLE or self.FAMILY}: in-context evaluation"
@@ -207,6 +211,8 @@ class ADDemoConfig(DemoConfig, MethodsOptions, run_options("out", "seed", "threa
                                   "default (DarkRoom: 0.1 up to 7x7, 0 above; Key-to-Door: 0)")
     episodes: int = option(100, "episodes in context at evaluation")
     seeds: int = option(3, "evaluation seeds per held-out task")
+    temperature: float = option(1.0, "sampling temperature of the evaluation (`ad eval --temperature`); other than 1, "
+                                     "it is written to <out>/eval-temperature-<T> beside the default <out>/eval")
     threads: int = override(RunOptions, "threads", 1)
     train_overrides: dict = option({}, "extra `ad train rl` options for both runs (YAML/JSON config only)")
 
@@ -216,6 +222,7 @@ class ADDemoConfig(DemoConfig, MethodsOptions, run_options("out", "seed", "threa
                "must be positive")
         if self.threads < 0 or self.dpt_steps < 0:
             raise UserError(f"--threads and --dpt-steps must be >= 0, got {self.threads} and {self.dpt_steps}")
+        refuse(self, ("temperature",), lambda v: not math.isfinite(v) or v <= 0, "must be a finite number > 0")
         if not (0.0 <= self.dropout < 1.0 or self.dropout == -1.0):  # also refuses NaN
             raise UserError(f"--dropout must be in [0, 1), or -1 for the task family's default, got {self.dropout}")
 
@@ -236,6 +243,12 @@ class ADDemoConfig(DemoConfig, MethodsOptions, run_options("out", "seed", "threa
             "ad": {"max_steps": self.ad_steps, "subsample": self.subsample},
             "ed": {"max_steps": self.ed_steps},
             "dpt": {"max_steps": self.dpt_steps or self.ad_steps, "subsample": self.subsample}})
+
+
+def eval_folder_name(temperature: float = 1.0) -> str:
+    """The folder under a demo's ``out`` of its evaluation at ``temperature``: ``eval``, or ``eval-temperature-<T>``
+    for any other temperature (so evaluations of the same models at several temperatures sit side by side)."""
+    return "eval" if temperature == 1.0 else f"eval-temperature-{temperature:g}"
 
 
 def stage(name: str, timings: dict[str, float], fn: Callable[..., Any], *args: Any) -> Any:

@@ -83,11 +83,19 @@ def in_context_lines(summary: dict[str, Any], windows: Sequence[tuple[int, int]]
     of ``methods`` (the trained policies' labels) but ED, when it first reaches 90% of the optimum."""
     lines = [f"Held-out tasks: {len(summary['tasks'])} (never in the transformer's training data), "
              f"{summary['seeds']} seeds each, {summary['episodes']} episodes in context, "
-             f"{'greedy' if summary['greedy'] else 'sampled'} actions. "
+             f"{_acting(summary)}. "
              f"Mean optimal return: {summary['optimal_mean_return']:.2f}.", ""]
     lines += table_lines(summary, windows)
     reach = reach_lines(summary["policies"], names=[m for m in methods if m != "ED"])
     return lines + (["", *reach] if reach else [])
+
+
+def _acting(summary: dict[str, Any]) -> str:
+    """How the evaluated policies acted: greedy, sampled, or sampled at a temperature other than 1."""
+    if summary["greedy"]:
+        return "greedy actions"
+    temperature = summary.get("temperature", 1.0)  # evaluations written before the option existed sampled at 1
+    return "sampled actions" if temperature == 1.0 else f"actions sampled at temperature {temperature:g}"
 
 
 def write_report(path: Path, heading: str, body: Sequence[str], images: dict[str, str], timings: dict[str, float],

@@ -100,7 +100,7 @@ class FullRecomputePolicy(_LMActor):
 
     def act(self, obs, prev_action, prev_reward, timestep, first) -> Any:
         """Actions (B,) for the new states."""
-        from models.lm.policy import _choose
+        from models.sampling import choose
 
-        return self._to_actions(_choose(self.scores(obs, prev_action, prev_reward, timestep, first), self.greedy,
-                                        self.generator))
+        scores = self.scores(obs, prev_action, prev_reward, timestep, first)
+        return self._to_actions(choose(scores.double(), self.greedy, self.generator, self.temperature))

@@ -42,7 +42,8 @@ def load_model(path: Any) -> tuple[Any, Any, dict[str, Any]]:
     return model.eval(), ensure_pad_token(AutoTokenizer.from_pretrained(folder / "tokenizer")), info
 
 
-def load(path: Any, greedy: bool = False, seed: int = 0, threads: int | None = None) -> Any:
+def load(path: Any, greedy: bool = False, seed: int = 0, threads: int | None = None,
+         temperature: float = 1.0) -> Any:
     """An :class:`~models.lm.policy.LMPolicy` (``num_states`` / ``num_actions`` attributes for checks); a model
     trained on open-text actions acts by free generation instead (``GeneratePolicy``; unparsable output raises)."""
     import torch
@@ -55,7 +56,7 @@ def load(path: Any, greedy: bool = False, seed: int = 0, threads: int | None = N
     library_bars_off_in_logs()
     model, tokenizer, info = load_model(path)
     window = {"greedy": greedy, "generator": torch.Generator().manual_seed(seed), "context": info["context"],
-              "max_tokens": info["max_tokens"]}
+              "max_tokens": info["max_tokens"], "temperature": temperature}
     if info["actions"] is None:
         policy = GeneratePolicy(model, tokenizer, info["template"], None, on_invalid="error", **window)
     else:

@@ -6,7 +6,7 @@ state (``... s40 a2 r0\\ns41 a``). Two ways to act on it:
 * :class:`LMPolicy` *scores the valid actions*: the log-likelihood of every valid action's tokens after the
   context, for all B envs in one batched forward pass over one KV cache (left-padded; a step feeds only the new
   tokens, then the actions as one prefix tree, :mod:`ad.lm.scoring`), and picks the best (greedy) or samples from
-  the scores renormalised over the valid actions. It cannot emit an invalid action.
+  the scores renormalised over the valid actions (divided by ``temperature`` first). It cannot emit an invalid action.
 * :class:`GeneratePolicy` generates text one env at a time and parses it through the template. Invalid outputs
   are counted in ``invalid``: ``on_invalid="error"`` raises, ``"random"`` takes a random valid action.
 
@@ -28,6 +28,7 @@ from ad.lm.scoring import CachedContexts, left_pad
 from ad.lm.pretrained import position_limit
 from models.lm.context import (TransitionTokens, TruncationWarner, encode_action, encode_prompt, encode_transition,
                                keep_newest)
+from models.sampling import check_temperature, choose
 
 
 def _items(x: Any) -> list[Any]:
@@ -115,19 +116,12 @@ class ContextBook:
         return np.concatenate([last.action, last.after, self.prompts[b]])
 
 
-def _choose(scores: torch.Tensor, greedy: bool, generator: torch.Generator | None) -> torch.Tensor:
-    """Indices (B,) of the best (greedy) or sampled candidates; scores (B, A) are log-likelihoods."""
-    if greedy:
-        return scores.argmax(-1)
-    return torch.multinomial(torch.softmax(scores.double(), -1), 1, generator=generator).squeeze(-1)
-
-
 class _LMActor:
     """What both policies share: model, tokenizer, template, valid actions, window limits."""
 
     def __init__(self, model: Any, tokenizer: Any, template: str | Template = "compact",
                  actions: Sequence[Any] = range(5), greedy: bool = False, generator: torch.Generator | None = None,
-                 context: int = 40, max_tokens: int = 512):
+                 context: int = 40, max_tokens: int = 512, temperature: float = 1.0):
         self.model = model
         self.tokenizer = tokenizer
         self.template = get_template(template) if isinstance(template, str) else template
@@ -136,6 +130,7 @@ class _LMActor:
             raise UserError("an LM policy needs at least one valid action")
         self.greedy = greedy
         self.generator = generator
+        self.temperature = check_temperature(temperature)  # sampling: scores / T (T < 1: toward the greedy action)
         self.num_actions = None if self.actions is None else len(self.actions)
         self.candidates = [encode_action(self.template, tokenizer, a) for a in self.actions or []]
         if any(len(c) == 0 for c in self.candidates):
@@ -204,7 +199,7 @@ class LMPolicy(_LMActor):
     def act(self, obs, prev_action, prev_reward, timestep, first, valid=None) -> torch.Tensor:
         """Actions (B,) for the new states: the best-scored valid action if greedy, else sampled."""
         scores = self.scores(obs, prev_action, prev_reward, timestep, first, valid)
-        return self._to_actions(_choose(scores, self.greedy, self.generator))
+        return self._to_actions(choose(scores.double(), self.greedy, self.generator, self.temperature))
 
 
 class GeneratePolicy(_LMActor):
@@ -229,7 +224,8 @@ class GeneratePolicy(_LMActor):
         """Generated text after env b's context."""
         ids = torch.from_numpy(self.book.context_ids(b))[None].to(self.device)  # (1, L)
         out = self.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=self.max_new_tokens,
-                                  do_sample=not self.greedy, pad_token_id=self.pad_id, top_k=None, top_p=None)
+                                  do_sample=not self.greedy, pad_token_id=self.pad_id, top_k=None, top_p=None,
+                                  **({} if self.greedy else {"temperature": self.temperature}))
         return self.tokenizer.decode(out[0, ids.size(1):], skip_special_tokens=True)
 
     def parse(self, text: str) -> Any | None:

@@ -12,7 +12,8 @@ head (``ADConfig.action_head``) reads one hidden state (B, T, C) and outputs ``p
   dimension against the nearest bin of the recorded action.
 
 Acting (:meth:`BoxActions.choose`): ``greedy`` takes the squashed mean ``tanh(mean)`` (Gaussian) or the most likely
-bin of each dimension (bins); otherwise an action is sampled from the head's distribution.
+bin of each dimension (bins); otherwise an action is sampled from the head's distribution (at a temperature: the
+Gaussian's std times T, the bins' logits divided by T).
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ import math
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from models.sampling import choose
 
 #: Recorded actions on (or beyond) a bound are pulled this far inside [-1, 1] before ``atanh`` (u = +-3.8).
 EDGE = 1e-3
@@ -105,19 +108,16 @@ class BoxActions(nn.Module):
         greedy = self.scale(self.choose(params.detach(), greedy=True))  # (B, T, D)
         return nll, ((greedy - target) ** 2).mean(-1)
 
-    def choose(self, params: torch.Tensor, greedy: bool, generator: torch.Generator | None = None) -> torch.Tensor:
+    def choose(self, params: torch.Tensor, greedy: bool, generator: torch.Generator | None = None,
+               temperature: float = 1.0) -> torch.Tensor:
         """Env-scale actions (..., D) from head outputs (..., head_size): the squashed mean / most likely bin when
-        ``greedy``, else a sample of the head's distribution."""
+        ``greedy``, else a sample of the head's distribution at ``temperature`` T (Gaussian: its std times T; bins:
+        each dimension's logits divided by T)."""
         if self.head == "gaussian":
             mean, log_std = self.gaussian(params)
             if not greedy:
                 noise = torch.randn(mean.shape, generator=generator).to(mean.device)
-                mean = mean + log_std.exp() * noise
+                mean = mean + log_std.exp() * temperature * noise
             return self.unscale(torch.tanh(mean))
         logits = params.float().unflatten(-1, (self.dim, self.bins))  # (..., D, N)
-        if greedy:
-            index = logits.argmax(-1)
-        else:
-            probs = torch.softmax(logits, -1)
-            index = torch.multinomial(probs.reshape(-1, self.bins), 1, generator=generator).view(probs.shape[:-1])
-        return self.from_bins(index)
+        return self.from_bins(choose(logits, greedy, generator, temperature))

@@ -22,7 +22,8 @@ def detect(path: Any) -> bool:
     return model_dir(path) is not None
 
 
-def load(path: Any, greedy: bool = False, seed: int = 0, threads: int | None = None) -> Any:
+def load(path: Any, greedy: bool = False, seed: int = 0, threads: int | None = None,
+         temperature: float = 1.0) -> Any:
     """An :class:`~models.rl.policy.ADPolicy` with ``num_states`` / ``num_actions`` attributes for checks."""
     import torch
 
@@ -32,7 +33,7 @@ def load(path: Any, greedy: bool = False, seed: int = 0, threads: int | None = N
     if threads:
         torch.set_num_threads(threads)
     model = ADTransformer.from_pretrained(model_dir(path))
-    policy = ADPolicy(model, greedy=greedy, generator=torch.Generator().manual_seed(seed))
+    policy = ADPolicy(model, greedy=greedy, generator=torch.Generator().manual_seed(seed), temperature=temperature)
     policy.num_states = model.config.num_states
     policy.num_actions = model.config.num_actions
     policy.action_dim = model.config.action_dim

@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 
 from models.rl.model import ADTransformer
+from models.sampling import check_temperature, choose
 
 
 class ContextWindow:
@@ -69,12 +70,16 @@ class ADPolicy:
     first)`` (``first`` True only at the very first step); ``policy.logits(...)`` returns the action logits (B, A).
     Box actions (``action_dim`` > 0): ``prev_action`` and the actions are (B, A) floats in the env's scale; ``greedy``
     takes the head's most likely action, else one is sampled (:meth:`models.rl.box_actions.BoxActions.choose`).
+    ``temperature`` T (sampling only): discrete actions are drawn from ``softmax(logits / T)``, so T < 1 moves the
+    policy toward its greedy action and T = 1 is the model's own distribution.
     """
 
-    def __init__(self, model: ADTransformer, greedy: bool = True, generator: torch.Generator | None = None):
+    def __init__(self, model: ADTransformer, greedy: bool = True, generator: torch.Generator | None = None,
+                 temperature: float = 1.0):
         self.model = model
         self.greedy = greedy
         self.generator = generator
+        self.temperature = check_temperature(temperature)
         self.window: ContextWindow | None = None
         self.cache = None
 
@@ -113,11 +118,5 @@ class ADPolicy:
         """Actions (B,) [Box: (B, A)] for the new states: argmax if greedy, else sampled."""
         logits = self.logits(obs, prev_action, prev_reward, timestep, first)
         if self.model.continuous_actions:
-            return self.model.box.choose(logits, self.greedy, self.generator)
-        return _choose(logits, self.greedy, self.generator)
-
-
-def _choose(logits: torch.Tensor, greedy: bool, generator: torch.Generator | None) -> torch.Tensor:
-    if greedy:
-        return logits.argmax(-1)
-    return torch.multinomial(torch.softmax(logits.float(), -1), 1, generator=generator).squeeze(-1)
+            return self.model.box.choose(logits, self.greedy, self.generator, self.temperature)
+        return choose(logits.float(), self.greedy, self.generator, self.temperature)
