@@ -82,22 +82,26 @@ def run_demo(family: str, out: Path, seed: int, methods: str, demo: dict) -> dic
     command = registry.get_demo(family, "rl")
     config = make_config(command.config_cls, {**demo, "methods": methods, "seed": seed, "out": str(out)},
                          source="in_context_methods demo options")
-    summary = out / ("regret.json" if family == "bandit" else "eval/eval.json")
-    if summary.is_file() and (out / FINISHED).is_file() and finished_options(out, config) == asdict(config):
+    results = config.results_folder()  # out, or its evaluation at another sampling temperature
+    summary = results / ("regret.json" if family == "bandit" else "eval.json")
+    if family != "bandit" and results == out:
+        summary = out / "eval" / "eval.json"
+    if summary.is_file() and (results / FINISHED).is_file() and finished_options(results, config) == asdict(config):
         print(f"{out}: finished with the same options, reading {summary}")
         return json.loads(summary.read_text())
-    command.run(config)  # the demo pipeline, whichever the family
-    (out / FINISHED).write_text(json.dumps(asdict(config)))
+    command.run(config)  # the demo pipeline, whichever the family (trained models in `out` are reused)
+    (results / FINISHED).write_text(json.dumps(asdict(config)))
     return json.loads(summary.read_text())
 
 
-def finished_options(out: Path, config: object) -> dict:
-    """The options a finished demo in ``out`` ran with; an option added since then reads as its default."""
+def finished_options(folder: Path, config: object) -> dict:
+    """The options a finished demo recorded in ``folder`` ran with; an option added since then reads as its
+    default."""
     from dataclasses import MISSING, fields
 
     defaults = {f.name: f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
                 for f in fields(config) if f.default is not MISSING or f.default_factory is not MISSING}
-    return {**defaults, **json.loads((out / FINISHED).read_text())}
+    return {**defaults, **json.loads((folder / FINISHED).read_text())}
 
 
 def window(row: dict, first: int, last: int) -> float:
@@ -129,6 +133,14 @@ def dpt_contexts(options: dict) -> str:
     return f", DPT on random contexts{f' ({histories} per instance)' if histories > 1 else ''}"
 
 
+def tempered(temperature: float, short: bool = False) -> str:
+    """', actions sampled at temperature T' (``short``: ', temperature T') for an evaluation at a temperature other
+    than 1, else ''."""
+    if temperature == 1.0:
+        return ""
+    return f", {'' if short else 'actions sampled at '}temperature {temperature:g}"
+
+
 def model_size(options: dict) -> str:
     """', <L> blocks of width <W>' when a bandit demo's models are not the demo's default size (2 blocks of width
     64), else ''."""
@@ -148,7 +160,8 @@ def bandit_figures(seeds: list[int], runs: list[dict], labels: list[str], tag: s
     setting = (f"{options['arms']}-armed {options['kind']}, {first['instances']} held-out instances of "
                f"{options['instances']} x "
                f"{first['runs_per_instance']} runs, {first['pulls']} pulls, source {options['source']} "
-               f"c={options['ucb_c']:g}{dpt_contexts(options)}{model_size(options)}, {steps}, seeds "
+               f"c={options['ucb_c']:g}{dpt_contexts(options)}{model_size(options)}, {steps}"
+               f"{tempered(options.get('temperature', 1.0))}, seeds "
                f"{', '.join(map(str, seeds))}")
 
     def regret(name: str) -> list[float]:
@@ -166,8 +179,9 @@ def bandit_figures(seeds: list[int], runs: list[dict], labels: list[str], tag: s
             figures[-1].update(headline=True, vs="Thompson sampling",
                                short=f"DPT regret over {first['pulls']} pulls, {first['settings']['arms']}-armed "
                                      f"{first['settings']['kind']}"
-                                     f"{', random contexts' if options.get('dpt_data') == 'random' else ''}, "
-                                     f"seeds {', '.join(map(str, seeds))}")
+                                     f"{', random contexts' if options.get('dpt_data') == 'random' else ''}"
+                                     f"{tempered(options.get('temperature', 1.0), short=True)}, seeds "
+                                     f"{', '.join(map(str, seeds))}")
     if "DPT" in labels and "AD" in labels:
         figures.append({**figure(f"DPT regret / AD's after {first['pulls']} pulls ({setting})", "regret",
                                  float(np.mean(regret("DPT"))), float(np.mean(regret("AD"))), "-",
@@ -181,7 +195,8 @@ def grid_figures(family: str, seeds: list[int], runs: list[dict], labels: list[s
     with ``headline`` DPT's figure at episodes 36-40 is the capability's headline."""
     first = runs[0]
     setting = (f"{tag}{dpt_contexts(options or {})}, {len(first['tasks'])} held-out tasks x {first['seeds']} seeds, "
-               f"{first['episodes']} episodes in context, seeds {', '.join(map(str, seeds))}")
+               f"{first['episodes']} episodes in context{tempered(first.get('temperature', 1.0))}, seeds "
+               f"{', '.join(map(str, seeds))}")
     figures = []
     for a, b in WINDOWS:
         values = {name: [window(run["policies"][name], a, b) for run in runs]
@@ -231,16 +246,19 @@ CAPABILITY = "In-context methods on the same data (ad demo --methods)"
 
 
 def main(args: argparse.Namespace) -> None:
-    from ad.demo import METHODS, parse_methods
+    from ad.demo import METHODS, eval_folder_name, parse_methods
 
     methods = parse_methods(args.methods)
     labels = [METHODS[m] for m in methods]
     demo = {**args.demo, **(QUICK[args.family] if args.quick else {})}
     tag = args.family if args.family != "darkroom" else f"darkroom{demo.get('size', 9)}"
     tag += f"-{args.variant}" if args.variant else ""
+    folder_tag = tag  # the demo folders: an evaluation at another temperature reuses the trained models
+    temperature = float(demo.get("temperature", 1.0))
+    tag += f"-temperature-{temperature:g}" if temperature != 1.0 else ""
     seeds, runs, outs = list(args.seeds), [], []
     for seed in seeds:
-        out = Path(args.out) / f"{tag}-seed{seed}{'-quick' if args.quick else ''}"
+        out = Path(args.out) / f"{folder_tag}-seed{seed}{'-quick' if args.quick else ''}"
         if out.exists() and not args.keep:
             shutil.rmtree(out)
         runs.append(run_demo(args.family, out, seed, ",".join(methods), demo))
@@ -249,10 +267,11 @@ def main(args: argparse.Namespace) -> None:
     if args.family == "bandit":
         figures = bandit_figures(seeds, runs, labels, tag, headline)
     else:
-        options = json.loads((Path(args.out) / f"{tag}-seed{seeds[0]}{'-quick' if args.quick else ''}" /
-                              FINISHED).read_text())
+        results = outs[0] if temperature == 1.0 else outs[0] / eval_folder_name(temperature)
+        options = json.loads((results / FINISHED).read_text())
         figures = grid_figures(args.family, seeds, runs, labels, tag, options, headline)
-    figures += wall_time_figures(outs, seeds, methods, tag)
+    if temperature == 1.0:  # at another temperature the demo only evaluated: its timings are not the demo's
+        figures += wall_time_figures(outs, seeds, methods, tag)
     merge_report("in_context_methods", args.quick, tag, figures, tuple(args.supersedes), capability=CAPABILITY,
                  page="in-context-methods")
     if not args.quick:

@@ -20,16 +20,19 @@ from benchmarks.common import RESULTS, figure, merge_report, parse_args  # noqa:
 
 
 def run_seed(options: dict[str, Any], out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``ad demo --task metaworld`` with ``options`` into ``out`` (skipped where its report exists); returns its
-    eval.json and the source's summary.json."""
-    if not (out / "report.md").is_file():
+    """``ad demo --task metaworld`` with ``options`` into ``out`` (skipped where its evaluation exists: at another
+    ``temperature``, the trained models are evaluated again); returns its eval.json and the source's summary.json."""
+    from ad.demo import eval_folder_name
+
+    evaluation = out / eval_folder_name(options.get("temperature", 1.0)) / "eval.json"
+    if not evaluation.is_file():
         from ad.config import make_config
         from ad.demo import run_ad_demo
         import tasks.metaworld  # noqa: F401  (registers the family)
         from tasks.metaworld.demo import MetaWorldDemoConfig
 
         run_ad_demo(make_config(MetaWorldDemoConfig, {**options, "out": str(out)}, source="benchmark options"))
-    return (json.loads((out / "eval" / "eval.json").read_text()),
+    return (json.loads(evaluation.read_text()),
             json.loads((out / "metaworld" / "_run" / "summary.json").read_text()))
 
 

@@ -43,6 +43,21 @@ def test_demo_writes_the_regret_of_every_policy(tiny_demo):
     ad_cfg = yaml.safe_load((out / "ad" / "config.yaml").read_text())
     assert ed_cfg["expert_only"] and ed_cfg["context"] == 2 and ad_cfg["context"] == 20 and not ad_cfg["expert_only"]
     assert ad_cfg["num_states"] == 11 and ad_cfg["reward_kind"] == "discrete"
+
+
+def test_a_second_temperature_reuses_the_models_and_keeps_the_first_results(tiny_demo):
+    out, summary = tiny_demo
+    first = (out / "regret.json").read_bytes()
+    with contextlib.redirect_stdout(io.StringIO()):
+        tempered = run_demo(out, seed=3, temperature=0.25, **TINY)
+    assert (out / "regret.json").read_bytes() == first  # the temperature-1 results are kept
+    folder = out / "eval-temperature-0.25"
+    assert json.loads((folder / "regret.json").read_text()) == tempered and tempered["temperature"] == 0.25
+    assert "pulls sampled at temperature 0.25" in (folder / "report.md").read_text()
+    assert json.loads((folder / "timings.json").read_text())["seconds"]["train AD"] == 0.0  # models reused
+    # the same instances and noise: Thompson sampling's regret is the same, the trained models' is not
+    assert tempered["policies"]["Thompson"]["final_regret"] == summary["policies"]["Thompson"]["final_regret"]
+    assert tempered["policies"]["AD"]["mean"] != summary["policies"]["AD"]["mean"]
     assert "| AD |" in (out / "report.md").read_text()
 
 

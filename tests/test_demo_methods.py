@@ -59,11 +59,15 @@ def test_darkroom_demo_compares_ad_dpt_and_ed_on_the_same_held_out_goals(tmp_pat
                   "--train-overrides", json.dumps(TINY_TRAIN)])
     assert exit_info.value.code == 0
     assert (out / "eval" / "eval.json").read_bytes() == first
-    tempered = json.loads((out / "eval-temperature-0.5" / "eval.json").read_text())
+    assert json.loads((out / "timings.json").read_text()) == timings  # the first run's files are kept
+    folder = out / "eval-temperature-0.5"  # its evaluation, report and timings
+    tempered = json.loads((folder / "eval.json").read_text())
     assert tempered["temperature"] == 0.5 and tempered["tasks"] == summary["tasks"]
-    assert json.loads((out / "timings.json").read_text())["seconds"]["train AD"] == 0.0  # training was skipped
-    report = (out / "report.md").read_text()
-    assert "actions sampled at temperature 0.5" in report and "eval-temperature-0.5/in_context.png" in report
+    assert json.loads((folder / "timings.json").read_text())["seconds"]["train AD"] == 0.0  # training was skipped
+    report = (folder / "report.md").read_text()
+    assert "actions sampled at temperature 0.5" in report and "](in_context.png)" in report
+    curves = (out / "darkroom" / "learning_curves.png").is_file()  # the source's plot, where it writes one
+    assert ("](../darkroom/learning_curves.png)" in report) == curves
     with pytest.raises(UserError, match="--temperature must be a finite number > 0"):
         make_config(DarkRoomDemoConfig, {"temperature": 0.0})
 

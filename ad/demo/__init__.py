@@ -17,6 +17,7 @@ by :func:`ad.families.register_family` (``demo_config=...``) or :func:`ad.regist
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -63,6 +64,25 @@ class MethodsOptions:
                   "data; rooms whose state is the agent's cell only), DPT then without the time-step embedding")
 
 
+@dataclass
+class SamplingOptions:
+    """How the trained policies act in the evaluation (the demos that sample their policies' actions share it)."""
+
+    temperature: float = option(1.0, "sampling temperature of the evaluation (`ad eval --temperature`); other than 1, "
+                                     "the evaluation, its report and its timings go to <out>/eval-temperature-<T>, "
+                                     "beside the default's, and the trained models are reused")
+
+    def check_temperature(self) -> None:
+        """A UserError unless ``temperature`` is finite and positive."""
+        refuse(self, ("temperature",), lambda v: not math.isfinite(v) or v <= 0, "must be a finite number > 0")
+
+
+def eval_folder_name(temperature: float = 1.0) -> str:
+    """The folder under a demo's ``out`` of its evaluation at ``temperature``: ``eval``, or ``eval-temperature-<T>``
+    for any other temperature (so evaluations of the same models at several temperatures sit side by side)."""
+    return "eval" if temperature == 1.0 else f"eval-temperature-{temperature:g}"
+
+
 def dpt_runs_on_random(config: Any) -> bool:
     """Whether ``config`` (a demo's options) trains DPT on generated contexts (``--dpt-data random`` or
     ``transitions``) instead of the demo's histories."""
@@ -106,6 +126,12 @@ class DemoConfig:
         """The dataset the demo's policies train on (``random``: the generated contexts DPT trains on, named by
         ``--dpt-data``)."""
         return Path(self.out) / f"{self.DATA or self.FAMILY}{f'-{self.dpt_data}' if random else ''}"
+
+    def results_folder(self) -> Path:
+        """Where the evaluation writes its report and the stages' timings: ``out``, or for an evaluation at another
+        sampling temperature (:class:`SamplingOptions`) ``out/eval-temperature-<T>``, where its own files are too."""
+        temperature = getattr(self, "temperature", 1.0)  # a demo without SamplingOptions samples at 1
+        return Path(self.out) if temperature == 1.0 else Path(self.out) / eval_folder_name(temperature)
 
     def generate_options(self) -> dict[str, Any]:
         """Options of ``ad generate <FAMILY>`` for this demo (``out`` is set by the pipeline)."""
@@ -170,8 +196,7 @@ class DemoConfig:
 
     def evaluate(self, folders: dict[str, Path]) -> dict[str, Any]:
         """Stage 3: ``ad eval`` of the trained policies (label -> run folder) on the held-out tasks into
-        ``<out>/eval`` (:func:`eval_folder_name`: another folder at another temperature); returns its summary
-        (``eval.json``)."""
+        ``<out>/eval`` (at another temperature: :meth:`results_folder`); returns its summary (``eval.json``)."""
         from ad.commands.evaluate import EvalConfig, evaluate
 
         (first, first_run), *others = folders.items()
@@ -184,17 +209,18 @@ class DemoConfig:
         """Stage 4: ``<out>/<REPORT>`` of :meth:`evaluate`'s summary (``methods``: the trained policies' labels)."""
         from ad.demo.report import in_context_lines, methods_heading, write_report
 
+        folder = self.results_folder()
         images = {"in-context return on held-out tasks":
-                  f"{eval_folder_name(self.temperature)}/in_context.png"}
+                  os.path.relpath(Path(self.out) / eval_folder_name(self.temperature) / "in_context.png", folder)}
         if (self.data_folder() / "learning_curves.png").is_file():
-            images["source learning curves"] = f"{self.data_folder().name}/learning_curves.png"
+            images["source learning curves"] = os.path.relpath(self.data_folder() / "learning_curves.png", folder)
         heading = f"{methods_heading(methods)} on {self.TITLE or self.FAMILY}: in-context evaluation"
-        return write_report(Path(self.out) / self.REPORT, heading,
+        return write_report(folder / self.REPORT, heading,
                             in_context_lines(summary, self.REPORT_WINDOWS, methods), images, timings, asdict(self))
 
 
 @dataclass
-class ADDemoConfig(DemoConfig, MethodsOptions, run_options("out", "seed", "threads")):
+class ADDemoConfig(DemoConfig, MethodsOptions, SamplingOptions, run_options("out", "seed", "threads")):
     """Options every AD demo of a grid-like family shares (a family's subclass adds its source's options, sets
     ``FAMILY`` and defines ``generate_options``)."""
 
@@ -211,8 +237,6 @@ class ADDemoConfig(DemoConfig, MethodsOptions, run_options("out", "seed", "threa
                                   "default (DarkRoom: 0.1 up to 7x7, 0 above; Key-to-Door: 0)")
     episodes: int = option(100, "episodes in context at evaluation")
     seeds: int = option(3, "evaluation seeds per held-out task")
-    temperature: float = option(1.0, "sampling temperature of the evaluation (`ad eval --temperature`); other than 1, "
-                                     "it is written to <out>/eval-temperature-<T> beside the default <out>/eval")
     threads: int = override(RunOptions, "threads", 1)
     train_overrides: dict = option({}, "extra `ad train rl` options for both runs (YAML/JSON config only)")
 
@@ -222,7 +246,7 @@ class ADDemoConfig(DemoConfig, MethodsOptions, run_options("out", "seed", "threa
                "must be positive")
         if self.threads < 0 or self.dpt_steps < 0:
             raise UserError(f"--threads and --dpt-steps must be >= 0, got {self.threads} and {self.dpt_steps}")
-        refuse(self, ("temperature",), lambda v: not math.isfinite(v) or v <= 0, "must be a finite number > 0")
+        self.check_temperature()
         if not (0.0 <= self.dropout < 1.0 or self.dropout == -1.0):  # also refuses NaN
             raise UserError(f"--dropout must be in [0, 1), or -1 for the task family's default, got {self.dropout}")
 
@@ -243,12 +267,6 @@ class ADDemoConfig(DemoConfig, MethodsOptions, run_options("out", "seed", "threa
             "ad": {"max_steps": self.ad_steps, "subsample": self.subsample},
             "ed": {"max_steps": self.ed_steps},
             "dpt": {"max_steps": self.dpt_steps or self.ad_steps, "subsample": self.subsample}})
-
-
-def eval_folder_name(temperature: float = 1.0) -> str:
-    """The folder under a demo's ``out`` of its evaluation at ``temperature``: ``eval``, or ``eval-temperature-<T>``
-    for any other temperature (so evaluations of the same models at several temperatures sit side by side)."""
-    return "eval" if temperature == 1.0 else f"eval-temperature-{temperature:g}"
 
 
 def stage(name: str, timings: dict[str, float], fn: Callable[..., Any], *args: Any) -> Any:
@@ -304,7 +322,9 @@ def run_ad_demo(config: DemoConfig) -> Path:
     timings["total"] = sum(timings.values())
     from ad.files import write_json_atomic
 
-    write_json_atomic(out / TIMINGS_FILE, {"seconds": timings, "threads": getattr(config, "threads", None)})
+    config.results_folder().mkdir(parents=True, exist_ok=True)
+    write_json_atomic(config.results_folder() / TIMINGS_FILE,
+                      {"seconds": timings, "threads": getattr(config, "threads", None)})
     report = config.report(summary, timings, list(folders))
     print(f"\nwrote {report}")
     return report

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from ad.config import make_config, option, override, refuse
-from ad.demo import DemoConfig, MethodsOptions, method_runs, parse_methods, run_ad_demo
+from ad.demo import DemoConfig, MethodsOptions, SamplingOptions, method_runs, parse_methods, run_ad_demo
 from ad.errors import UserError
 from ad.files import write_json_atomic
 from ad.config.groups import RunOptions, run_options
@@ -36,7 +36,7 @@ POLICIES = ("AD", "ED", "Thompson", "UCB1", "random")
 
 
 @dataclass
-class BanditDemoConfig(DemoConfig, MethodsOptions, run_options("out", "seed", "threads")):
+class BanditDemoConfig(DemoConfig, MethodsOptions, SamplingOptions, run_options("out", "seed", "threads")):
     """Algorithm Distillation on k-armed bandits end to end (generate -> train AD and ED -> regret -> report.md)."""
 
     FAMILY: ClassVar[str] = "bandit"
@@ -69,6 +69,7 @@ class BanditDemoConfig(DemoConfig, MethodsOptions, run_options("out", "seed", "t
 
     def __post_init__(self) -> None:
         self.methods = parse_methods(self.methods)
+        self.check_temperature()
         check_arms(self.arms)
         refuse(self, ("instances", "pulls", "ad_steps", "ed_steps", "batch_size", "n_layer", "eval_envs",
                       "random_histories"), lambda v: v <= 0, "must be positive")
@@ -119,25 +120,28 @@ class BanditDemoConfig(DemoConfig, MethodsOptions, run_options("out", "seed", "t
     def evaluate(self, folders: dict[str, Path]) -> dict[str, Any]:
         """The expected cumulative regret of the trained policies and of the bandit algorithms on the held-out
         instances (:func:`tasks.bandit.demo.evaluate_regret`)."""
-        return evaluate_regret(self.data_folder(), folders, self.eval_envs, self.seed, self.threads)
+        return evaluate_regret(self.data_folder(), folders, self.eval_envs, self.seed, self.threads, self.temperature)
 
     def report(self, summary: dict[str, Any], timings: dict[str, float], methods: list[str]) -> Path:
         """``regret.json`` (settings, timings, the regret of every policy), ``regret.png`` and ``report.md``."""
-        return write_results(Path(self.out), {"settings": asdict(self), "timings": timings, **summary}, methods)
+        folder = self.results_folder()
+        folder.mkdir(parents=True, exist_ok=True)
+        return write_results(folder, {"settings": asdict(self), "timings": timings, **summary}, methods)
 
 
 def run_demo(out: str | Path = "data/demo-bandit", seed: int = 0, **options: Any) -> dict[str, Any]:
     """Run the bandit demo into ``out`` (any :class:`BanditDemoConfig` option); returns the ``regret.json`` summary."""
     config = make_config(BanditDemoConfig, {"out": str(out), "seed": seed, **options}, source="bandit demo options")
     run_ad_demo(config)
-    return json.loads((Path(config.out) / "regret.json").read_text())
+    return json.loads((config.results_folder() / "regret.json").read_text())
 
 
 def evaluate_regret(data: str | Path, checkpoints: dict[str, str | Path], envs_per_task: int = 2, seed: int = 0,
-                    threads: int = 1) -> dict[str, Any]:
-    """Expected cumulative regret of trained models (``checkpoints``: label -> ``ad train`` run folder) and of
-    Thompson sampling, UCB1 and random pulls on the dataset's held-out instances, ``task_spec.pulls`` pulls each, every
-    policy with the same instances and reward noise: per policy the mean curve, its standard error and the final value.
+                    threads: int = 1, temperature: float = 1.0) -> dict[str, Any]:
+    """Expected cumulative regret of trained models (``checkpoints``: label -> ``ad train`` run folder; their pulls
+    sampled at ``temperature``) and of Thompson sampling, UCB1 and random pulls on the dataset's held-out instances,
+    ``task_spec.pulls`` pulls each, every policy with the same instances and reward noise: per policy the mean curve,
+    its standard error and the final value.
     """
     import torch
 
@@ -156,7 +160,8 @@ def evaluate_regret(data: str | Path, checkpoints: dict[str, str | Path], envs_p
         raise UserError(f"dataset {data} has no held-out instances; generate it with --heldout-fraction > 0")
     pulls, arms, kind = int(spec["pulls"]), int(spec["arms"]), spec["kind"]
     noise = float(spec.get("noise_std") or 0.5)
-    policies: dict[str, Any] = {name: load_policy(path, greedy=False, seed=seed) for name, path in checkpoints.items()}
+    policies: dict[str, Any] = {name: load_policy(path, greedy=False, seed=seed, temperature=temperature)
+                                for name, path in checkpoints.items()}
     policies["Thompson"] = VectorPolicy("thompson", arms, kind, noise, seed=seed)
     policies["UCB1"] = VectorPolicy("ucb", arms, kind, noise, seed=seed)
     source = meta.get("source", {})
@@ -166,6 +171,7 @@ def evaluate_regret(data: str | Path, checkpoints: dict[str, str | Path], envs_p
     policies["random"] = RandomPolicy(arms, seed)
     own = {"ucb": "UCB1" if ucb_c == 1.0 else f"UCB1 c={ucb_c:g}", "thompson": "Thompson"}
     out: dict[str, Any] = {"instances": len(tasks), "runs_per_instance": envs_per_task, "pulls": pulls,
+                           "temperature": temperature,
                            "source_policy": own.get(source.get("algorithm")), "policies": {}}
     for name, policy in policies.items():
         setup = env_factory("bandit")(meta, tasks, envs_per_task)
@@ -215,12 +221,19 @@ def source_lines(summary: dict[str, Any]) -> list[str]:
 def regret_lines(summary: dict[str, Any]) -> list[str]:
     """The body of the bandit demo's report: the held-out setting, the regret table, AD next to its source."""
     lines = [f"Held-out instances: {summary['instances']} (never in the transformer's training data), "
-             f"{summary['runs_per_instance']} runs each, {summary['pulls']} pulls in context.", "",
+             f"{summary['runs_per_instance']} runs each, {summary['pulls']} pulls in context"
+             f"{_tempered(summary)}.", "",
              "| policy | cumulative regret | +- s.e. | / Thompson sampling |", "|---|---|---|---|"]
     for name, row in summary["policies"].items():
         lines.append(f"| {name} | {row['final_regret']:.2f} | {row['final_regret_se']:.2f} | "
                      f"{summary['ratio_to_thompson'][name]:.2f} |")
     return lines + source_lines(summary)
+
+
+def _tempered(summary: dict[str, Any]) -> str:
+    """", the trained models' pulls sampled at temperature T" where T is not 1 (summaries without it sampled at 1)."""
+    temperature = summary.get("temperature", 1.0)
+    return "" if temperature == 1.0 else f", the trained models' pulls sampled at temperature {temperature:g}"
 
 
 def write_results(out: Path, summary: dict[str, Any], methods: list[str]) -> Path:
