@@ -145,6 +145,25 @@ def figure(name: str, unit: str, ours: float, reference: float | None, goal: str
             "higher_is_better": higher_is_better}
 
 
+def demo_wall_time_figures(outs: list[Path], seeds: list[int], command: str, tag: str) -> list[dict[str, Any]]:
+    """The whole demo's wall time (its ``timings.json``: every stage, this run; a demo read back keeps the time of
+    the run that made it) against the 30-minute goal, where every seed's demo (``outs``) recorded one; ``command``
+    names the demo in the figure (``ad demo --methods ad,dpt,ed``)."""
+    from ad.demo import TIMINGS_FILE
+
+    files = [out / TIMINGS_FILE for out in outs]
+    if not all(f.is_file() for f in files):
+        return []
+    timings = [json.loads(f.read_text()) for f in files]
+    seconds = [t["seconds"]["total"] for t in timings]
+    threads = sorted({t.get("threads") for t in timings}, key=str)
+    text = (f"wall time of one `{command}` ({tag}, --threads {'/'.join(map(str, threads))}, seeds "
+            f"{', '.join(map(str, seeds))})")
+    return [{**figure(text, "seconds", float(sum(seconds) / len(seconds)), None, "<= 1800 (30 minutes on 2 cores)",
+                      higher_is_better=False),
+             "per_seed": [{"seed": s, "ours": v, "stages": t["seconds"]} for s, v, t in zip(seeds, seconds, timings)]}]
+
+
 def report(bench: str, figures: list[dict[str, Any]], quick: bool, *, capability: str | None = None,
            page: str | None = None, hardware: str | None = None, config: str | None = None,
            current: bool | None = None) -> Path:

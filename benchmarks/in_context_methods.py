@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import RESULTS, figure, merge_report, parse_args  # noqa: E402
+from benchmarks.common import RESULTS, demo_wall_time_figures, figure, merge_report, parse_args  # noqa: E402
 
 FAMILIES = ("bandit", "darkroom", "keydoor")
 
@@ -223,24 +223,6 @@ def grid_figures(family: str, seeds: list[int], runs: list[dict], labels: list[s
     return figures
 
 
-def wall_time_figures(outs: list[Path], seeds: list[int], methods: list[str], tag: str) -> list[dict]:
-    """The whole demo's wall time (its ``timings.json``: every stage, this run; a demo read back keeps the time of
-    the run that made it) against the 30-minute goal, where every seed's demo recorded one."""
-    from ad.demo import TIMINGS_FILE
-
-    files = [out / TIMINGS_FILE for out in outs]
-    if not all(f.is_file() for f in files):
-        return []
-    timings = [json.loads(f.read_text()) for f in files]
-    seconds = [t["seconds"]["total"] for t in timings]
-    threads = sorted({t.get("threads") for t in timings}, key=str)
-    text = (f"wall time of one `ad demo --methods {','.join(methods)}` ({tag}, --threads "
-            f"{'/'.join(map(str, threads))}, seeds {', '.join(map(str, seeds))})")
-    return [{**figure(text, "seconds", float(np.mean(seconds)), None, "<= 1800 (30 minutes on 2 cores)",
-                      higher_is_better=False),
-             "per_seed": [{"seed": s, "ours": v, "stages": t["seconds"]} for s, v, t in zip(seeds, seconds, timings)]}]
-
-
 #: the headline-page row of these figures; its headline is DPT's bandit regret over Thompson sampling's
 CAPABILITY = "In-context methods on the same data (ad demo --methods)"
 
@@ -271,7 +253,7 @@ def main(args: argparse.Namespace) -> None:
         options = json.loads((results / FINISHED).read_text())
         figures = grid_figures(args.family, seeds, runs, labels, tag, options, headline)
     if temperature == 1.0:  # at another temperature the demo only evaluated: its timings are not the demo's
-        figures += wall_time_figures(outs, seeds, methods, tag)
+        figures += demo_wall_time_figures(outs, seeds, f"ad demo --methods {','.join(methods)}", tag)
     merge_report("in_context_methods", args.quick, tag, figures, tuple(args.supersedes), capability=CAPABILITY,
                  page="in-context-methods")
     if not args.quick:

@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ad.demo import eval_folder_name  # noqa: E402
-from benchmarks.common import RESULTS, figure, merge_report, parse_args  # noqa: E402
+from benchmarks.common import RESULTS, demo_wall_time_figures, figure, merge_report, parse_args  # noqa: E402
 from benchmarks.lunarlander_common import plot_returns  # noqa: E402
 
 WINDOWS = {"episodes 1-5": slice(0, 5), "episodes 6-10": slice(5, 10)}
@@ -43,6 +43,9 @@ def main() -> None:
     parser.add_argument("--temperature", type=float, default=1.0,
                         help="sampling temperature of the evaluation (`ad demo --temperature`; the trained models and "
                              "histories of the same --root are reused)")
+    parser.add_argument("--timed", action="store_true",
+                        help="also record each seed's whole demo wall time (its timings.json) against the 30-minute "
+                             "goal: for a run made alone on the machine")
     parser.add_argument("--quick", action="store_true", help="only read finished runs, run nothing")
     args = parse_args(parser)
     root = Path(args.root)
@@ -81,6 +84,9 @@ def main() -> None:
         fig.update(headline=True, short="LunarLander: AD above ED on held-out tasks (the lowest seed's lead)")
     figures.append(fig)
     figures.append(solved_figure(args.variant, curves, seeds))
+    if args.timed and args.temperature == 1.0:  # at another temperature the demo only evaluated again
+        figures += demo_wall_time_figures([root / f"seed{s}" for s in seeds], seeds, "ad demo --task lunarlander",
+                                          args.variant)
     plot_returns(curves, seeds, RESULTS / f"lunarlander_ad_{args.variant}.png",
                  f"LunarLander ({args.variant}), held-out tasks, mean of seeds {seeds}")
     # --quick runs nothing but reads the same finished runs: the figures are the full ones
