@@ -81,7 +81,8 @@ def main() -> None:
                  float(min(lead.values())), None, "> 0 (the lowest seed's)")
     fig["per_seed"] = {str(s): v for s, v in lead.items()}
     if args.headline:
-        fig.update(headline=True, short="LunarLander: AD above ED on held-out tasks (the lowest seed's lead)")
+        fig.update(headline=True, short=f"LunarLander ({args.variant}): AD above ED on held-out tasks (the lowest "
+                                        "seed's lead)")
     figures.append(fig)
     figures.append(solved_figure(args.variant, curves, seeds))
     if args.timed and args.temperature == 1.0:  # at another temperature the demo only evaluated again
