@@ -78,14 +78,14 @@ def run_demo(family: str, out: Path, seed: int, methods: str, demo: dict) -> dic
 
     from ad import registry
     from ad.config import make_config
+    from ad.demo import eval_folder_name
 
     command = registry.get_demo(family, "rl")
     config = make_config(command.config_cls, {**demo, "methods": methods, "seed": seed, "out": str(out)},
                          source="in_context_methods demo options")
     results = config.results_folder()  # out, or its evaluation at another sampling temperature
-    summary = results / ("regret.json" if family == "bandit" else "eval.json")
-    if family != "bandit" and results == out:
-        summary = out / "eval" / "eval.json"
+    evaluation = out / eval_folder_name(config.temperature) / "eval.json"
+    summary = results / "regret.json" if family == "bandit" else evaluation
     if summary.is_file() and (results / FINISHED).is_file() and finished_options(results, config) == asdict(config):
         print(f"{out}: finished with the same options, reading {summary}")
         return json.loads(summary.read_text())

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +12,7 @@ from ad.files import check_output_folder, write_json_atomic, write_text_atomic
 from ad.config import option, override, refuse
 from ad.errors import UserError
 from ad.config.memory import check_memory
-from ad.config.groups import RunOptions, run_options
+from ad.config.groups import RunOptions, SamplingOptions, run_options
 from ad.registry import default_dataset, env_factory, load_policy, register, task_kwargs
 
 #: Labels of the rows the evaluator adds itself (uniformly random actions, the source algorithm's own curve).
@@ -21,7 +20,7 @@ RESERVED_LABELS = ("random", "source")
 
 
 @dataclass
-class EvalConfig(run_options("out", "seed", "threads", "progress")):
+class EvalConfig(SamplingOptions, run_options("out", "seed", "threads", "progress")):
     """Run trained models in context on held-out tasks; write eval.json, eval.csv and in_context.png."""
 
     ckpt: str = option("runs/ad", "run folder of `ad train` (the AD model)")
@@ -37,9 +36,6 @@ class EvalConfig(run_options("out", "seed", "threads", "progress")):
     max_tasks: int | None = option(None, "evaluate at most this many of the tasks (default: all of them)")
     greedy: bool = option(False, "greedy actions instead of sampling from the policy (Box actions: the Gaussian "
                                  "head's squashed mean, or each dimension's most likely bin)")
-    temperature: float = option(1.0, "sampling temperature T: actions are drawn from the policy's probabilities "
-                                     "raised to 1/T and renormalised (T < 1: nearer the greedy action, T > 1: more "
-                                     "random; a Gaussian action head's std is multiplied by T); 1 = as trained")
     out: str | None = override(RunOptions, "out", None, "eval.json, eval.csv and in_context.png (default: "
                                                         "<ckpt>/eval)")
     threads: int = override(RunOptions, "threads", 1)
@@ -49,8 +45,7 @@ class EvalConfig(run_options("out", "seed", "threads", "progress")):
             self.data = default_dataset()
         refuse(self, ("threads",), lambda v: v < 0, "must be >= 0")
         refuse(self, ("episodes", "seeds"), lambda v: v <= 0, "must be positive")
-        refuse(self, ("temperature",), lambda v: not math.isfinite(v) or v <= 0,
-               "must be a finite number > 0 (pass --greedy for the limit T -> 0)")
+        self.check_temperature()
         if self.greedy and self.temperature != 1.0:
             raise UserError(f"--greedy takes no sampling, so --temperature {self.temperature} would be ignored; "
                             "pass one of the two")

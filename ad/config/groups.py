@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import sys
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -80,6 +81,20 @@ def continue_post_init(cls: type, self: object) -> None:
     parent = getattr(super(cls, self), "__post_init__", None)
     if parent is not None:
         parent()
+
+
+@dataclass
+class SamplingOptions:
+    """How evaluated policies sample their actions (``ad eval`` and the demos that evaluate with it)."""
+
+    temperature: float = option(1.0, "sampling temperature T: actions are drawn from the policy's probabilities "
+                                     "raised to 1/T and renormalised (T < 1: nearer the greedy action, T > 1: more "
+                                     "random; a Gaussian action head's std is multiplied by T); 1 = as trained")
+
+    def check_temperature(self) -> None:
+        """A UserError unless ``temperature`` is finite and positive."""
+        refuse(self, ("temperature",), lambda v: not math.isfinite(v) or v <= 0,
+               "must be a finite number > 0 (greedy acting is the limit T -> 0)")
 
 
 @dataclass

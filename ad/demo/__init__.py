@@ -16,7 +16,6 @@ by :func:`ad.families.register_family` (``demo_config=...``) or :func:`ad.regist
 """
 from __future__ import annotations
 
-import math
 import os
 import time
 from dataclasses import asdict, dataclass
@@ -26,7 +25,7 @@ from typing import Any, Callable, ClassVar, Literal
 from ad import registry
 from ad.config import make_config, option, override, refuse
 from ad.errors import UserError
-from ad.config.groups import RunOptions, run_options
+from ad.config.groups import RunOptions, SamplingOptions, run_options
 
 
 #: In-context methods a demo can train on the same histories (``--methods``): name -> label in the report. Each is
@@ -64,17 +63,9 @@ class MethodsOptions:
                   "data; rooms whose state is the agent's cell only), DPT then without the time-step embedding")
 
 
-@dataclass
-class SamplingOptions:
-    """How the trained policies act in the evaluation (the demos that sample their policies' actions share it)."""
-
-    temperature: float = option(1.0, "sampling temperature of the evaluation (`ad eval --temperature`); other than 1, "
-                                     "the evaluation, its report and its timings go to <out>/eval-temperature-<T>, "
-                                     "beside the default's, and the trained models are reused")
-
-    def check_temperature(self) -> None:
-        """A UserError unless ``temperature`` is finite and positive."""
-        refuse(self, ("temperature",), lambda v: not math.isfinite(v) or v <= 0, "must be a finite number > 0")
+#: What ``--temperature`` does in a demo, beside what it does in ``ad eval``.
+DEMO_TEMPERATURE = ("other than 1, the evaluation, its report and its timings go to <out>/eval-temperature-<T> and "
+                    "the trained models are reused")
 
 
 def eval_folder_name(temperature: float = 1.0) -> str:
@@ -237,6 +228,7 @@ class ADDemoConfig(DemoConfig, MethodsOptions, SamplingOptions, run_options("out
                                   "default (DarkRoom: 0.1 up to 7x7, 0 above; Key-to-Door: 0)")
     episodes: int = option(100, "episodes in context at evaluation")
     seeds: int = option(3, "evaluation seeds per held-out task")
+    temperature: float = override(SamplingOptions, "temperature", 1.0, DEMO_TEMPERATURE)
     threads: int = override(RunOptions, "threads", 1)
     train_overrides: dict = option({}, "extra `ad train rl` options for both runs (YAML/JSON config only)")
 

@@ -21,10 +21,10 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from ad.config import make_config, option, override, refuse
-from ad.demo import DemoConfig, MethodsOptions, SamplingOptions, method_runs, parse_methods, run_ad_demo
+from ad.demo import DEMO_TEMPERATURE, DemoConfig, MethodsOptions, method_runs, parse_methods, run_ad_demo
 from ad.errors import UserError
 from ad.files import write_json_atomic
-from ad.config.groups import RunOptions, run_options
+from ad.config.groups import RunOptions, SamplingOptions, run_options
 from tasks.bandit.instances import check_arms
 
 #: Fraction of each history that is "expert" data for ED (``ad train rl --expert-only`` keeps this much).
@@ -64,6 +64,7 @@ class BanditDemoConfig(DemoConfig, MethodsOptions, SamplingOptions, run_options(
     random_histories: int = option(1, "with --dpt-data random: random histories per instance DPT trains on (`ad "
                                       "generate bandit --source random --histories`)")
     eval_envs: int = option(10, "evaluation runs per held-out instance (each its own reward noise)")
+    temperature: float = override(SamplingOptions, "temperature", 1.0, DEMO_TEMPERATURE)
     threads: int = override(RunOptions, "threads", 1)
     train_overrides: dict = option({}, "extra `ad train rl` options for both runs (YAML/JSON config only)")
 
