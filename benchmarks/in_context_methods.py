@@ -127,6 +127,8 @@ def dpt_contexts(options: dict) -> str:
     """What DPT trained on, for a figure's setting text ("" where it is the demo's own histories)."""
     if options.get("dpt_data") == "transitions":
         return ", DPT on independent transitions from uniformly drawn cells"
+    if options.get("dpt_data") == "noise":
+        return ", DPT on noise-distillation histories (epsilon 1 to 0)"
     if options.get("dpt_data", "source") != "random":
         return ""
     histories = options.get("random_histories", 1)

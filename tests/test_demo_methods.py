@@ -108,3 +108,26 @@ def test_darkroom_demo_trains_dpt_on_random_contexts_of_the_same_goals(tmp_path)
     assert dpt["data"] == str(out / "darkroom-random") and ad["data"] == str(out / "darkroom")
     summary = json.loads((out / "eval" / "eval.json").read_text())
     assert summary["tasks"] == own["split"]["heldout"] and "DPT" in summary["policies"]
+
+
+@pytest.mark.parametrize("task, extra, data", [
+    ("darkroom", ["--size", "3", "--streams", "2", "--steps-per-goal", "400", "--episodes", "3", "--context", "20"],
+     "darkroom"),
+    ("keydoor", ["--tasks", "10", "--steps-per-task", "5000", "--heldout-fraction", "0.2", "--episodes", "2",
+                 "--context", "20"], "keydoor"),
+])
+def test_demo_trains_dpt_on_noise_histories_of_the_same_tasks(tmp_path, task, extra, data):
+    out = tmp_path / "demo"
+    with contextlib.redirect_stdout(io.StringIO()), pytest.raises(SystemExit) as exit_info:
+        cli.main(["demo", "--task", task, "--methods", "ad,dpt", "--dpt-data", "noise", "--out", str(out),
+                  *extra, "--ad-steps", "2", "--dpt-steps", "2", "--seeds", "1",
+                  "--train-overrides", json.dumps(TINY_TRAIN)])
+    assert exit_info.value.code == 0
+    own, noise = (json.loads((out / name / "dataset.json").read_text()) for name in (data, f"{data}-noise"))
+    assert noise["source"]["algorithm"] == "noise" and own["source"]["algorithm"] != "noise"
+    assert noise["split"] == own["split"]  # the same held-out tasks: DPT never trains on them either
+    dpt = yaml.safe_load((out / "dpt" / "config.yaml").read_text())
+    ad = yaml.safe_load((out / "ad" / "config.yaml").read_text())
+    assert dpt["data"] == str(out / f"{data}-noise") and ad["data"] == str(out / data)
+    summary = json.loads((out / "eval" / "eval.json").read_text())
+    assert summary["tasks"] == own["split"]["heldout"] and "DPT" in summary["policies"]

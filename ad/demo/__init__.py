@@ -54,13 +54,16 @@ class MethodsOptions:
                                               "same held-out tasks: ad, ed (expert distillation), dpt "
                                               "(Decision-Pretrained Transformer), e.g. --methods ad,dpt,ed")
     dpt_steps: int = option(0, "optimiser steps for DPT; 0 = the same as AD's")
-    dpt_data: Literal["source", "random", "transitions"] = option(
+    dpt_data: Literal["source", "random", "transitions", "noise"] = option(
         "source", "histories DPT trains on: source = the demo's own (AD's); random = `ad generate <family> --source "
                   "random` contexts on the same tasks and split, each history acting from its own drawn action "
                   "distribution (the DPT paper's pretraining data); transitions = independent single transitions on "
                   "the same tasks and split, each from a uniformly drawn cell with a uniformly drawn action (`ad "
                   "generate <family> --source random --random-start --episode-length 1`, the DPT paper's DarkRoom "
-                  "data; rooms whose state is the agent's cell only), DPT then without the time-step embedding")
+                  "data; rooms whose state is the agent's cell only), DPT then without the time-step embedding; "
+                  "noise = `ad generate <family> --source noise` histories on the same tasks and split (the optimal "
+                  "demonstrator with epsilon falling from 1 to 0 over each history: mixed-quality rollouts, from "
+                  "random walks to the optimum)")
 
 
 #: What ``--temperature`` does in a demo, beside what it does in ``ad eval``.
@@ -75,9 +78,9 @@ def eval_folder_name(temperature: float = 1.0) -> str:
 
 
 def dpt_runs_on_random(config: Any) -> bool:
-    """Whether ``config`` (a demo's options) trains DPT on generated contexts (``--dpt-data random`` or
-    ``transitions``) instead of the demo's histories."""
-    return "dpt" in getattr(config, "methods", ()) and config.dpt_data in ("random", "transitions")
+    """Whether ``config`` (a demo's options) trains DPT on contexts generated for it (``--dpt-data random``,
+    ``transitions`` or ``noise``) instead of the demo's histories."""
+    return "dpt" in getattr(config, "methods", ()) and config.dpt_data in ("random", "transitions", "noise")
 
 
 def method_runs(methods: list[str], options: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -145,6 +148,8 @@ class DemoConfig:
         """``ad generate <FAMILY>`` options of DPT's generated contexts beside :meth:`generate_options`."""
         if self.dpt_data == "transitions":
             return {"source": "random", **self.transition_context_options()}
+        if self.dpt_data == "noise":
+            return {"source": "noise"}
         return {"source": "random", **self.random_context_options()}
 
     def make_data(self, timings: dict[str, float]) -> None:
