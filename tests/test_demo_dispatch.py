@@ -97,6 +97,22 @@ def test_darkroom_demo_gives_rooms_with_few_training_goals_more_histories(tmp_pa
         make_config(DarkRoomDemoConfig, {"size": size, "streams": -1})
 
 
+def test_darkroom_demo_episode_length_reaches_the_generator_and_the_defaults(tmp_path):
+    """--episode-length 100 (the DPT paper's DarkRoom): the explorer still writes 60 episodes a history, ED still
+    reads the last 6 of them; the length is the histories' and so the evaluation's."""
+    from ad.config import make_config
+    from tasks.darkroom.demo import DarkRoomDemoConfig
+
+    demo = make_config(DarkRoomDemoConfig, {"size": 10, "episode_length": 100})
+    generate = make_config(registry.get("generate", "darkroom").config_cls,
+                           {**demo.generate_options(), "out": str(tmp_path / "d")})
+    assert (generate.episode_length, generate.steps_per_goal, generate.num_envs) == (100, 60_000, 10)
+    assert dict(demo.runs())["ED"].get("context", demo.context) == 200  # 6 episodes of 100 steps: not cut
+    assert make_config(DarkRoomDemoConfig, {"source": "a2c", "episode_length": 100}).steps_per_goal == 240_000
+    with pytest.raises(UserError, match="--episode-length"):
+        make_config(DarkRoomDemoConfig, {"episode_length": 0})
+
+
 @pytest.mark.parametrize("values, expected, ed_context", [
     ({}, (1, 200, 4000, 12_000), 120), ({"source": "a2c"}, (40, 80, 5000, 240_000), 80),
     ({"subsample": 2, "context": 100, "ad_steps": 10, "steps_per_goal": 400}, (2, 100, 10, 400), 20),

@@ -16,7 +16,8 @@ from tasks.darkroom.goals import all_goals
 from tasks.grid.room import check_size, split_goals
 
 #: Per source: env steps per history (stream), subsample, context (transitions), AD steps: the explorer's
-#: histories whole with 10 episodes in context, every 40th A2C episode with 4 (docs/experiments/darkroom.md).
+#: histories whole with 10 episodes in context, every 40th A2C episode with 4 (docs/experiments/darkroom.md). The
+#: explorer's steps are 60 episodes of the default length; with another ``--episode-length``, 60 of that length.
 SOURCE_DEFAULTS = {"explorer": {"steps_per_stream": 1_200, "subsample": 1, "context": 200, "ad_steps": 4000},
                    "a2c": {"steps_per_stream": 24_000, "subsample": 40, "context": 80, "ad_steps": 5000}}
 #: Episode length and histories (streams) per goal of the demo's histories (`ad generate darkroom` defaults).
@@ -57,7 +58,11 @@ class DarkRoomDemoConfig(ADDemoConfig):
                              "rooms with fewer than 30 training goals, e.g. 5x5, where AD needs more histories per "
                              "goal to generalise; a2c: 10)")
     steps_per_goal: int = option(0, "env steps per goal over all its streams; 0 = the source's default (explorer "
-                                    "streams x 60 episodes, 12,000 for 10; a2c 240,000)")
+                                    "streams x 60 episodes, 12,000 for 10 streams of 20-step episodes; a2c "
+                                    "240,000)")
+    episode_length: int = option(EPISODE_LENGTH, "steps per episode (the tasks' truncation, in the histories and in "
+                                                 "the evaluation): 20 is the AD paper's Dark Room, 100 the DPT "
+                                                 "paper's DarkRoom")
     generate_preset: str = option("fast", "A2C preset of `ad generate darkroom` (--source a2c)")
     ent_coef: float = option(0.05, "entropy bonus of the source A2C (`ad generate ... --ent-coef`, whose own default "
                                    "is 0.01); each demo has its own default")
@@ -67,10 +72,14 @@ class DarkRoomDemoConfig(ADDemoConfig):
     def __post_init__(self) -> None:
         check_size(self.size)
         refuse(self, ("streams",), lambda v: v < 0, "must be at least 1 (0: the source's default)")
+        refuse(self, ("episode_length",), lambda v: v < 1, "must be at least 1")
         defaults = dict(SOURCE_DEFAULTS.get(self.source, SOURCE_DEFAULTS["a2c"]))
         if self.streams == 0:
             self.streams = explorer_streams(self.size) if self.source == "explorer" else STREAMS
-        defaults["steps_per_goal"] = defaults.pop("steps_per_stream") * self.streams
+        per_stream = defaults.pop("steps_per_stream")
+        if self.source == "explorer":  # the same 60 episodes a history, whatever their length
+            per_stream = per_stream // EPISODE_LENGTH * self.episode_length
+        defaults["steps_per_goal"] = per_stream * self.streams
         for name, value in defaults.items():
             if getattr(self, name) == 0:
                 setattr(self, name, value)
@@ -84,8 +93,8 @@ class DarkRoomDemoConfig(ADDemoConfig):
     def runs(self) -> list[tuple[str, dict[str, Any]]]:
         """AD and ED; ED's context is cut to the expert part of a stream where that is shorter (the explorer's 60
         episodes leave 6 expert ones, 120 transitions)."""
-        episodes = max(1, self.steps_per_goal // (self.streams * EPISODE_LENGTH))
-        expert = max(1, round(episodes * EXPERT_FRACTION)) * EPISODE_LENGTH
+        episodes = max(1, self.steps_per_goal // (self.streams * self.episode_length))
+        expert = max(1, round(episodes * EXPERT_FRACTION)) * self.episode_length
         runs = super().runs()
         if expert < self.context:
             runs = [(label, {**extra, "context": expert} if extra.get("objective") == "ed" else extra)
@@ -105,7 +114,7 @@ class DarkRoomDemoConfig(ADDemoConfig):
 
     def generate_options(self) -> dict[str, Any]:
         options = {"size": self.size, "seed": self.seed, "steps_per_goal": self.steps_per_goal, "source": self.source,
-                   "num_envs": self.streams,
+                   "num_envs": self.streams, "episode_length": self.episode_length,
                    "terminate_on_goal": self.terminate_on_goal, "threads": self.threads}
         if self.source == "a2c":
             options.update(preset=self.generate_preset, ent_coef=self.ent_coef)
