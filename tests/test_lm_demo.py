@@ -189,3 +189,23 @@ def test_tiny_lm_demo_gives_the_figures_main_gave(tmp_path, capsys):
     capsys.readouterr()
     text = (tmp_path / "demo" / "report-lm.md").read_text().split("## Time")[0]
     assert [line for line in text.splitlines() if line.startswith("| ") and "policy" not in line] == MAIN_FB12B6C
+    # the same models again at another sampling temperature: both formats evaluated at it, beside the first files
+    before = (tmp_path / "demo" / "report-lm.md").read_text()
+    assert cli.run(["demo", "--model", "lm", "--out", out, "--steps", "3", "--ed-steps", "2", "--context", "20",
+                    "--episodes", "6", "--seeds", "1", "--watch-every", "0", "--threads", "1", "--temperature", "0.5",
+                    "--train-overrides", json.dumps(lm)]) == 0
+    capsys.readouterr()
+    folder = tmp_path / "demo" / "eval-temperature-0.5"
+    assert (tmp_path / "demo" / "report-lm.md").read_text() == before
+    rl_eval = json.loads((folder / "eval.json").read_text())
+    lm_eval = json.loads((folder / "eval-lm" / "lm-scratch" / "eval.json").read_text())
+    assert rl_eval["temperature"] == lm_eval["temperature"] == 0.5 and rl_eval["tasks"] == lm_eval["tasks"]
+    report = (folder / "report-lm.md").read_text()
+    assert "actions sampled at temperature 0.5" in report and "](eval-lm/in_context.png)" in report
+    assert (folder / "eval-lm" / "in_context.png").is_file() and (folder / "timings.json").is_file()
+
+
+def test_temperature_is_checked_like_ad_eval():
+    with pytest.raises(UserError, match="--temperature must be a finite number > 0"):
+        make_config(LMDemoConfig, {"temperature": 0.0})
+    assert make_config(LMDemoConfig, {"temperature": 2}).eval_folder().name == "eval-temperature-2"

@@ -4,7 +4,9 @@ The demo pipeline (:mod:`ad.demo`) with the hooks of :class:`models.lm.demo_conf
 demo's data, models and evaluation (``ad demo --task darkroom --model rl``, skipped when ``<out>/eval/eval.json``
 exists); ``ad train lm`` on the same histories, AD (``<out>/lm-<lm>``) and ED (expert episodes only,
 ``<out>/lm-<lm>-ed``); ``ad eval`` of each LM on the same held-out goals (``<out>/eval-lm/<run>/``); and
-``<out>/report-lm.md``, one table and one plot with every model in ``<out>``.
+``<out>/report-lm.md``, one table and one plot with every model in ``<out>``. With ``--temperature T`` other than 1
+the finished runs are reused and the evaluations of both formats, the report and the plot go to
+``<out>/eval-temperature-<T>/`` instead.
 """
 from __future__ import annotations
 
@@ -62,14 +64,32 @@ def grid_text_options(size: int, context: int, steps: int) -> dict[str, Any]:
 
 def rl_demo_config(config: LMDemoConfig) -> Any:
     """The options of the RL-format demo this one runs first: the same source, subsampling, held-out split and
-    evaluation, the context ``--rl-context``; its threads are ``--threads`` where given, else its own default."""
+    evaluation (its sampling temperature too), the context ``--rl-context``; its threads are ``--threads`` where
+    given, else its own default."""
     from ad import registry
 
     options = {"out": config.out, "seed": config.seed, "source": config.source, "context": config.rl_context,
-               "subsample": config.subsample, "episodes": config.episodes, "seeds": config.seeds}
+               "subsample": config.subsample, "episodes": config.episodes, "seeds": config.seeds,
+               "temperature": config.temperature}
     if config.threads:
         options["threads"] = config.threads
     return make_config(registry.get_demo(config.FAMILY, "rl").config_cls, options, source="demo RL-format options")
+
+
+def evaluate_rl_rows(config: LMDemoConfig) -> dict[str, Any]:
+    """`ad eval` of the finished RL-format demo's models (the rows of ``<out>/eval/eval.json``, each in its run
+    folder ``<out>/<label in lower case>``) at ``--temperature``, on the same held-out goals, episodes and seeds as the
+    LM runs, into :meth:`LMDemoConfig.eval_folder`."""
+    from ad.commands.evaluate import RESERVED_LABELS, EvalConfig, evaluate
+
+    out = Path(config.out)
+    first = json.loads((out / "eval" / "eval.json").read_text())
+    (name, *others) = [label for label in first["policies"] if label not in RESERVED_LABELS]
+    return evaluate(EvalConfig(ckpt=str(out / name.lower()), name=name, data=str(config.data_folder()),
+                               models=[f"{label}={out / label.lower()}" for label in others],
+                               episodes=config.episodes, seeds=config.seeds, seed=config.seed,
+                               temperature=config.temperature, out=str(config.eval_folder()),
+                               threads=lm_threads(config), progress=True))
 
 
 def lm_runs(config: LMDemoConfig) -> list[DemoRun]:
@@ -86,8 +106,9 @@ def lm_eval_config(config: LMDemoConfig, run_dir: Path) -> Any:
     from ad.commands.evaluate import EvalConfig
 
     return EvalConfig(ckpt=str(run_dir), data=str(config.data_folder()), name=LABELS.get(run_dir.name, run_dir.name),
-                      episodes=config.episodes, seeds=config.seeds, seed=config.seed,
-                      out=str(Path(config.out) / "eval-lm" / run_dir.name), threads=lm_threads(config), progress=True)
+                      episodes=config.episodes, seeds=config.seeds, seed=config.seed, temperature=config.temperature,
+                      out=str(config.results_folder() / "eval-lm" / run_dir.name), threads=lm_threads(config),
+                      progress=True)
 
 
 def evaluate_lms(config: LMDemoConfig) -> dict[str, Any]:
@@ -98,14 +119,14 @@ def evaluate_lms(config: LMDemoConfig) -> dict[str, Any]:
     out = Path(config.out)
     lms = {}
     for run_dir in sorted(p for p in out.glob("lm-*") if (p / "model" / "lm.json").is_file()):
-        target = out / "eval-lm" / run_dir.name
+        target = config.results_folder() / "eval-lm" / run_dir.name
         if (target / "eval.json").is_file() and (target / "eval.json").stat().st_mtime > \
                 (run_dir / "model" / "lm.json").stat().st_mtime:
             lms[run_dir.name] = json.loads((target / "eval.json").read_text())
             continue
         print(f"\n--- {run_dir.name} ---", flush=True)
         lms[run_dir.name] = evaluate(lm_eval_config(config, run_dir))
-    rl_eval = out / "eval" / "eval.json"
+    rl_eval = config.eval_folder() / "eval.json"
     return combined_summary(json.loads(rl_eval.read_text()) if rl_eval.is_file() else None, lms)
 
 
@@ -123,7 +144,7 @@ def combined_summary(rl: dict[str, Any] | None, lms: dict[str, dict]) -> dict[st
         if name in first["policies"]:
             policies[name] = first["policies"][name]
     return {key: first[key] for key in ("tasks", "episodes", "seeds", "greedy", "optimal_mean_return")} | {
-        "policies": policies}
+        "temperature": first.get("temperature", 1.0), "policies": policies}
 
 
 #: plot colours of the Language-format rows (their labels are drawn as "LM-AD ...", "LM-ED ...")
@@ -144,7 +165,7 @@ def write_lm_report(config: LMDemoConfig, summary: dict[str, Any], timings: dict
 
     from ad.demo.report import in_context_lines, methods_heading, write_report
 
-    out = Path(config.out)
+    out = config.results_folder()
     curves = {name: (np.asarray(row["mean"]), np.asarray(row.get("sem", row["std"])))
               for name, row in summary["policies"].items()}
     plot_curves(curves, summary["optimal_mean_return"], out / "eval-lm" / "in_context.png",

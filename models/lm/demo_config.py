@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from ad.config import option, override, refuse, refuse_choice
-from ad.demo import DemoConfig, DemoRun
-from ad.config.groups import RunOptions, run_options
+from ad.demo import DEMO_TEMPERATURE, DemoConfig, DemoRun, eval_folder_name
+from ad.config.groups import RunOptions, SamplingOptions, run_options
 
 #: --lm choices: a Llama trained from scratch (word tokenizer), or the pretrained default + LoRA
 LMS = ("scratch", "smollm2-135m")
@@ -26,7 +26,7 @@ SCRATCH_BATCH_SIZE = 16
 
 
 @dataclass
-class LMDemoConfig(DemoConfig, run_options("out", "seed", "threads")):
+class LMDemoConfig(DemoConfig, SamplingOptions, run_options("out", "seed", "threads")):
     """Algorithm Distillation in the Language format on DarkRoom: the RL-format demo's histories as text, a causal
     LM trained on them, evaluated in context on the same held-out goals and seeds beside the RL-format AD."""
 
@@ -64,12 +64,14 @@ class LMDemoConfig(DemoConfig, run_options("out", "seed", "threads")):
     watch_every: int = option(1000, "held-out in-context return during training every this many steps (0: never)")
     episodes: int = option(100, "episodes in context at evaluation")
     seeds: int = option(3, "evaluation seeds per held-out goal (the RL demo's)")
+    temperature: float = override(SamplingOptions, "temperature", 1.0,
+                                  f"{DEMO_TEMPERATURE}; the RL-format rows are evaluated at the same temperature")
     threads: int = override(RunOptions, "threads", 0, "those of the LM stages; the RL-format demo keeps its own "
                                                       "default (1) unless this is set")
     train_overrides: dict = option({}, "extra `ad train lm` options for both LM runs, e.g. {n_layer: 2} "
                                        "(YAML/JSON config only)")
     skip_rl: bool = option(False, "do not run the RL-format demo (the LM still needs <out>/darkroom; the report "
-                                  "then has no RL-format rows unless <out>/eval/eval.json exists)")
+                                  "then has no RL-format rows unless its evaluation, <out>/eval/eval.json, exists)")
 
     def __post_init__(self) -> None:
         refuse_choice(self, source=SOURCE_DEFAULTS, lm=LMS)
@@ -86,17 +88,30 @@ class LMDemoConfig(DemoConfig, run_options("out", "seed", "threads")):
                lambda v: v < 1, "must be at least 1")
         refuse(self, ("learning_rate",), lambda v: not 0 < v < 1, "must be a finite number in (0, 1)")  # NaN too
         refuse(self, ("watch_every", "threads"), lambda v: v < 0, "must be >= 0")
+        self.check_temperature()
+
+    def eval_folder(self) -> Path:
+        """``<out>/eval`` (at another temperature ``<out>/eval-temperature-<T>``): the RL-format demo's evaluation,
+        beside the LM runs' ``eval-lm/``."""
+        return Path(self.out) / eval_folder_name(self.temperature)
 
     def make_data(self, timings: dict[str, float]) -> None:
         """The RL-format demo (:func:`models.lm.demo.rl_demo_config`): the histories, the RL-format AD and ED and
-        their evaluation; skipped with ``--skip-rl`` or where ``<out>/eval/eval.json`` exists."""
+        their evaluation; skipped with ``--skip-rl`` or where its evaluation exists. At a temperature other than 1,
+        where the RL-format demo has finished (``<out>/eval/eval.json``), only its models are evaluated again at that
+        temperature (:func:`models.lm.demo.evaluate_rl_rows`)."""
         from ad import registry
         from ad.demo import stage
-        from models.lm.demo import rl_demo_config
+        from models.lm.demo import evaluate_rl_rows, rl_demo_config
 
-        if not self.skip_rl and not (Path(self.out) / "eval" / "eval.json").is_file():
-            rl = registry.get_demo(self.FAMILY, "rl")
-            stage(f"RL-format demo (ad demo --task {self.FAMILY} --model rl)", timings, rl.run, rl_demo_config(self))
+        if self.skip_rl or (self.eval_folder() / "eval.json").is_file():
+            return
+        if self.temperature != 1.0 and (Path(self.out) / "eval" / "eval.json").is_file():
+            stage(f"evaluate the RL-format models at temperature {self.temperature:g}", timings, evaluate_rl_rows,
+                  self)
+            return
+        rl = registry.get_demo(self.FAMILY, "rl")
+        stage(f"RL-format demo (ad demo --task {self.FAMILY} --model rl)", timings, rl.run, rl_demo_config(self))
 
     def train_runs(self) -> list[DemoRun]:
         """``ad train lm`` of the LM on every ``--subsample``-th episode (AD) and on expert episodes only (ED)."""
@@ -106,13 +121,15 @@ class LMDemoConfig(DemoConfig, run_options("out", "seed", "threads")):
 
     def evaluate(self, folders: dict[str, Path]) -> dict[str, Any]:
         """Every LM run in ``out`` in context on the RL-format demo's held-out goals and seeds, each into
-        ``<out>/eval-lm/<run>``; one summary with the rows of both formats."""
+        ``eval-lm/<run>`` of :meth:`results_folder` (``out`` at temperature 1, else ``<out>/eval-temperature-<T>``);
+        one summary with the rows of both formats."""
         from models.lm.demo import evaluate_lms
 
         return evaluate_lms(self)
 
     def report(self, summary: dict[str, Any], timings: dict[str, float], methods: list[str]) -> Path:
-        """``<out>/report-lm.md`` with one table and one plot (``<out>/eval-lm/in_context.png``) of both formats."""
+        """``report-lm.md`` with one table and one plot (``eval-lm/in_context.png``) of both formats, in ``out`` (at
+        another temperature in ``<out>/eval-temperature-<T>``)."""
         from models.lm.demo import write_lm_report
 
         return write_lm_report(self, summary, timings)
