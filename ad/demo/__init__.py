@@ -127,6 +127,11 @@ class DemoConfig:
         temperature = getattr(self, "temperature", 1.0)  # a demo without SamplingOptions samples at 1
         return Path(self.out) if temperature == 1.0 else Path(self.out) / eval_folder_name(temperature)
 
+    def eval_folder(self) -> Path:
+        """``<out>/eval``, or for an evaluation at another sampling temperature ``<out>/eval-temperature-<T>``: where
+        the evaluation of the demo's (RL-format) models writes ``eval.json``, ``eval.csv`` and ``in_context.png``."""
+        return Path(self.out) / eval_folder_name(getattr(self, "temperature", 1.0))
+
     def generate_options(self) -> dict[str, Any]:
         """Options of ``ad generate <FAMILY>`` for this demo (``out`` is set by the pipeline)."""
         raise NotImplementedError(f"{type(self).__name__} must define generate_options()")
@@ -199,7 +204,7 @@ class DemoConfig:
         return evaluate(EvalConfig(ckpt=str(first_run), name=first, data=str(self.data_folder()),
                                    models=[f"{label}={path}" for label, path in others], episodes=self.episodes,
                                    seeds=self.seeds, seed=self.seed, temperature=self.temperature,
-                                   out=str(Path(self.out) / eval_folder_name(self.temperature))))
+                                   out=str(self.eval_folder())))
 
     def report(self, summary: dict[str, Any], timings: dict[str, float], methods: list[str]) -> Path:
         """Stage 4: ``<out>/<REPORT>`` of :meth:`evaluate`'s summary (``methods``: the trained policies' labels)."""
@@ -207,7 +212,7 @@ class DemoConfig:
 
         folder = self.results_folder()
         images = {"in-context return on held-out tasks":
-                  os.path.relpath(Path(self.out) / eval_folder_name(self.temperature) / "in_context.png", folder)}
+                  os.path.relpath(self.eval_folder() / "in_context.png", folder)}
         if (self.data_folder() / "learning_curves.png").is_file():
             images["source learning curves"] = os.path.relpath(self.data_folder() / "learning_curves.png", folder)
         heading = f"{methods_heading(methods)} on {self.TITLE or self.FAMILY}: in-context evaluation"

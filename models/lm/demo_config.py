@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from ad.config import option, override, refuse, refuse_choice
-from ad.demo import DEMO_TEMPERATURE, DemoConfig, DemoRun, eval_folder_name
+from ad.demo import DEMO_TEMPERATURE, DemoConfig, DemoRun
 from ad.config.groups import RunOptions, SamplingOptions, run_options
 
 #: --lm choices: a Llama trained from scratch (word tokenizer), or the pretrained default + LoRA
@@ -89,11 +89,6 @@ class LMDemoConfig(DemoConfig, SamplingOptions, run_options("out", "seed", "thre
         refuse(self, ("learning_rate",), lambda v: not 0 < v < 1, "must be a finite number in (0, 1)")  # NaN too
         refuse(self, ("watch_every", "threads"), lambda v: v < 0, "must be >= 0")
         self.check_temperature()
-
-    def eval_folder(self) -> Path:
-        """``<out>/eval`` (at another temperature ``<out>/eval-temperature-<T>``): the RL-format demo's evaluation,
-        beside the LM runs' ``eval-lm/``."""
-        return Path(self.out) / eval_folder_name(self.temperature)
 
     def make_data(self, timings: dict[str, float]) -> None:
         """The RL-format demo (:func:`models.lm.demo.rl_demo_config`): the histories, the RL-format AD and ED and
