@@ -77,7 +77,7 @@ def eval_folder_name(temperature: float = 1.0) -> str:
     return "eval" if temperature == 1.0 else f"eval-temperature-{temperature:g}"
 
 
-def dpt_runs_on_random(config: Any) -> bool:
+def dpt_trains_on_generated_contexts(config: Any) -> bool:
     """Whether ``config`` (a demo's options) trains DPT on contexts generated for it (``--dpt-data random``,
     ``transitions`` or ``noise``) instead of the demo's histories."""
     return "dpt" in getattr(config, "methods", ()) and config.dpt_data in ("random", "transitions", "noise")
@@ -116,10 +116,10 @@ class DemoConfig:
     #: episode ranges of the report's table beside the first 5 and the last 10 (the figures the family's docs quote)
     REPORT_WINDOWS: ClassVar[tuple[tuple[int, int], ...]] = ((36, 40),)
 
-    def data_folder(self, random: bool = False) -> Path:
-        """The dataset the demo's policies train on (``random``: the generated contexts DPT trains on, named by
+    def data_folder(self, dpt_contexts: bool = False) -> Path:
+        """The dataset the demo's policies train on (``dpt_contexts``: the contexts generated for DPT, named by
         ``--dpt-data``)."""
-        return Path(self.out) / f"{self.DATA or self.FAMILY}{f'-{self.dpt_data}' if random else ''}"
+        return Path(self.out) / f"{self.DATA or self.FAMILY}{f'-{self.dpt_data}' if dpt_contexts else ''}"
 
     def results_folder(self) -> Path:
         """Where the evaluation writes its report and the stages' timings: ``out``, or for an evaluation at another
@@ -163,9 +163,9 @@ class DemoConfig:
         gen_cfg = make_config(generate.config_cls, {**self.generate_options(), "out": str(self.data_folder())},
                               source="demo generate options")
         stage("generate the source's learning histories", timings, generate.run, gen_cfg)
-        if dpt_runs_on_random(self):  # the same tasks and split, generated contexts for DPT
+        if dpt_trains_on_generated_contexts(self):  # the same tasks and split, generated contexts for DPT
             random_cfg = make_config(generate.config_cls, {**self.generate_options(), **self.dpt_context_options(),
-                                                           "out": str(self.data_folder(random=True))},
+                                                           "out": str(self.data_folder(dpt_contexts=True))},
                                      source=f"demo generate options (--dpt-data {self.dpt_data})")
             stage(f"generate DPT's contexts (--dpt-data {self.dpt_data})", timings, generate.run, random_cfg)
 
@@ -187,9 +187,9 @@ class DemoConfig:
         data = str(self.data_folder())
         runs = []
         for label, extra in self.runs():
-            if label == METHODS["dpt"] and dpt_runs_on_random(self):
+            if label == METHODS["dpt"] and dpt_trains_on_generated_contexts(self):
                 self.dpt_context_options()  # a family without such contexts refuses them here, before anything runs
-                extra = {**extra, "data": str(self.data_folder(random=True)), "subsample": 1}
+                extra = {**extra, "data": str(self.data_folder(dpt_contexts=True)), "subsample": 1}
                 if self.dpt_data == "transitions":
                     extra["time_embedding"] = False
             runs.append(DemoRun(label, label.lower(), {**common, "data": data, **extra}))

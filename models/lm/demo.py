@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ad.config import make_config
-from ad.demo import DemoRun
+from ad.demo import DemoRun, eval_folder_name
 from models.lm.demo_config import LMDemoConfig
 
 
@@ -83,7 +83,7 @@ def evaluate_rl_rows(config: LMDemoConfig) -> dict[str, Any]:
     from ad.commands.evaluate import RESERVED_LABELS, EvalConfig, evaluate
 
     out = Path(config.out)
-    first = json.loads((out / "eval" / "eval.json").read_text())
+    first = json.loads((out / eval_folder_name() / "eval.json").read_text())
     (name, *others) = [label for label in first["policies"] if label not in RESERVED_LABELS]
     return evaluate(EvalConfig(ckpt=str(out / name.lower()), name=name, data=str(config.data_folder()),
                                models=[f"{label}={out / label.lower()}" for label in others],

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from ad.config import option, override, refuse, refuse_choice
-from ad.demo import DEMO_TEMPERATURE, DemoConfig, DemoRun
+from ad.demo import DEMO_TEMPERATURE, DemoConfig, DemoRun, eval_folder_name
 from ad.config.groups import RunOptions, SamplingOptions, run_options
 
 #: --lm choices: a Llama trained from scratch (word tokenizer), or the pretrained default + LoRA
@@ -101,7 +101,7 @@ class LMDemoConfig(DemoConfig, SamplingOptions, run_options("out", "seed", "thre
 
         if self.skip_rl or (self.eval_folder() / "eval.json").is_file():
             return
-        if self.temperature != 1.0 and (Path(self.out) / "eval" / "eval.json").is_file():
+        if self.temperature != 1.0 and (Path(self.out) / eval_folder_name() / "eval.json").is_file():
             stage(f"evaluate the RL-format models at temperature {self.temperature:g}", timings, evaluate_rl_rows,
                   self)
             return
