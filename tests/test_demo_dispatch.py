@@ -113,6 +113,23 @@ def test_darkroom_demo_episode_length_reaches_the_generator_and_the_defaults(tmp
         make_config(DarkRoomDemoConfig, {"episode_length": 0})
 
 
+def test_keydoor_demo_episode_length_reaches_the_generator_and_dpts_random_contexts(tmp_path):
+    from ad.config import make_config
+    from tasks.keydoor.demo import KeyDoorDemoConfig
+
+    generate_cls = registry.get("generate", "keydoor").config_cls
+    demo = make_config(KeyDoorDemoConfig, {"episode_length": 100, "tasks": 20, "methods": "ad,dpt",
+                                           "dpt_data": "random"})
+    for options in (demo.generate_options(), {**demo.generate_options(), **demo.dpt_context_options()}):
+        assert make_config(generate_cls, {**options, "out": str(tmp_path / "d")}).episode_length == 100
+    assert make_config(KeyDoorDemoConfig, {}).generate_options()["episode_length"] == 50  # the AD paper's
+    with pytest.raises(UserError, match="--episode-length"):
+        make_config(KeyDoorDemoConfig, {"episode_length": 0})
+    short = make_config(KeyDoorDemoConfig, {"episode_length": 3, "tasks": 20})  # no pair is 3 steps from the start
+    with pytest.raises(UserError, match="--episode-length 3 is too short"):
+        make_config(generate_cls, {**short.generate_options(), "out": str(tmp_path / "d")})
+
+
 @pytest.mark.parametrize("values, expected, ed_context", [
     ({}, (1, 200, 4000, 12_000), 120), ({"source": "a2c"}, (40, 80, 5000, 240_000), 80),
     ({"subsample": 2, "context": 100, "ad_steps": 10, "steps_per_goal": 400}, (2, 100, 10, 400), 20),

@@ -8,6 +8,7 @@ from ad.config import option, override
 from ad.demo import ADDemoConfig
 from ad.errors import UserError
 from tasks.grid.family import GridOptions
+from tasks.keydoor.config import GenerateConfig
 
 
 @dataclass
@@ -31,11 +32,14 @@ class KeyDoorDemoConfig(ADDemoConfig):
     ad_steps: int = override(ADDemoConfig, "ad_steps", 6000)
     ed_steps: int = override(ADDemoConfig, "ed_steps", 600)
     episodes: int = override(ADDemoConfig, "episodes", 50)
+    episode_length: int = option(GenerateConfig.episode_length,
+                                 "steps per episode (the tasks' truncation, in the histories and in the evaluation; an "
+                                 "episode also ends at the door): 50 is the AD paper's Key-to-Door")
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.tasks < 0 or self.steps_per_task <= 0 or self.batch_size <= 0:
-            raise UserError("--tasks must be >= 0, --steps-per-task and --batch-size positive")
+        if self.tasks < 0 or self.steps_per_task <= 0 or self.batch_size <= 0 or self.episode_length <= 0:
+            raise UserError("--tasks must be >= 0, --steps-per-task, --batch-size and --episode-length positive")
         if not 0.0 < self.heldout_fraction < 1.0:
             raise UserError(f"--heldout-fraction must be in (0, 1) (the evaluation needs held-out pairs and "
                             f"training needs the rest), got {self.heldout_fraction}")
@@ -43,7 +47,8 @@ class KeyDoorDemoConfig(ADDemoConfig):
     def generate_options(self) -> dict[str, Any]:
         """Options of ``ad generate keydoor``."""
         return {"tasks": self.tasks, "steps_per_task": self.steps_per_task, "seed": self.seed,
-                "ent_coef": self.ent_coef, "heldout_fraction": self.heldout_fraction, "threads": self.threads}
+                "ent_coef": self.ent_coef, "heldout_fraction": self.heldout_fraction,
+                "episode_length": self.episode_length, "threads": self.threads}
 
     def transition_context_options(self) -> dict[str, Any]:
         """Refused: a Key-to-Door state includes whether the key is carried, and a single step from a drawn cell
