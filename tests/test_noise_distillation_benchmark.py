@@ -16,7 +16,7 @@ def parse(monkeypatch, *argv: str):
     return bench.options()
 
 
-def test_the_histories_hold_the_asked_episodes_of_the_family_length(monkeypatch, tmp_path):
+def test_the_histories_hold_the_asked_episodes_of_the_family_length(monkeypatch):
     args = parse(monkeypatch, "--family", "keydoor", "--streams", "3", "--episodes-per-stream", "7", "--tasks", "40")
     options = bench.generate_options(args, seed=4)
     assert options["steps_per_task"] == 3 * 7 * 50 and options["episode_length"] == 50  # Key-to-Door's 50 steps
