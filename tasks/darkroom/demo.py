@@ -8,11 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ad.config import option, refuse
+from ad.config import option, override, refuse
 from ad.demo import ADDemoConfig
 from ad.errors import UserError
 from tasks.darkroom.config import GenerateConfig
 from tasks.darkroom.goals import all_goals
+from tasks.grid.family import GridOptions
 from tasks.grid.room import check_size, split_goals
 
 #: Per source: env steps per history (stream), subsample, context (transitions), AD steps: the explorer's
@@ -60,9 +61,9 @@ class DarkRoomDemoConfig(ADDemoConfig):
     steps_per_goal: int = option(0, "env steps per goal over all its streams; 0 = the source's default (explorer "
                                     "streams x 60 episodes, 12,000 for 10 streams of 20-step episodes; a2c "
                                     "240,000)")
-    episode_length: int = option(EPISODE_LENGTH, "steps per episode (the tasks' truncation, in the histories and in "
-                                                 "the evaluation): 20 is the AD paper's Dark Room, 100 the DPT "
-                                                 "paper's DarkRoom")
+    episode_length: int = override(GridOptions, "episode_length", EPISODE_LENGTH,
+                                   "in the histories and in the evaluation. 20 is the AD paper's Dark Room, 100 the "
+                                   "DPT paper's DarkRoom")
     generate_preset: str = option("fast", "A2C preset of `ad generate darkroom` (--source a2c)")
     ent_coef: float = option(0.05, "entropy bonus of the source A2C (`ad generate ... --ent-coef`, whose own default "
                                    "is 0.01); each demo has its own default")

@@ -32,9 +32,9 @@ class KeyDoorDemoConfig(ADDemoConfig):
     ad_steps: int = override(ADDemoConfig, "ad_steps", 6000)
     ed_steps: int = override(ADDemoConfig, "ed_steps", 600)
     episodes: int = override(ADDemoConfig, "episodes", 50)
-    episode_length: int = option(GenerateConfig.episode_length,
-                                 "steps per episode (the tasks' truncation, in the histories and in the evaluation; an "
-                                 "episode also ends at the door): 50 is the AD paper's Key-to-Door")
+    episode_length: int = override(GridOptions, "episode_length", GenerateConfig.episode_length,
+                                   "in the histories and in the evaluation; an episode also ends at the door. 50 is "
+                                   "the AD paper's Key-to-Door")
 
     def __post_init__(self) -> None:
         super().__post_init__()
