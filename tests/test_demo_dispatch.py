@@ -178,3 +178,18 @@ def test_a_misspelt_train_override_stops_every_demo_before_any_work(task, capsys
     err = capsys.readouterr().err
     assert "n_layers" in err and "Traceback" not in err
     assert not out.exists()
+
+
+def test_generate_overrides_reach_the_source_and_a_bad_one_stops_the_demo_before_it_writes(tmp_path):
+    from ad.demo import run_ad_demo
+    from tasks.lunarlander.demo import LunarLanderDemoConfig
+
+    out = tmp_path / "demo"
+    demo = LunarLanderDemoConfig(out=str(out), swap_fraction=1.0,
+                                 generate_overrides={"minibatches": 16, "gamma": 0.999, "learning_rate": 3e-4})
+    cfg = demo.generate_config()
+    assert (cfg.minibatches, cfg.gamma, cfg.learning_rate, cfg.swap_fraction) == (16, 0.999, 3e-4, 1.0)
+    assert cfg.gae_lambda == LunarLanderDemoConfig(out=str(out)).generate_config().gae_lambda  # not overridden
+    with pytest.raises(UserError, match="unknown option.*minibatch"):
+        run_ad_demo(LunarLanderDemoConfig(out=str(out), generate_overrides={"minibatch": 16}))
+    assert not out.exists()

@@ -160,14 +160,26 @@ class DemoConfig:
     def make_data(self, timings: dict[str, float]) -> None:
         """Stage 1: the histories (and DPT's random contexts) with the family's ``ad generate``."""
         generate = registry.get("generate", self.FAMILY)
-        gen_cfg = make_config(generate.config_cls, {**self.generate_options(), "out": str(self.data_folder())},
-                              source="demo generate options")
-        stage("generate the source's learning histories", timings, generate.run, gen_cfg)
+        stage("generate the source's learning histories", timings, generate.run, self.generate_config())
         if dpt_trains_on_generated_contexts(self):  # the same tasks and split, generated contexts for DPT
-            random_cfg = make_config(generate.config_cls, {**self.generate_options(), **self.dpt_context_options(),
-                                                           "out": str(self.data_folder(dpt_contexts=True))},
-                                     source=f"demo generate options (--dpt-data {self.dpt_data})")
-            stage(f"generate DPT's contexts (--dpt-data {self.dpt_data})", timings, generate.run, random_cfg)
+            stage(f"generate DPT's contexts (--dpt-data {self.dpt_data})", timings, generate.run,
+                  self.generate_config(dpt_contexts=True))
+
+    def check_data(self) -> None:
+        """Check stage 1's options before anything runs (a UserError where one is bad)."""
+        self.generate_config()
+
+    def generate_config(self, dpt_contexts: bool = False) -> Any:
+        """The checked ``ad generate <FAMILY>`` config of the source's histories (``dpt_contexts``: of DPT's
+        generated contexts): :meth:`generate_options` with ``generate_overrides``, where the demo has them; a
+        UserError names an option the generator does not have."""
+        options = {**self.generate_options(), **getattr(self, "generate_overrides", {})}
+        source = "demo generate options"
+        if dpt_contexts:
+            options.update(self.dpt_context_options())
+            source += f" (--dpt-data {self.dpt_data})"
+        return make_config(registry.get("generate", self.FAMILY).config_cls,
+                           {**options, "out": str(self.data_folder(dpt_contexts))}, source=source)
 
     def train_options(self) -> dict[str, Any]:
         """``ad train rl`` options every run shares (``data`` and ``out`` are set by the pipeline)."""
@@ -241,6 +253,8 @@ class ADDemoConfig(DemoConfig, MethodsOptions, SamplingOptions, run_options("out
     temperature: float = override(SamplingOptions, "temperature", 1.0, DEMO_TEMPERATURE)
     threads: int = override(RunOptions, "threads", 1)
     train_overrides: dict = option({}, "extra `ad train rl` options for both runs (YAML/JSON config only)")
+    generate_overrides: dict = option({}, "extra `ad generate <family>` options of the source, e.g. its learner's "
+                                          "hyperparameters (YAML/JSON config only)")
 
     def __post_init__(self) -> None:
         self.methods = parse_methods(self.methods)
@@ -316,6 +330,7 @@ def run_ad_demo(config: DemoConfig) -> Path:
     """The whole pipeline of one demo (module docstring); returns the path of its report."""
     out = Path(config.out)
     planned = plan_training(config.train_runs(), out)
+    config.check_data()  # a bad source option stops the demo before anything is written
     timings: dict[str, float] = {}
     out.mkdir(parents=True, exist_ok=True)
     config.make_data(timings)

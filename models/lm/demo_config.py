@@ -90,6 +90,9 @@ class LMDemoConfig(DemoConfig, SamplingOptions, run_options("out", "seed", "thre
         refuse(self, ("watch_every", "threads"), lambda v: v < 0, "must be >= 0")
         self.check_temperature()
 
+    def check_data(self) -> None:
+        """Nothing to check here: stage 1 is the RL-format demo, which checks its own options when it runs."""
+
     def make_data(self, timings: dict[str, float]) -> None:
         """The RL-format demo (:func:`models.lm.demo.rl_demo_config`): the histories, the RL-format AD and ED and
         their evaluation; skipped with ``--skip-rl`` or where its evaluation exists. At a temperature other than 1,
