@@ -176,8 +176,10 @@ def box_bounds(space: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def run_in_context(policy: InContextPolicy, setup: EvalEnv, episodes: int, seed: int = 0, name: str = "policy",
-                   progress: bool = True) -> EvalResult:
-    """Run ``policy`` in every env of ``setup`` until each has finished ``episodes`` episodes.
+                   progress: bool = True, record: Any = None) -> EvalResult:
+    """Run ``policy`` in every env of ``setup`` until each has finished ``episodes`` episodes; with ``record`` (an
+    :class:`ad.record.rollouts.RolloutRecorder`) every counted step is also handed to it, with the policy's
+    ``last_logprob``.
 
     Returns the (tasks, envs_per_task, episodes) matrix of episode returns.
     """
@@ -207,6 +209,7 @@ def run_in_context(policy: InContextPolicy, setup: EvalEnv, episodes: int, seed:
             actions = policy.act(torch.as_tensor(np.asarray(obs)), torch.from_numpy(prev_action),
                                  torch.from_numpy(prev_reward), torch.from_numpy(timestep), torch.from_numpy(first))
             actions = np.asarray(actions.detach().cpu() if hasattr(actions, "detach") else actions)
+            before = obs, done_episodes < episodes, done_episodes.copy(), timestep
             if box is None:
                 actions = actions.astype(np.int64)
                 obs, rewards, terminated, truncated, infos = env.step(actions)
@@ -214,6 +217,10 @@ def run_in_context(policy: InContextPolicy, setup: EvalEnv, episodes: int, seed:
                 actions = np.clip(actions.astype(np.float32).reshape(num_envs, -1), low, high)  # (E, A)
                 obs, rewards, terminated, truncated, infos = env.step(actions.reshape(num_envs, *box.shape))
             rewards = np.asarray(rewards, dtype=np.float32)
+            if record is not None:
+                state, live, episode, step = before
+                record.step(live, episode, step, state, actions, rewards, np.asarray(terminated),
+                            np.asarray(truncated), getattr(policy, "last_logprob", None))
             running += rewards
             finished = np.asarray(terminated) | np.asarray(truncated)
             idx = np.flatnonzero(finished & (done_episodes < episodes))  # the envs whose episode counts

@@ -38,6 +38,10 @@ class EvalConfig(SamplingOptions, run_options("out", "seed", "threads", "progres
                                  "head's squashed mean, or each dimension's most likely bin)")
     out: str | None = override(RunOptions, "out", None, "eval.json, eval.csv and in_context.png (default: "
                                                         "<ckpt>/eval)")
+    record: str | None = option(None, "also write the --ckpt model's in-context runs to this folder as a "
+                                      "learning-history dataset (the evaluated dataset's family, tasks and split; one "
+                                      "unit per task, run = --seed, one stream per evaluation env; discrete actions), "
+                                      "e.g. to train DPT on the model's own contexts")
     threads: int = override(RunOptions, "threads", 1)
 
     def __post_init__(self) -> None:
@@ -184,12 +188,26 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
         policy = load_policy(ckpt, greedy=config.greedy, seed=config.seed, temperature=config.temperature)
         check_compatible(policy, reader, ckpt)
         policies.append((name, policy))
+    recorder = None
+    if config.record:
+        from ad.record.rollouts import RolloutRecorder
+
+        first = policies[0][1]
+        if not hasattr(first, "last_logprob") or getattr(getattr(first, "model", None), "continuous_actions", False):
+            raise UserError(f"--record needs the log-probability of each action, which {config.ckpt} does not report "
+                            "(an RL-format model with discrete actions does); evaluate it without --record")
+        recorder = RolloutRecorder(config.record, reader, tasks, config.seeds, config.seed, {
+            "algorithm": "in-context", "ckpt": str(config.ckpt), "data": str(config.data), "split": config.split,
+            "episodes": config.episodes, "greedy": config.greedy, "temperature": config.temperature})
     out.mkdir(parents=True, exist_ok=True)  # only once the inputs are known to be good
 
     results = []
-    for name, policy in policies:
+    for i, (name, policy) in enumerate(policies):
         setup = make_env(reader.metadata, tasks, config.seeds)
-        results.append(run_in_context(policy, setup, config.episodes, config.seed, name, config.progress))
+        results.append(run_in_context(policy, setup, config.episodes, config.seed, name, config.progress,
+                                      recorder if i == 0 else None))
+        if i == 0 and recorder is not None:
+            print(f"recorded {recorder.write()} transitions of {name} on {len(tasks)} tasks to {config.record}")
     setup = make_env(reader.metadata, tasks, config.seeds)
     results.append(run_in_context(RandomPolicy(setup.num_actions, config.seed, setup.action_space), setup,
                                   config.episodes, config.seed, "random", config.progress))

@@ -179,6 +179,9 @@ class TrainRLConfig(ADConfig, TrainingOptions, DistributedOptions, run_options("
     expert_only: bool = option(False, "the same as --objective ed (the older spelling, kept for existing configs)")
     subsample: int = option(1, "train on every k-th episode of each stream (the AD paper's subsampling: the distilled "
                                    "history improves k times faster per episode than its source)")
+    init_from: str = option("", "start from the weights of a finished `ad train rl` run (its folder, holding model/) "
+                                "instead of random ones, e.g. to fine-tune DPT on contexts of its own runs; the "
+                                "model's options and the dataset's sizes must be that run's (dropout may differ)")
     compile: bool = option(False, "torch.compile the model (slow start, faster steps on some machines)", runtime=True)
 
     def __post_init__(self) -> None:

@@ -82,6 +82,8 @@ class ADPolicy:
         self.temperature = check_temperature(temperature)
         self.window: ContextWindow | None = None
         self.cache = None
+        #: (B,) log-probability of the discrete actions of the last :meth:`act` (None for Box actions)
+        self.last_logprob: torch.Tensor | None = None
 
     def reset(self, num_envs: int) -> None:
         """Start fresh for ``num_envs`` envs (empties the context)."""
@@ -118,5 +120,12 @@ class ADPolicy:
         """Actions (B,) [Box: (B, A)] for the new states: argmax if greedy, else sampled."""
         logits = self.logits(obs, prev_action, prev_reward, timestep, first)
         if self.model.continuous_actions:
+            self.last_logprob = None
             return self.model.box.choose(logits, self.greedy, self.generator, self.temperature)
-        return choose(logits.float(), self.greedy, self.generator, self.temperature)
+        actions = choose(logits.float(), self.greedy, self.generator, self.temperature)  # (B,)
+        if self.greedy:  # a deterministic choice: probability 1
+            self.last_logprob = torch.zeros(actions.shape)
+        else:  # (B,) log-probability of each action under the distribution it was drawn from
+            logp = torch.log_softmax(logits.float() / self.temperature, -1)  # (B, A)
+            self.last_logprob = logp.gather(-1, actions[:, None])[:, 0]
+        return actions

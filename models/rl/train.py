@@ -171,6 +171,8 @@ def train(config: TrainRLConfig) -> Path:
     config = dataclasses.replace(config, **resolve_data_sizes(config, datamodule.spec, datamodule.metadata))
     check_values(config, datamodule)
     resume_from = check_resume(config, out, RESUMABLE_CHANGES, lambda path: _check_checkpoint(path, config))
+    # --init-from's weights, checked before anything is written (a resumed run has its own in the checkpoint)
+    initial = initial_weights(config) if config.init_from and resume_from is None else None
 
     trainer = make_trainer(config, out, validate=config.val_every > 0 and _has_val(datamodule))
     lock = lock_run(out)  # noqa: F841 - held until training ends: one writer per run folder (creates it)
@@ -178,6 +180,8 @@ def train(config: TrainRLConfig) -> Path:
     L.seed_everything(config.seed, workers=True, verbose=False)
     module = ADLightningModule(dataclasses.asdict(model_config_of(config)), optim_config_of(config),
                                log_every=config.log_every)
+    if initial is not None:
+        module.model.load_state_dict(initial)
     if config.compile:
         module.model.compile()
     fit(trainer, module, datamodule, out, resume_from)
@@ -186,6 +190,28 @@ def train(config: TrainRLConfig) -> Path:
     saved = module.model.save_pretrained(out / MODEL_DIR)
     write_training_data(saved, datamodule.metadata)
     return saved
+
+
+#: Model options that may differ between ``--init-from``'s run and the new one (they change no weight).
+INIT_FREE = ("attn_dropout", "resid_dropout", "embd_dropout")
+
+
+def initial_weights(config: TrainRLConfig) -> dict[str, Any]:
+    """The state dict of ``config.init_from``'s saved model; a UserError names the options in which that model
+    differs from the one ``config`` builds."""
+    import dataclasses
+
+    from models.rl.model import ADTransformer
+    from models.trainer import describe_changes
+
+    saved = ADTransformer.from_pretrained(Path(config.init_from) / MODEL_DIR)
+    old, new = dataclasses.asdict(saved.config), dataclasses.asdict(model_config_of(config))
+    changed = sorted(k for k in new if k not in INIT_FREE and old.get(k) != new[k])
+    if changed:
+        raise UserError(f"--init-from {config.init_from}: its model does not fit these options/dataset "
+                        f"({describe_changes(old, new, changed)}); pass the same model options, or train from "
+                        "scratch without --init-from")
+    return saved.state_dict()
 
 
 def write_training_data(directory: Path, metadata: dict) -> None:
