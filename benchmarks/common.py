@@ -209,6 +209,15 @@ def report(bench: str, figures: list[dict[str, Any]], quick: bool, *, capability
     return out
 
 
+def earlier_seed_rows(bench: str, quick: bool, family_tag: str, seeds: list[int]) -> list[dict[str, Any]]:
+    """The per-seed ``details`` that ``<bench>.json`` (``_quick`` with ``quick``) holds for ``family_tag`` from seeds
+    other than ``seeds``: a run of some seeds merges them with its own before writing the means."""
+    path = RESULTS / f"{bench}{'_quick' if quick else ''}.json"
+    old = json.loads(path.read_text()) if path.is_file() else []
+    return [f["details"] for f in old if f.get("family") == family_tag and "details" in f
+            and f["details"]["seed"] not in seeds]
+
+
 def merge_report(bench: str, quick: bool, family_tag: str, figures: list[dict[str, Any]],
                  supersedes: tuple[str, ...] = (), **report_options: Any) -> None:
     """Write ``figures`` (each tagged ``family: family_tag``) through :func:`report`, keeping the other families'

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import RESULTS, figure, merge_report, parse_args  # noqa: E402
+from benchmarks.common import RESULTS, earlier_seed_rows, figure, merge_report, parse_args  # noqa: E402
 
 
 def options() -> argparse.Namespace:
@@ -161,10 +161,7 @@ def main(args: argparse.Namespace) -> None:
         for key, value in QUICK.items():
             setattr(args, key, value)
     name, tag, title = "dpt_own_contexts", args.family, TITLES[args.family]
-    previous = RESULTS / f"{name}{'_quick' if args.quick else ''}.json"
-    old = json.loads(previous.read_text()) if previous.is_file() else []
-    earlier = [f["details"] for f in old if f.get("family") == tag and "details" in f
-               and f["details"]["seed"] not in args.seeds]  # this family's other seeds, run before
+    earlier = earlier_seed_rows(name, args.quick, tag, args.seeds)  # this family's other seeds, run before
     rows = sorted(earlier + [one_seed(args, seed) for seed in args.seeds], key=lambda r: r["seed"])
     first, last = rows[0]["window"]
     goal = ">= 0.9 of the optimum"

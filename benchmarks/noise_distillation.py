@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import RESULTS, figure, merge_report, parse_args  # noqa: E402
+from benchmarks.common import earlier_seed_rows, figure, merge_report, parse_args  # noqa: E402
 
 
 def options() -> argparse.Namespace:
@@ -139,10 +139,7 @@ def main(args: argparse.Namespace) -> None:
     title = TITLES[args.family] + (f" ({args.variant})" if args.variant else "")
     tag = args.family + (f"-{args.variant}" if args.variant else "")
     name = "noise_distillation"
-    previous = RESULTS / f"{name}{'_quick' if args.quick else ''}.json"
-    old = json.loads(previous.read_text()) if previous.is_file() else []
-    earlier = [f["details"] for f in old if f.get("family") == tag and "details" in f
-               and f["details"]["seed"] not in args.seeds]  # this family's other seeds, run before
+    earlier = earlier_seed_rows(name, args.quick, tag, args.seeds)  # this family's other seeds, run before
     rows = sorted(earlier + [one_seed(args, seed) for seed in args.seeds], key=lambda r: r["seed"])
     first, last = rows[0]["window"]
     goal = "ratio > 1 (above its data's best)"

@@ -29,7 +29,6 @@ def test_the_histories_hold_the_asked_episodes_of_the_family_length(monkeypatch)
 
 def test_quick_run_writes_each_seed_and_their_mean_and_keeps_other_seeds(monkeypatch, tmp_path):
     monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
-    monkeypatch.setattr(bench, "RESULTS", tmp_path / "results")
     (tmp_path / "results").mkdir()
     out = str(tmp_path / "work")
     bench.main(parse(monkeypatch, "--quick", "--seeds", "0", "--out", out, "--greedy", "0"))
