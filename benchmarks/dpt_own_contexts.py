@@ -65,7 +65,7 @@ QUICK_DEMO = {
 }
 TINY_MODEL = {"n_embd": 16, "n_head": 2, "n_ff": 32, "warmup_steps": 1, "batch_size": 2}
 TITLES = {"keydoor": "Key-to-Door 9x9", "darkroom": "DarkRoom 9x9"}
-CAPABILITY = "In-context methods: DPT beside AD and ED"
+CAPABILITY = "In-context methods on the same data (ad demo --methods)"
 
 
 def demo(args: argparse.Namespace, seed: int, work: Path) -> Path:
