@@ -209,7 +209,7 @@ def run_in_context(policy: InContextPolicy, setup: EvalEnv, episodes: int, seed:
             actions = policy.act(torch.as_tensor(np.asarray(obs)), torch.from_numpy(prev_action),
                                  torch.from_numpy(prev_reward), torch.from_numpy(timestep), torch.from_numpy(first))
             actions = np.asarray(actions.detach().cpu() if hasattr(actions, "detach") else actions)
-            before = obs, done_episodes < episodes, done_episodes.copy(), timestep
+            before = (obs, done_episodes < episodes, done_episodes.copy(), timestep) if record is not None else None
             if box is None:
                 actions = actions.astype(np.int64)
                 obs, rewards, terminated, truncated, infos = env.step(actions)

@@ -13,7 +13,7 @@ import numpy as np
 
 from ad.errors import UserError
 from ad.history import HistorySpec, HistoryWriter
-from ad.history.writer import _RESERVED, STATE_KEYS
+from ad.history.writer import user_metadata
 
 
 class RolloutRecorder:
@@ -25,7 +25,7 @@ class RolloutRecorder:
         if spec.state.kind not in ("discrete", "vector") or spec.action.kind != "discrete":
             raise UserError(f"--record writes discrete-action runs with discrete or vector states; dataset "
                             f"{reader.location.base} has {spec.state.kind} states and {spec.action.kind} actions")
-        metadata = {k: v for k, v in reader.metadata.items() if k not in _RESERVED and k not in STATE_KEYS}
+        metadata = user_metadata(reader.metadata)
         self.writer = HistoryWriter(out, spec=HistorySpec(state=spec.state, action=spec.action, logprob="scalar"),
                                     family=reader.family, metadata={**metadata, "source": source},
                                     planned_tasks=len(tasks))  # a UserError for a folder of another dataset
