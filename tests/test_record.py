@@ -199,3 +199,24 @@ def test_sb3_a2c_and_sac_record_every_step(tmp_path):
     assert np.isfinite(sac.logprob).all() and not np.allclose(sac.iloc[40:].logprob, -np.log(2.0))
     actions = np.stack(sac.action.to_numpy())
     assert actions.shape == (120, 1) and (np.abs(actions) <= 2.0).all()
+
+
+@pytest.mark.parametrize("learn_calls", [1, 3])
+def test_recording_does_not_change_the_training_it_records(tmp_path, learn_calls):
+    """A recorded PPO run ends with the weights of the same run unrecorded, in one learn call or several (the
+    recorder draws nothing from the generators PPO samples from and changes nothing it reads)."""
+    from stable_baselines3 import PPO
+
+    weights = []
+    for record in (False, True):
+        env = gym.make("CartPole-v1")
+        model = PPO("MlpPolicy", env, seed=3, device="cpu", n_steps=64, batch_size=32, n_epochs=2)
+        rec = HistoryRecorder(tmp_path / f"ppo-{learn_calls}", task="t", observation_space=env.observation_space,
+                              action_space=env.action_space, value=True) if record else None
+        for _ in range(learn_calls):
+            model.learn(192 // learn_calls, callback=rec.sb3_callback() if rec else None, reset_num_timesteps=False)
+        if rec:
+            rec.close()
+            assert len(_read(tmp_path / f"ppo-{learn_calls}")) == 192
+        weights.append(torch.cat([p.detach().flatten() for p in model.policy.parameters()]))
+    assert torch.equal(weights[0], weights[1])
