@@ -47,6 +47,16 @@ def parse_methods(items: Any) -> list[str]:
 
 
 @dataclass
+class OverrideOptions:
+    """Options of the ``ad generate <family>`` and ``ad train rl`` commands a demo runs, beyond those it sets itself
+    (every RL-format demo shares these; a config file's mappings, not command-line flags)."""
+
+    train_overrides: dict = option({}, "extra `ad train rl` options for every run (YAML/JSON config only)")
+    generate_overrides: dict = option({}, "extra `ad generate <family>` options of the source, e.g. its learner's "
+                                          "hyperparameters (YAML/JSON config only)")
+
+
+@dataclass
 class MethodsOptions:
     """The in-context methods a demo trains and compares (every demo shares these options)."""
 
@@ -101,8 +111,9 @@ class DemoRun:
 
 @dataclass
 class DemoConfig:
-    """The pipeline's hooks; a demo's subclass declares its options (``out``, ``seed``, ``train_overrides`` ...; with
-    :class:`MethodsOptions` the ``--methods`` choice) and overrides what its family or model does differently (the
+    """The pipeline's hooks; a demo's subclass declares its options (``out``, ``seed`` ...; with
+    :class:`OverrideOptions` ``train_overrides`` and ``generate_overrides``, with :class:`MethodsOptions` the
+    ``--methods`` choice) and overrides what its family or model does differently (the
     defaults are those of the RL-format AD demo, :class:`ADDemoConfig`)."""
 
     #: the task family whose ``ad generate`` command and ``ad eval`` environment the demo uses
@@ -171,9 +182,9 @@ class DemoConfig:
 
     def generate_config(self, dpt_contexts: bool = False) -> Any:
         """The checked ``ad generate <FAMILY>`` config of the source's histories (``dpt_contexts``: of DPT's
-        generated contexts): :meth:`generate_options` with ``generate_overrides``, where the demo has them; a
+        generated contexts): :meth:`generate_options` with ``generate_overrides`` (:class:`OverrideOptions`); a
         UserError names an option the generator does not have."""
-        options = {**self.generate_options(), **getattr(self, "generate_overrides", {})}
+        options = {**self.generate_options(), **self.generate_overrides}
         source = "demo generate options"
         if dpt_contexts:
             options.update(self.dpt_context_options())
@@ -233,7 +244,8 @@ class DemoConfig:
 
 
 @dataclass
-class ADDemoConfig(DemoConfig, MethodsOptions, SamplingOptions, run_options("out", "seed", "threads")):
+class ADDemoConfig(DemoConfig, OverrideOptions, MethodsOptions, SamplingOptions,
+                   run_options("out", "seed", "threads")):
     """Options every AD demo of a grid-like family shares (a family's subclass adds its source's options, sets
     ``FAMILY`` and defines ``generate_options``)."""
 
@@ -252,9 +264,6 @@ class ADDemoConfig(DemoConfig, MethodsOptions, SamplingOptions, run_options("out
     seeds: int = option(3, "evaluation seeds per held-out task")
     temperature: float = override(SamplingOptions, "temperature", 1.0, DEMO_TEMPERATURE)
     threads: int = override(RunOptions, "threads", 1)
-    train_overrides: dict = option({}, "extra `ad train rl` options for both runs (YAML/JSON config only)")
-    generate_overrides: dict = option({}, "extra `ad generate <family>` options of the source, e.g. its learner's "
-                                          "hyperparameters (YAML/JSON config only)")
 
     def __post_init__(self) -> None:
         self.methods = parse_methods(self.methods)

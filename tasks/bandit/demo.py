@@ -21,7 +21,8 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from ad.config import make_config, option, override, refuse
-from ad.demo import DEMO_TEMPERATURE, DemoConfig, MethodsOptions, method_runs, parse_methods, run_ad_demo
+from ad.demo import (DEMO_TEMPERATURE, DemoConfig, MethodsOptions, OverrideOptions, method_runs, parse_methods,
+                     run_ad_demo)
 from ad.errors import UserError
 from ad.files import write_json_atomic
 from ad.config.groups import RunOptions, SamplingOptions, run_options
@@ -36,7 +37,8 @@ POLICIES = ("AD", "ED", "Thompson", "UCB1", "random")
 
 
 @dataclass
-class BanditDemoConfig(DemoConfig, MethodsOptions, SamplingOptions, run_options("out", "seed", "threads")):
+class BanditDemoConfig(DemoConfig, OverrideOptions, MethodsOptions, SamplingOptions,
+                       run_options("out", "seed", "threads")):
     """Algorithm Distillation on k-armed bandits end to end (generate -> train AD and ED -> regret -> report.md)."""
 
     FAMILY: ClassVar[str] = "bandit"
@@ -66,7 +68,6 @@ class BanditDemoConfig(DemoConfig, MethodsOptions, SamplingOptions, run_options(
     eval_envs: int = option(10, "evaluation runs per held-out instance (each its own reward noise)")
     temperature: float = override(SamplingOptions, "temperature", 1.0, DEMO_TEMPERATURE)
     threads: int = override(RunOptions, "threads", 1)
-    train_overrides: dict = option({}, "extra `ad train rl` options for both runs (YAML/JSON config only)")
 
     def __post_init__(self) -> None:
         self.methods = parse_methods(self.methods)
