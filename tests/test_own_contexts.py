@@ -127,6 +127,13 @@ def test_init_from_a_run_that_does_not_fit_exits_2_before_writing(dpt_run, tmp_p
     assert not (tmp_path / "r" / "config.yaml").exists()
 
 
+def _manifest(folder):
+    """dataset.json less the time it was last written (opening a dataset rewrites it, with the same content)."""
+    manifest = json.loads((folder / "dataset.json").read_text())
+    manifest.pop("updated")
+    return manifest
+
+
 def test_recording_the_same_runs_twice_is_refused_and_another_seed_adds_its_own(dpt_run, tmp_path, capsys):
     data, run = dpt_run
     record = tmp_path / "own"
@@ -134,10 +141,30 @@ def test_recording_the_same_runs_twice_is_refused_and_another_seed_adds_its_own(
               str(record), *QUIET]
     code, err, _ = run_cli(capsys, *common, "--out", str(tmp_path / "e0"))
     assert code == 0, err
-    before = (record / "dataset.json").read_text()
+    before = _manifest(record)
     code, err, _ = run_cli(capsys, *common, "--out", str(tmp_path / "e1"))
     assert code == 2 and "already holds the runs of 2 of these tasks with --seed 0" in err
-    assert (record / "dataset.json").read_text() == before  # nothing written is lost
+    assert _manifest(record) == before  # nothing written is lost
     code, err, _ = run_cli(capsys, *common, "--seed", "1", "--out", str(tmp_path / "e2"))
     assert code == 0, err
     assert {u["run"] for u in HistoryReader(record).units()} == {0, 1}
+
+
+def test_recording_counts_in_the_evaluations_memory_check(dpt_run, tmp_path, capsys, monkeypatch):
+    """--record keeps every step until the evaluation ends: on a machine too small for that (here 2 GiB), the
+    recorded evaluation is refused before anything is written, where the same evaluation unrecorded would fit."""
+    import ad.config.memory
+    from ad.commands.evaluate import eval_memory_bytes
+    from ad.record.rollouts import RolloutRecorder
+
+    data, run = dpt_run
+    reader = HistoryReader(data)
+    envs, episodes = len(reader.metadata["split"]["heldout"]), 1_000_000
+    monkeypatch.setattr(ad.config.memory, "physical_memory_bytes", lambda: 2 << 30)
+    budget = ad.config.memory.MEMORY_SHARE * (2 << 30)
+    assert eval_memory_bytes(envs, 1, episodes) < budget < RolloutRecorder.memory_bytes(reader, envs, episodes)
+    record, out = tmp_path / "own", tmp_path / "eval"
+    code, err, _ = run_cli(capsys, "eval", "--ckpt", str(run), "--data", str(data), "--episodes", str(episodes),
+                           "--seeds", "1", "--record", str(record), "--out", str(out), *QUIET)
+    assert code == 2 and "GiB of memory" in err and "--record" in err
+    assert not record.exists() and not out.exists()

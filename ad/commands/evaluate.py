@@ -175,8 +175,13 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     out = check_output_folder(config.out or Path(config.ckpt) / "eval")
     reader = HistoryReader(config.data)
     tasks = pick_tasks(reader, config.split, config.max_tasks)
-    check_memory(eval_memory_bytes(len(tasks), config.seeds, config.episodes),
-                 f"--seeds {config.seeds} x --episodes {config.episodes} on {len(tasks)} tasks",
+    need = eval_memory_bytes(len(tasks), config.seeds, config.episodes)
+    if config.record:
+        from ad.record.rollouts import RolloutRecorder
+
+        need += RolloutRecorder.memory_bytes(reader, len(tasks) * config.seeds, config.episodes)
+    check_memory(need, f"--seeds {config.seeds} x --episodes {config.episodes} on {len(tasks)} tasks"
+                       f"{' (recorded: --record)' if config.record else ''}",
                  "pass fewer --seeds, --episodes or --max-tasks")
     note = reader.incomplete_note()
     if note:
@@ -190,8 +195,6 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
         policies.append((name, policy))
     recorder = None
     if config.record:
-        from ad.record.rollouts import RolloutRecorder
-
         first = policies[0][1]
         if not hasattr(first, "last_logprob") or getattr(getattr(first, "model", None), "continuous_actions", False):
             raise UserError(f"--record needs the log-probability of each action, which {config.ckpt} does not report "

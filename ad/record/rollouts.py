@@ -37,6 +37,19 @@ class RolloutRecorder:
         self.tasks, self.seeds, self.run = list(tasks), int(seeds), int(run)
         self.steps: list[tuple[np.ndarray, ...]] = []
 
+    @staticmethod
+    def memory_bytes(reader: Any, envs: int, episodes: int) -> int:
+        """Rough peak memory of recording ``envs`` envs for ``episodes`` episodes of ``reader``'s tasks: every step is
+        kept until :meth:`write`, which stacks and then selects it (about three copies at once); 0 where the
+        dataset's episodes have no fixed length."""
+        length = (reader.metadata.get("task_spec") or {}).get("episode_length")
+        if not length:
+            return 0
+        state = reader.spec.state
+        state_bytes = 4 * state.dim if state.kind == "vector" and state.dim else 8
+        step_bytes = state_bytes + 8 + 8 + 8 + 4 + 4 + 3  # obs, episode, timestep, action, reward, logprob, flags
+        return 3 * envs * episodes * int(length) * step_bytes
+
     def step(self, live: np.ndarray, episode: np.ndarray, timestep: np.ndarray, obs: Any, action: np.ndarray,
              reward: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, logprob: Any) -> None:
         """One lockstep step of every env (each (E,) or (E, D)); only the ``live`` envs' rows are kept (an env
