@@ -1,7 +1,7 @@
 """Recorder overhead: SB3 PPO env steps/s with the history recorder vs without it (CartPole-v1, LunarLander-v3).
 
 Stable-Baselines3 PPO with the history callback vs without, on CartPole-v1 and LunarLander-v3, two seeds, measured
-two ways in one process:
+three ways in one process:
 
 - in-run: the recorder runs synchronously inside `learn` (its callback's hooks: every step, every rollout's end, and
   closing the unit afterwards), so its cost is the time spent there; the run's steps/s is compared with the same
