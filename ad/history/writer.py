@@ -33,15 +33,16 @@ SHARD_KEYS = ("task_spec", "source", "seeds")
 STATE_KEYS = ("provenance", "units", "updated", "planned_tasks")
 _RESERVED = {"format", "schema_version", "family", "spec", *STATE_KEYS}
 
+#: Most of the wall time rewriting dataset.json after unit commits may take (see HistoryWriter._save_due).
+JSON_TIME_SHARE = 0.05
+#: dataset.json rewrites faster than this (seconds) happen after every commit.
+JSON_CHEAP_SECONDS = 0.01
+
 
 def user_metadata(manifest: dict[str, Any]) -> dict[str, Any]:
     """The metadata a writer was given, out of a dataset's ``dataset.json`` (``HistoryReader.metadata``): without the
     header and state keys the store adds, so that it can be handed to a new :class:`HistoryWriter`."""
     return {k: v for k, v in manifest.items() if k not in _RESERVED}
-#: Most of the wall time rewriting dataset.json after unit commits may take (see HistoryWriter._save_due).
-JSON_TIME_SHARE = 0.05
-#: dataset.json rewrites faster than this (seconds) happen after every commit.
-JSON_CHEAP_SECONDS = 0.01
 
 
 class HistoryWriter:
