@@ -248,20 +248,22 @@ def run_in_context(policy: InContextPolicy, setup: EvalEnv, episodes: int, seed:
 
 def evaluate_in_context(ckpt: Any, data: Any, episodes: int = 100, seeds: int = 1, split: str = "heldout",
                         greedy: bool = False, seed: int = 0, progress: bool = False,
-                        temperature: float = 1.0) -> EvalResult:
+                        temperature: float = 1.0, sampling: str = "step") -> EvalResult:
     """Load the model trained in run folder ``ckpt`` and run it in context on the ``split`` tasks of dataset
-    ``data`` (``seeds`` envs per task, ``episodes`` episodes each; actions sampled at ``temperature`` unless
-    ``greedy``); returns its ``(tasks, seeds, episodes)`` returns.
+    ``data`` (``seeds`` envs per task, ``episodes`` episodes each; actions sampled at ``temperature`` by the
+    ``sampling`` rule, as ``ad eval --sampling``, unless ``greedy``); returns its ``(tasks, seeds, episodes)``
+    returns.
 
     The Python form of ``ad eval`` for one model, writing no files; a UserError where the model and the dataset
     are of different tasks or the dataset's family has no evaluation environment.
     """
-    from ad.commands.evaluate import check_compatible, pick_tasks
+    from ad.commands.evaluate import check_compatible, pick_tasks, sampling_options
     from ad.history import HistoryReader
 
     reader = HistoryReader(data)
     tasks = pick_tasks(reader, split, None)
-    policy = load_policy(ckpt, greedy=greedy, seed=seed, temperature=temperature)
+    policy = load_policy(ckpt, greedy=greedy, seed=seed, temperature=temperature,
+                         **sampling_options(sampling, reader.family))
     check_compatible(policy, reader, str(ckpt))
     setup = env_factory(reader.family)(reader.metadata, tasks, seeds)
     return run_in_context(policy, setup, episodes, seed, "model", progress)

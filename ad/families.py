@@ -52,6 +52,12 @@ class TaskFamily:
     #: (T,) arrays in history order, so a family whose optimum depends on the episode so far, e.g. whether a key
     #: is carried, can read it); the target of objectives that imitate an optimal policy (DPT). None: unknown
     optimal_actions: Callable[[dict, str, dict], Any] | None = None
+    #: the discrete actions in the order in which ``optimal_actions`` lists the tasks (a grid room's, rows first:
+    #: up, left, noop, right, down): ``ad eval --sampling episode`` picks each action where one uniform draw per
+    #: episode falls in the policy's probabilities summed in this order, so a policy that predicts the optimal action
+    #: under its belief about the task (DPT) walks to one task the belief allows for the whole episode. None: the
+    #: actions' own order
+    action_order: tuple[int, ...] | None = None
     #: the family ``ad demo`` runs without ``--task``; its ``ad generate`` folder is the default ``--data``
     default: bool = False
 

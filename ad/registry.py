@@ -192,6 +192,14 @@ def env_factory(family: str) -> Callable[..., Any]:
     return make
 
 
+def action_order(family: str) -> tuple[int, ...] | None:
+    """The order of a task family's discrete actions in which its optimal actions list the tasks
+    (:attr:`ad.families.TaskFamily.action_order`; None: the actions' own order, or an unknown family)."""
+    load_plugins([family])
+    found = FAMILIES.get(family)
+    return None if found is None or found.action_order is None else tuple(found.action_order)
+
+
 def optimal_actions(family: str | None, what: str = "this objective") -> Callable[..., Any]:
     """The optimal-actions function of a task family; a UserError naming the families that have one if it has
     none (``what`` names the option that needs it)."""

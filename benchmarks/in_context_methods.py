@@ -78,13 +78,13 @@ def run_demo(family: str, out: Path, seed: int, methods: str, demo: dict) -> dic
 
     from ad import registry
     from ad.config import make_config
-    from ad.demo import eval_folder_name
+    from ad.demo import evaluation_folder_name
 
     command = registry.get_demo(family, "rl")
     config = make_config(command.config_cls, {**demo, "methods": methods, "seed": seed, "out": str(out)},
                          source="in_context_methods demo options")
-    results = config.results_folder()  # out, or its evaluation at another sampling temperature
-    evaluation = out / eval_folder_name(config.temperature) / "eval.json"
+    results = config.results_folder()  # out, or its evaluation sampled another way (temperature, rule)
+    evaluation = out / evaluation_folder_name(config) / "eval.json"
     summary = results / "regret.json" if family == "bandit" else evaluation
     if summary.is_file() and (results / FINISHED).is_file() and finished_options(results, config) == asdict(config):
         print(f"{out}: finished with the same options, reading {summary}")
@@ -135,12 +135,11 @@ def dpt_contexts(options: dict) -> str:
     return f", DPT on random contexts{f' ({histories} per instance)' if histories > 1 else ''}"
 
 
-def tempered(temperature: float, short: bool = False) -> str:
+def tempered(temperature: float, short: bool = False, sampling: str = "step") -> str:
     """', actions sampled at temperature T' (``short``: ', temperature T') for an evaluation at a temperature other
-    than 1, else ''."""
-    if temperature == 1.0:
-        return ""
-    return f", {'' if short else 'actions sampled at '}temperature {temperature:g}"
+    than 1, then ', one draw per episode' for one sampled that way (``ad eval --sampling episode``), else ''."""
+    text = "" if temperature == 1.0 else f", {'' if short else 'actions sampled at '}temperature {temperature:g}"
+    return text + (", one draw per episode" if sampling == "episode" else "")
 
 
 def model_size(options: dict) -> str:
@@ -197,7 +196,8 @@ def grid_figures(family: str, seeds: list[int], runs: list[dict], labels: list[s
     with ``headline`` DPT's figure at episodes 36-40 is the capability's headline."""
     first = runs[0]
     setting = (f"{tag}{dpt_contexts(options or {})}, {len(first['tasks'])} held-out tasks x {first['seeds']} seeds, "
-               f"{first['episodes']} episodes in context{tempered(first.get('temperature', 1.0))}, seeds "
+               f"{first['episodes']} episodes in context"
+               f"{tempered(first.get('temperature', 1.0), sampling=first.get('sampling', 'step'))}, seeds "
                f"{', '.join(map(str, seeds))}")
     figures = []
     for a, b in WINDOWS:
@@ -237,9 +237,10 @@ def main(args: argparse.Namespace) -> None:
     demo = {**args.demo, **(QUICK[args.family] if args.quick else {})}
     tag = args.family if args.family != "darkroom" else f"darkroom{demo.get('size', 9)}"
     tag += f"-{args.variant}" if args.variant else ""
-    folder_tag = tag  # the demo folders: an evaluation at another temperature reuses the trained models
-    temperature = float(demo.get("temperature", 1.0))
-    tag += f"-temperature-{temperature:g}" if temperature != 1.0 else ""
+    folder_tag = tag  # the demo folders: an evaluation sampled another way reuses the trained models
+    temperature, sampling = float(demo.get("temperature", 1.0)), demo.get("sampling", "step")
+    resampled = eval_folder_name(temperature, sampling) != "eval"
+    tag += eval_folder_name(temperature, sampling)[len("eval"):]  # "-temperature-<T>", "-sampling-<rule>"
     seeds, runs, outs = list(args.seeds), [], []
     for seed in seeds:
         out = Path(args.out) / f"{folder_tag}-seed{seed}{'-quick' if args.quick else ''}"
@@ -251,10 +252,10 @@ def main(args: argparse.Namespace) -> None:
     if args.family == "bandit":
         figures = bandit_figures(seeds, runs, labels, tag, headline)
     else:
-        results = outs[0] if temperature == 1.0 else outs[0] / eval_folder_name(temperature)
+        results = outs[0] / eval_folder_name(temperature, sampling) if resampled else outs[0]
         options = json.loads((results / FINISHED).read_text())
         figures = grid_figures(args.family, seeds, runs, labels, tag, options, headline)
-    if temperature == 1.0:  # at another temperature the demo only evaluated: its timings are not the demo's
+    if not resampled:  # sampled another way the demo only evaluated: its timings are not the demo's
         figures += demo_wall_time_figures(outs, seeds, f"ad demo --methods {','.join(methods)}", tag)
     merge_report("in_context_methods", args.quick, tag, figures, tuple(args.supersedes), capability=CAPABILITY,
                  page="in-context-methods")

@@ -12,15 +12,15 @@ from ad.files import check_output_folder, write_json_atomic, write_text_atomic
 from ad.config import option, override, refuse
 from ad.errors import UserError
 from ad.config.memory import check_memory
-from ad.config.groups import RunOptions, SamplingOptions, run_options
-from ad.registry import default_dataset, env_factory, load_policy, register, task_kwargs
+from ad.config.groups import RunOptions, SamplingOptions, SamplingRuleOptions, run_options
+from ad.registry import action_order, default_dataset, env_factory, load_policy, register, task_kwargs
 
 #: Labels of the rows the evaluator adds itself (uniformly random actions, the source algorithm's own curve).
 RESERVED_LABELS = ("random", "source")
 
 
 @dataclass
-class EvalConfig(SamplingOptions, run_options("out", "seed", "threads", "progress")):
+class EvalConfig(SamplingOptions, SamplingRuleOptions, run_options("out", "seed", "threads", "progress")):
     """Run trained models in context on held-out tasks; write eval.json, eval.csv and in_context.png."""
 
     ckpt: str = option("runs/ad", "run folder of `ad train` (the AD model)")
@@ -53,6 +53,9 @@ class EvalConfig(SamplingOptions, run_options("out", "seed", "threads", "progres
         if self.greedy and self.temperature != 1.0:
             raise UserError(f"--greedy takes no sampling, so --temperature {self.temperature} would be ignored; "
                             "pass one of the two")
+        if self.greedy and self.sampling != "step":
+            raise UserError(f"--greedy takes no sampling, so --sampling {self.sampling} would be ignored; pass one of "
+                            "the two")
         if self.split not in ("heldout", "train", "all"):
             raise UserError(f"--split must be heldout, train or all, got {self.split!r}")
         if self.max_tasks is not None and self.max_tasks <= 0:
@@ -160,6 +163,12 @@ def check_compatible(policy: Any, reader: Any, ckpt: str) -> None:
                         f"{data_length}-step episodes: they are of different tasks")
 
 
+def sampling_options(sampling: str, family: str) -> dict[str, Any]:
+    """The policy loader's options for ``--sampling`` on a dataset of ``family`` (none for the default, so a model
+    family's loader that predates the option loads as before)."""
+    return {} if sampling == "step" else {"sampling": sampling, "action_order": action_order(family)}
+
+
 def evaluate(config: EvalConfig) -> dict[str, Any]:
     """Evaluate ``ckpt`` (and ``baseline``), random and the source curve; write files; return the summary."""
     import numpy as np
@@ -190,7 +199,8 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
 
     policies: list[tuple[str, Any]] = []
     for name, ckpt in config.named_models():
-        policy = load_policy(ckpt, greedy=config.greedy, seed=config.seed, temperature=config.temperature)
+        policy = load_policy(ckpt, greedy=config.greedy, seed=config.seed, temperature=config.temperature,
+                             **sampling_options(config.sampling, reader.family))
         check_compatible(policy, reader, ckpt)
         policies.append((name, policy))
     recorder = None
@@ -201,7 +211,8 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
                             "(an RL-format model with discrete actions does); evaluate it without --record")
         recorder = RolloutRecorder(config.record, reader, tasks, config.seeds, config.seed, {
             "algorithm": "in-context", "ckpt": str(config.ckpt), "data": str(config.data), "split": config.split,
-            "episodes": config.episodes, "greedy": config.greedy, "temperature": config.temperature})
+            "episodes": config.episodes, "greedy": config.greedy, "temperature": config.temperature,
+            "sampling": config.sampling})
     out.mkdir(parents=True, exist_ok=True)  # only once the inputs are known to be good
 
     results = []
@@ -224,7 +235,8 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     optimal = float(np.mean(setup.optimal))
 
     summary = {"tasks": tasks, "episodes": config.episodes, "seeds": config.seeds, "greedy": config.greedy,
-               "temperature": config.temperature, "optimal_mean_return": optimal, "policies": {}}
+               "temperature": config.temperature, "sampling": config.sampling, "optimal_mean_return": optimal,
+               "policies": {}}
     for result in results:
         mean, std = result.curve()
         summary["policies"][result.name] = {**summarise(result), "mean": mean.tolist(), "std": std.tolist(),

@@ -98,6 +98,19 @@ class SamplingOptions:
 
 
 @dataclass
+class SamplingRuleOptions:
+    """When sampled actions are drawn (``ad eval`` and the demos of the RL-format models, whose policies support
+    both rules)."""
+
+    sampling: Literal["step", "episode"] = option(
+        "step", "how sampled actions are drawn: step = afresh at every step; episode = one uniform draw per env and "
+                "episode picks each of the episode's actions where it falls in the policy's probabilities summed in "
+                "the task family's action order, so a policy whose probabilities mix hypotheses (DPT: the optimal "
+                "action wherever the goal may be) follows one of them for the whole episode: posterior sampling "
+                "(Box actions: one draw per dimension)")
+
+
+@dataclass
 class LoRAOptions:
     """LoRA adapter settings (peft ``LoraConfig``); the base model's weights stay frozen."""
 

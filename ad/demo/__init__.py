@@ -25,7 +25,7 @@ from typing import Any, Callable, ClassVar, Literal
 from ad import registry
 from ad.config import make_config, option, override, refuse
 from ad.errors import UserError
-from ad.config.groups import RunOptions, SamplingOptions, run_options
+from ad.config.groups import RunOptions, SamplingOptions, SamplingRuleOptions, run_options
 
 
 #: In-context methods a demo can train on the same histories (``--methods``): name -> label in the report. Each is
@@ -81,10 +81,22 @@ DEMO_TEMPERATURE = ("other than 1, the evaluation, its report and its timings go
                     "the trained models are reused")
 
 
-def eval_folder_name(temperature: float = 1.0) -> str:
-    """The folder under a demo's ``out`` of its evaluation at ``temperature``: ``eval``, or ``eval-temperature-<T>``
-    for any other temperature (so evaluations of the same models at several temperatures sit side by side)."""
-    return "eval" if temperature == 1.0 else f"eval-temperature-{temperature:g}"
+#: What ``--sampling`` does in a demo, beside what it does in ``ad eval``.
+DEMO_SAMPLING = ("other than step, the evaluation, its report and its timings go to <out>/eval-sampling-<rule> (after "
+                 "the temperature's part of the name, if any) and the trained models are reused")
+
+
+def eval_folder_name(temperature: float = 1.0, sampling: str = "step") -> str:
+    """The folder under a demo's ``out`` of its evaluation at ``temperature`` with the ``sampling`` rule: ``eval``,
+    ``eval-temperature-<T>`` for any other temperature, then ``-sampling-<rule>`` for another rule (so evaluations
+    of the same models sampled in several ways sit side by side)."""
+    return ("eval" + (f"-temperature-{temperature:g}" if temperature != 1.0 else "")
+            + (f"-sampling-{sampling}" if sampling != "step" else ""))
+
+
+def evaluation_folder_name(config: Any) -> str:
+    """:func:`eval_folder_name` of a demo's options (a demo without the sampling options samples at 1, per step)."""
+    return eval_folder_name(getattr(config, "temperature", 1.0), getattr(config, "sampling", "step"))
 
 
 def dpt_trains_on_generated_contexts(config: Any) -> bool:
@@ -133,15 +145,17 @@ class DemoConfig:
         return Path(self.out) / f"{self.DATA or self.FAMILY}{f'-{self.dpt_data}' if dpt_contexts else ''}"
 
     def results_folder(self) -> Path:
-        """Where the evaluation writes its report and the stages' timings: ``out``, or for an evaluation at another
-        sampling temperature (:class:`SamplingOptions`) ``out/eval-temperature-<T>``, where its own files are too."""
-        temperature = getattr(self, "temperature", 1.0)  # a demo without SamplingOptions samples at 1
-        return Path(self.out) if temperature == 1.0 else Path(self.out) / eval_folder_name(temperature)
+        """Where the evaluation writes its report and the stages' timings: ``out``, or for an evaluation sampled
+        another way (another temperature, :class:`SamplingOptions`, or rule, :class:`SamplingRuleOptions`)
+        ``out/<its eval folder>`` (:func:`eval_folder_name`), where its own files are too."""
+        name = evaluation_folder_name(self)
+        return Path(self.out) if name == "eval" else Path(self.out) / name
 
     def eval_folder(self) -> Path:
-        """``<out>/eval``, or for an evaluation at another sampling temperature ``<out>/eval-temperature-<T>``: where
-        the evaluation of the demo's (RL-format) models writes ``eval.json``, ``eval.csv`` and ``in_context.png``."""
-        return Path(self.out) / eval_folder_name(getattr(self, "temperature", 1.0))
+        """``<out>/eval``, or for an evaluation sampled another way ``<out>/eval-temperature-<T>`` and / or
+        ``-sampling-<rule>``: where the evaluation of the demo's (RL-format) models writes ``eval.json``,
+        ``eval.csv`` and ``in_context.png``."""
+        return Path(self.out) / evaluation_folder_name(self)
 
     def generate_options(self) -> dict[str, Any]:
         """Options of ``ad generate <FAMILY>`` for this demo (``out`` is set by the pipeline)."""
@@ -227,6 +241,7 @@ class DemoConfig:
         return evaluate(EvalConfig(ckpt=str(first_run), name=first, data=str(self.data_folder()),
                                    models=[f"{label}={path}" for label, path in others], episodes=self.episodes,
                                    seeds=self.seeds, seed=self.seed, temperature=self.temperature,
+                                   sampling=getattr(self, "sampling", "step"),
                                    out=str(self.eval_folder())))
 
     def report(self, summary: dict[str, Any], timings: dict[str, float], methods: list[str]) -> Path:
@@ -244,7 +259,7 @@ class DemoConfig:
 
 
 @dataclass
-class ADDemoConfig(DemoConfig, OverrideOptions, MethodsOptions, SamplingOptions,
+class ADDemoConfig(DemoConfig, OverrideOptions, MethodsOptions, SamplingOptions, SamplingRuleOptions,
                    run_options("out", "seed", "threads")):
     """Options every AD demo of a grid-like family shares (a family's subclass adds its source's options, sets
     ``FAMILY`` and defines ``generate_options``)."""
@@ -263,6 +278,7 @@ class ADDemoConfig(DemoConfig, OverrideOptions, MethodsOptions, SamplingOptions,
     episodes: int = option(100, "episodes in context at evaluation")
     seeds: int = option(3, "evaluation seeds per held-out task")
     temperature: float = override(SamplingOptions, "temperature", 1.0, DEMO_TEMPERATURE)
+    sampling: Literal["step", "episode"] = override(SamplingRuleOptions, "sampling", "step", DEMO_SAMPLING)
     threads: int = override(RunOptions, "threads", 1)
 
     def __post_init__(self) -> None:

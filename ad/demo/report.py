@@ -91,11 +91,15 @@ def in_context_lines(summary: dict[str, Any], windows: Sequence[tuple[int, int]]
 
 
 def _acting(summary: dict[str, Any]) -> str:
-    """How the evaluated policies acted: greedy, sampled, or sampled at a temperature other than 1."""
+    """How the evaluated policies acted: greedy, sampled, or sampled at a temperature other than 1, afresh at every
+    step or by one draw per episode."""
     if summary["greedy"]:
         return "greedy actions"
     temperature = summary.get("temperature", 1.0)  # evaluations written before the option existed sampled at 1
-    return "sampled actions" if temperature == 1.0 else f"actions sampled at temperature {temperature:g}"
+    acting = "sampled actions" if temperature == 1.0 else f"actions sampled at temperature {temperature:g}"
+    if summary.get("sampling", "step") == "episode":  # written before the option existed: afresh at every step
+        acting += ", one draw per episode"
+    return acting
 
 
 def write_report(path: Path, heading: str, body: Sequence[str], images: dict[str, str], timings: dict[str, float],

@@ -6,6 +6,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from ad.errors import UserError
 from ad.registry import register_policy_loader
 from models import saved_model_dir
 
@@ -43,14 +44,18 @@ def load_model(path: Any) -> tuple[Any, Any, dict[str, Any]]:
 
 
 def load(path: Any, greedy: bool = False, seed: int = 0, threads: int | None = None,
-         temperature: float = 1.0) -> Any:
+         temperature: float = 1.0, sampling: str = "step", action_order: Any = None) -> Any:
     """An :class:`~models.lm.policy.LMPolicy` (``num_states`` / ``num_actions`` attributes for checks); a model
-    trained on open-text actions acts by free generation instead (``GeneratePolicy``; unparsable output raises)."""
+    trained on open-text actions acts by free generation instead (``GeneratePolicy``; unparsable output raises).
+    Its actions are drawn afresh at every step: ``sampling="episode"`` is refused (``action_order`` unused)."""
     import torch
 
     from ad.progress.hf import library_bars_off_in_logs
     from models.lm.policy import GeneratePolicy, LMPolicy
 
+    if sampling != "step":
+        raise UserError(f"{path} is a language model, which draws every action afresh (--sampling step); "
+                        f"--sampling {sampling} is for the RL-format models")
     if threads:
         torch.set_num_threads(threads)
     library_bars_off_in_logs()

@@ -13,7 +13,9 @@ head (``ADConfig.action_head``) reads one hidden state (B, T, C) and outputs ``p
 
 Acting (:meth:`BoxActions.choose`): ``greedy`` takes the squashed mean ``tanh(mean)`` (Gaussian) or the most likely
 bin of each dimension (bins); otherwise an action is sampled from the head's distribution (at a temperature: the
-Gaussian's std times T, the bins' logits divided by T).
+Gaussian's std times T, the bins' logits divided by T), or, given uniform ``draws`` per dimension (``ad eval --sampling
+episode``), picked by them: the Gaussian's noise is their normal quantile, each dimension's bin the first whose
+cumulative probability passes its draw.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from models.sampling import choose
+from models.sampling import choose, choose_at_draws
 
 #: Recorded actions on (or beyond) a bound are pulled this far inside [-1, 1] before ``atanh`` (u = +-3.8).
 EDGE = 1e-3
@@ -109,15 +111,20 @@ class BoxActions(nn.Module):
         return nll, ((greedy - target) ** 2).mean(-1)
 
     def choose(self, params: torch.Tensor, greedy: bool, generator: torch.Generator | None = None,
-               temperature: float = 1.0) -> torch.Tensor:
+               temperature: float = 1.0, draws: torch.Tensor | None = None) -> torch.Tensor:
         """Env-scale actions (..., D) from head outputs (..., head_size): the squashed mean / most likely bin when
         ``greedy``, else a sample of the head's distribution at ``temperature`` T (Gaussian: its std times T; bins:
-        each dimension's logits divided by T)."""
+        each dimension's logits divided by T), picked by ``draws`` (..., D) uniform in (0, 1) where given."""
         if self.head == "gaussian":
             mean, log_std = self.gaussian(params)
             if not greedy:
-                noise = torch.randn(mean.shape, generator=generator).to(mean.device)
-                mean = mean + log_std.exp() * temperature * noise
+                if draws is None:
+                    noise = torch.randn(mean.shape, generator=generator)
+                else:  # the standard normal quantile of each draw
+                    noise = torch.special.ndtri(draws.clamp(1e-6, 1 - 1e-6).to(mean.dtype))
+                mean = mean + log_std.exp() * temperature * noise.to(mean.device)
             return self.unscale(torch.tanh(mean))
         logits = params.float().unflatten(-1, (self.dim, self.bins))  # (..., D, N)
+        if draws is not None and not greedy:
+            return self.from_bins(choose_at_draws(logits, draws.to(logits.device), temperature))
         return self.from_bins(choose(logits, greedy, generator, temperature))

@@ -23,8 +23,9 @@ def detect(path: Any) -> bool:
 
 
 def load(path: Any, greedy: bool = False, seed: int = 0, threads: int | None = None,
-         temperature: float = 1.0) -> Any:
-    """An :class:`~models.rl.policy.ADPolicy` with ``num_states`` / ``num_actions`` attributes for checks."""
+         temperature: float = 1.0, sampling: str = "step", action_order: Any = None) -> Any:
+    """An :class:`~models.rl.policy.ADPolicy` with ``num_states`` / ``num_actions`` attributes for checks
+    (``sampling`` and ``action_order``: how it draws its actions, see the policy)."""
     import torch
 
     from models.rl.model import ADTransformer
@@ -33,7 +34,8 @@ def load(path: Any, greedy: bool = False, seed: int = 0, threads: int | None = N
     if threads:
         torch.set_num_threads(threads)
     model = ADTransformer.from_pretrained(model_dir(path))
-    policy = ADPolicy(model, greedy=greedy, generator=torch.Generator().manual_seed(seed), temperature=temperature)
+    policy = ADPolicy(model, greedy=greedy, generator=torch.Generator().manual_seed(seed), temperature=temperature,
+                      sampling=sampling, action_order=None if model.config.action_dim else action_order)
     policy.num_states = model.config.num_states
     policy.num_actions = model.config.num_actions
     policy.action_dim = model.config.action_dim

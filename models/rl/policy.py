@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from models.rl.model import ADTransformer
-from models.sampling import check_temperature, choose
+from models.sampling import SAMPLING_RULES, EpisodeDraws, check_temperature, choose, choose_at_draws
 
 
 class ContextWindow:
@@ -72,14 +72,28 @@ class ADPolicy:
     takes the head's most likely action, else one is sampled (:meth:`models.rl.box_actions.BoxActions.choose`).
     ``temperature`` T (sampling only): discrete actions are drawn from ``softmax(logits / T)``, so T < 1 moves the
     policy toward its greedy action and T = 1 is the model's own distribution.
+    ``sampling`` (sampling only): ``step`` draws every action afresh; ``episode`` keeps one uniform draw per env and
+    episode (:class:`models.sampling.EpisodeDraws`) and picks each action by it (:func:`models.sampling.
+    choose_at_draws`, discrete actions listed in ``action_order``; Box actions one draw per dimension), so that where
+    the model's probabilities mix hypotheses (DPT's optimal action under each place the goal may be) the whole
+    episode follows one of them: posterior sampling.
     """
 
     def __init__(self, model: ADTransformer, greedy: bool = True, generator: torch.Generator | None = None,
-                 temperature: float = 1.0):
+                 temperature: float = 1.0, sampling: str = "step", action_order=None):
         self.model = model
         self.greedy = greedy
         self.generator = generator
         self.temperature = check_temperature(temperature)
+        if sampling not in SAMPLING_RULES:
+            raise ValueError(f"sampling must be one of {', '.join(SAMPLING_RULES)}, got {sampling!r}")
+        self.sampling = sampling
+        self.action_order = None if action_order is None else torch.as_tensor(action_order, dtype=torch.long)
+        if self.action_order is not None and sorted(self.action_order.tolist()) != list(range(model.config.num_actions
+                                                                                               or 0)):
+            raise ValueError(f"action_order must list each of the model's {model.config.num_actions} actions once, "
+                             f"got {self.action_order.tolist()}")
+        self.episode_draws: EpisodeDraws | None = None
         self.window: ContextWindow | None = None
         self.cache = None
         #: (B,) log-probability of the discrete actions of the last :meth:`act` (None for Box actions)
@@ -92,6 +106,9 @@ class ADPolicy:
         dtype = next(self.model.parameters()).dtype
         self.window = ContextWindow(self.model, num_envs, device=device)
         self.cache = self.model.new_cache(num_envs, device=device, dtype=dtype)
+        if self.sampling == "episode":
+            dims = (self.model.config.action_dim,) if self.model.continuous_actions else ()
+            self.episode_draws = EpisodeDraws(self.generator, dims)
 
     def _check(self, timestep) -> None:
         if self.window is None:
@@ -119,13 +136,18 @@ class ADPolicy:
     def act(self, obs, prev_action, prev_reward, timestep, first) -> torch.Tensor:
         """Actions (B,) [Box: (B, A)] for the new states: argmax if greedy, else sampled."""
         logits = self.logits(obs, prev_action, prev_reward, timestep, first)
+        draws = None if self.greedy or self.episode_draws is None else self.episode_draws.at(timestep)  # (B[, A])
         if self.model.continuous_actions:
             self.last_logprob = None
-            return self.model.box.choose(logits, self.greedy, self.generator, self.temperature)
-        actions = choose(logits.float(), self.greedy, self.generator, self.temperature)  # (B,)
+            return self.model.box.choose(logits, self.greedy, self.generator, self.temperature, draws)
+        if draws is not None:  # (B,): the episode's draw picks the action
+            actions = choose_at_draws(logits.float(), draws, self.temperature, self.action_order)
+        else:
+            actions = choose(logits.float(), self.greedy, self.generator, self.temperature)  # (B,)
         if self.greedy:  # a deterministic choice: probability 1
             self.last_logprob = torch.zeros(actions.shape)
-        else:  # (B,) log-probability of each action under the distribution it was drawn from
+        else:  # (B,) log-probability of each action under the step's distribution (under --sampling episode: the
+            # probability that an episode's draw picks it there)
             logp = torch.log_softmax(logits.float() / self.temperature, -1)  # (B, A)
             self.last_logprob = logp.gather(-1, actions[:, None])[:, 0]
         return actions

@@ -19,7 +19,7 @@ from ad.distributed import check_backend_options
 from ad.errors import UserError
 from ad.config.memory import check_memory
 from ad.config.groups import RunOptions, continue_post_init, dataset_out, run_options
-from tasks.grid.room import NUM_ACTIONS, split_goals
+from tasks.grid.room import NUM_ACTIONS, ROWS_FIRST_ORDER, split_goals
 from tasks.source_options import NoiseOptions, RandomOptions, check_noise_options, check_random_options
 
 #: The ``--help`` sections of the A2C options and of how batches run.
@@ -115,7 +115,7 @@ def register_grid_family(name: str, package: str, env_class: str, gym_ids: dict[
         name=name, summary=summary, generate_config=generate_config,
         generate=lazy_function(f"{package}.generate:generate"), gym_id=next(iter(gym_ids)),
         eval_kwargs=lazy_function(f"{package}.vector_env:eval_kwargs"), demo_config=demo_config,
-        optimal_actions=lazy_function(f"{package}.optimal:optimal_actions"),
+        optimal_actions=lazy_function(f"{package}.optimal:optimal_actions"), action_order=ROWS_FIRST_ORDER,
         task_kwargs=("size",), default=default))
 
 

@@ -72,6 +72,13 @@ def shortest_path_actions(size: int, target_cell: int) -> np.ndarray:
     return action
 
 
+#: The actions in the order in which :func:`shortest_path_actions` lists the target cells: a target in an earlier row
+#: is reached by going up, then in the same row by going left, the cell itself by noop, then right, then (later
+#: rows) down. Cells taken row by row, and a policy's probabilities of the optimal action summed in this order, agree:
+#: one uniform draw falls in the same cell's share at every step of the walk to it (``ad eval --sampling episode``).
+ROWS_FIRST_ORDER = (1, 4, 0, 2, 3)
+
+
 class GridEnv(gym.Env):
     """One task in the room (gymnasium ``Env``): the walk, the start cell and the picture's floor; the episode length
     comes from gymnasium's ``TimeLimit``. A family supplies its task draw (:meth:`_new_episode`), its reward
