@@ -1,4 +1,5 @@
-"""Choosing actions from a policy's scores: greedy, or sampled at a temperature (shared by every model family)."""
+"""Choosing actions from a policy's scores: greedy, or sampled at a temperature, afresh at every step or by one draw
+per episode (shared by every model family)."""
 from __future__ import annotations
 
 import math
