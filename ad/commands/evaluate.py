@@ -176,6 +176,7 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     from ad.evaluate import RandomPolicy, run_in_context, source_curve, summarise
     from ad.history import HistoryReader
     from ad.plots import plot_in_context
+    from ad.record.rollouts import RolloutRecorder
 
     if config.threads:
         import torch
@@ -186,8 +187,6 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     tasks = pick_tasks(reader, config.split, config.max_tasks)
     need = eval_memory_bytes(len(tasks), config.seeds, config.episodes)
     if config.record:
-        from ad.record.rollouts import RolloutRecorder
-
         need += RolloutRecorder.memory_bytes(reader, len(tasks) * config.seeds, config.episodes)
     check_memory(need, f"--seeds {config.seeds} x --episodes {config.episodes} on {len(tasks)} tasks"
                        f"{' (recorded: --record)' if config.record else ''}",
