@@ -143,3 +143,5 @@ def test_reports_say_how_the_policies_acted():
     assert "sampled actions" in in_context_lines(summary, windows=())[0]
     assert "actions sampled at temperature 0.5." in in_context_lines(summary | {"temperature": 0.5}, windows=())[0]
     assert "greedy actions" in in_context_lines(summary | {"greedy": True}, windows=())[0]
+    episode = summary | {"temperature": 2.0, "sampling": "episode"}
+    assert "actions sampled at temperature 2, one draw per episode." in in_context_lines(episode, windows=())[0]
