@@ -238,9 +238,9 @@ def main(args: argparse.Namespace) -> None:
     tag = args.family if args.family != "darkroom" else f"darkroom{demo.get('size', 9)}"
     tag += f"-{args.variant}" if args.variant else ""
     folder_tag = tag  # the demo folders: an evaluation sampled another way reuses the trained models
-    temperature, sampling = float(demo.get("temperature", 1.0)), demo.get("sampling", "step")
-    resampled = eval_folder_name(temperature, sampling) != "eval"
-    tag += eval_folder_name(temperature, sampling)[len("eval"):]  # "-temperature-<T>", "-sampling-<rule>"
+    evaluation = eval_folder_name(float(demo.get("temperature", 1.0)), demo.get("sampling", "step"))
+    resampled = evaluation != "eval"
+    tag += evaluation[len("eval"):]  # "-temperature-<T>", "-sampling-<rule>"
     seeds, runs, outs = list(args.seeds), [], []
     for seed in seeds:
         out = Path(args.out) / f"{folder_tag}-seed{seed}{'-quick' if args.quick else ''}"
@@ -252,7 +252,7 @@ def main(args: argparse.Namespace) -> None:
     if args.family == "bandit":
         figures = bandit_figures(seeds, runs, labels, tag, headline)
     else:
-        results = outs[0] / eval_folder_name(temperature, sampling) if resampled else outs[0]
+        results = outs[0] / evaluation if resampled else outs[0]
         options = json.loads((results / FINISHED).read_text())
         figures = grid_figures(args.family, seeds, runs, labels, tag, options, headline)
     if not resampled:  # sampled another way the demo only evaluated: its timings are not the demo's
