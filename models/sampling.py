@@ -46,6 +46,26 @@ def choose_at_draws(logits: torch.Tensor, draws: torch.Tensor, temperature: floa
     return picked if order is None else order[picked]
 
 
+def draw_bands(logits: torch.Tensor, actions: torch.Tensor, temperature: float = 1.0,
+               order: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(lower, upper), each (...,): the draws in [0, 1) for which :func:`choose_at_draws` picks ``actions`` (...,)
+    from the same logits (..., A), temperature and order, ``lower <= draw < upper``; computed with the chooser's own
+    sums, so every draw that picked an action lies in its band (the last action with mass takes the band up to 1).
+    """
+    probs = torch.softmax(logits.float() / temperature, -1)  # (..., A)
+    if order is not None:
+        probs = probs[..., order]
+        position = torch.argsort(order)[actions]  # (...,): each action's place in the order
+    else:
+        position = actions
+    cum = probs.cumsum(-1)  # (..., A)
+    last = probs.shape[-1] - 1 - (probs > 0).flip(-1).int().argmax(-1)  # (...,)
+    upper = torch.where(position == last, torch.ones_like(cum[..., 0]), cum.gather(-1, position[..., None])[..., 0])
+    lower = torch.where(position > 0, cum.gather(-1, (position - 1).clamp(min=0)[..., None])[..., 0],
+                        torch.zeros_like(upper))
+    return lower, upper
+
+
 #: How sampled actions are drawn (``ad eval --sampling``): a fresh draw at every step, or one per episode.
 SAMPLING_RULES = ("step", "episode")
 
@@ -53,12 +73,18 @@ SAMPLING_RULES = ("step", "episode")
 class EpisodeDraws:
     """Uniform draws in [0, 1) kept for a whole episode, one per env (and per action dimension: ``dims``), renewed
     in the envs whose episode starts (time step 0): what :func:`choose_at_draws` picks every action of an episode
-    with under ``ad eval --sampling episode``."""
+    with under ``ad eval --sampling episode``.
+
+    For one draw per env (no ``dims``) it also keeps, per env, the interval of draws that would have picked the
+    episode's actions so far (:meth:`narrow`), so that the probability of each action given the episode's earlier
+    ones, and hence of the whole path, can be recorded."""
 
     def __init__(self, generator: torch.Generator | None = None, dims: tuple[int, ...] = ()):
         self.generator = generator
         self.dims = tuple(dims)
         self.draws: torch.Tensor | None = None  # (B, *dims)
+        self.low: torch.Tensor | None = None  # (B,) float64: the draws consistent with the episode's actions so far
+        self.high: torch.Tensor | None = None  # (B,)
 
     def at(self, timestep: torch.Tensor) -> torch.Tensor:
         """The draws (B, *dims) of the envs at in-episode ``timestep`` (B,): new ones where it is 0."""
@@ -66,7 +92,24 @@ class EpisodeDraws:
         fresh = torch.rand((timestep.shape[0], *self.dims), generator=self.generator)  # (B, *dims)
         if self.draws is None or self.draws.shape != fresh.shape:
             self.draws = fresh
+            self.low = torch.zeros(fresh.shape[0], dtype=torch.float64)
+            self.high = torch.ones(fresh.shape[0], dtype=torch.float64)
         else:
             starts = (timestep == 0).reshape(-1, *([1] * len(self.dims)))  # (B, 1...)
             self.draws = torch.where(starts, fresh, self.draws)
+            self.low = torch.where(timestep == 0, 0.0, self.low)
+            self.high = torch.where(timestep == 0, 1.0, self.high)
         return self.draws
+
+    def narrow(self, lower: torch.Tensor, upper: torch.Tensor) -> torch.Tensor:
+        """Log-probability (B,) of the actions just picked given the episode's earlier actions: the share of the draws
+        still consistent with the episode that fall in the actions' bands ``[lower, upper)`` (B,) (from
+        :func:`draw_bands`); the kept intervals narrow to those draws. Summed over an episode: the log-probability
+        of its whole path of actions."""
+        if self.low is None or self.dims:
+            raise RuntimeError("narrow needs one draw per env, after at()")
+        low = torch.maximum(self.low, lower.double())
+        high = torch.minimum(self.high, upper.double())
+        logprob = torch.log((high - low) / (self.high - self.low))  # (B,): the draw lies in both, so high > low
+        self.low, self.high = low, high
+        return logprob.float()

@@ -1,6 +1,6 @@
 """One draw per episode (`ad eval --sampling episode`): the inverse-CDF chooser, the draws kept for an episode, the
-grid rooms' action order (one draw walks to one goal), the RL-format policy and its Box heads, the demo's folders,
-and the refusals (greedy with it, a language model)."""
+grid rooms' action order (one draw walks to one goal), the recorded probability of a path, the RL-format policy and
+its Box heads, the demo's folders, and the refusals (greedy with it, a language model)."""
 from __future__ import annotations
 
 import json
@@ -13,11 +13,12 @@ import torch
 
 from ad.demo import eval_folder_name
 from ad.errors import UserError
+from ad.history import HistoryReader
 from models.rl.box_actions import BoxActions
 from models.rl.config import ADConfig
 from models.rl.model import ADTransformer
 from models.rl.policy import ADPolicy
-from models.sampling import EpisodeDraws, choose_at_draws
+from models.sampling import EpisodeDraws, choose_at_draws, draw_bands
 from tasks.grid.room import ACTION_DELTAS, ROWS_FIRST_ORDER, shortest_path_actions
 
 torch.set_num_threads(1)
@@ -52,6 +53,48 @@ def test_draws_are_kept_for_an_episode_and_renewed_where_one_starts():
     assert renewed[0] == first[0] and renewed[2] == first[2] and renewed[1] != first[1]
     boxed = EpisodeDraws(torch.Generator().manual_seed(0), dims=(3,))
     assert boxed.at(torch.tensor([0, 0])).shape == (2, 3)
+
+
+def test_the_band_of_a_picked_action_holds_the_draw_that_picked_it():
+    gen = torch.Generator().manual_seed(3)
+    logits = torch.randn(5000, 5, generator=gen) * 3
+    logits[::7, 4] = float("-inf")  # zero-mass actions, last in the actions' own order
+    draws = torch.rand(5000, generator=gen)
+    draws[:50] = 1.0 - 2 ** -24  # the largest draw below 1: past the summed mass when it rounds low
+    for order in (None, torch.tensor([1, 4, 0, 2, 3])):
+        picked = choose_at_draws(logits, draws, 1.3, order)
+        lower, upper = draw_bands(logits, picked, 1.3, order)
+        assert bool((lower <= draws).all()) and bool((draws < upper).all())
+        widths = sum(torch.subtract(*draw_bands(logits, torch.full((5000,), a), 1.3, order)[::-1]) for a in range(5))
+        torch.testing.assert_close(widths, torch.ones(5000), atol=1e-6, rtol=0)  # the bands tile [0, 1)
+
+
+def test_the_recorded_probabilities_of_an_episode_multiply_to_its_paths_share_of_draws():
+    """Actions that depend on the earlier ones (as a context does): each path's summed log-probabilities equal the
+    log of the share of a fine grid of draws that walks that path."""
+    def logits_after(path: torch.Tensor) -> torch.Tensor:  # (N, t) -> (N, 4), a fixed function of the path so far
+        code = (path * torch.arange(1, path.shape[1] + 1)).sum(1) if path.shape[1] else torch.zeros(len(path))
+        return torch.stack([torch.sin(code + k) * 2 for k in range(4)], -1)
+
+    n, steps, order = 200_000, 4, torch.tensor([2, 0, 3, 1])
+    draws = EpisodeDraws(torch.Generator().manual_seed(0))
+    draws.at(torch.zeros(n, dtype=torch.long))  # an episode starts: the intervals are [0, 1)
+    u = (torch.arange(n, dtype=torch.float64) + 0.5).div(n).float()  # a fine grid of draws in place of random ones
+    path = torch.zeros(n, 0, dtype=torch.long)
+    total = torch.zeros(n)
+    for t in range(steps):
+        logits = logits_after(path)
+        actions = choose_at_draws(logits, u, 0.8, order)
+        step_logprob = draws.narrow(*draw_bands(logits, actions, 0.8, order))
+        assert bool((step_logprob <= 1e-6).all())
+        total += step_logprob
+        path = torch.cat([path, actions[:, None]], 1)
+    keys, index, counts = torch.unique(path, dim=0, return_inverse=True, return_counts=True)
+    assert len(keys) >= 6 and int((keys != keys[:, :1]).any(1).sum()) >= 3  # paths that change action mid-episode
+    share = counts[index].double() / n
+    torch.testing.assert_close(total.double().exp(), share, atol=3.0 / n * 4, rtol=0)
+    first = draws.at(torch.zeros(n, dtype=torch.long))  # a new episode: every draw is consistent again
+    assert bool((draws.low == 0).all()) and bool((draws.high == 1).all()) and first.shape == (n,)
 
 
 def belief_probabilities(size: int, goals: list[int], weights: np.ndarray, cell: int) -> torch.Tensor:
@@ -126,6 +169,7 @@ def test_the_policy_picks_each_action_of_an_episode_by_that_episodes_draw():
         assert torch.equal(actions, choose_at_draws(logits, draws, order=torch.tensor(order)))
         prev = actions
     assert policy.last_logprob.shape == (6,) and bool((policy.last_logprob <= 0).all())
+    assert bool((policy.last_logprob > -30).all())  # finite: the probability given the episode's earlier actions
     with pytest.raises(ValueError, match="each of the model's 5 actions"):
         ADPolicy(model, sampling="episode", action_order=(0, 1, 2))
     with pytest.raises(ValueError, match="sampling"):
@@ -194,8 +238,12 @@ def test_ad_eval_gives_the_policy_its_familys_order_and_records_the_rule(tmp_pat
         threads=1)))
     done = subprocess.run([sys.executable, "-m", "ad", "eval", "--ckpt", str(tmp_path / "dpt"), "--data",
                            str(tmp_path / "data"), "--episodes", "3", "--seeds", "2", "--sampling", "episode",
-                           "--progress", "false", "--out", str(tmp_path / "eval")], capture_output=True, text=True)
+                           "--progress", "false", "--out", str(tmp_path / "eval"), "--record", str(tmp_path / "own")],
+                          capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     summary = json.loads((tmp_path / "eval" / "eval.json").read_text())
     assert summary["sampling"] == "episode"
     assert np.array(summary["policies"]["AD"]["returns"]).shape == (len(summary["tasks"]), 2, 3)
+    for stream in HistoryReader(tmp_path / "own").streams():  # the runs recorded with their paths' probabilities
+        logprob = stream.columns["logprob"]
+        assert len(logprob) == 3 * 6 and np.isfinite(logprob).all() and (logprob <= 1e-6).all()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from models.rl.model import ADTransformer
-from models.sampling import SAMPLING_RULES, EpisodeDraws, check_temperature, choose, choose_at_draws
+from models.sampling import SAMPLING_RULES, EpisodeDraws, check_temperature, choose, choose_at_draws, draw_bands
 
 
 class ContextWindow:
@@ -140,14 +140,16 @@ class ADPolicy:
         if self.model.continuous_actions:
             self.last_logprob = None
             return self.model.box.choose(logits, self.greedy, self.generator, self.temperature, draws)
-        if draws is not None:  # (B,): the episode's draw picks the action
+        if draws is not None:  # (B,): the episode's draw picks the action; its log-probability is given the
+            # episode's earlier actions (they narrow the draws that could have made them), so a path's sum is exact
             actions = choose_at_draws(logits.float(), draws, self.temperature, self.action_order)
-        else:
-            actions = choose(logits.float(), self.greedy, self.generator, self.temperature)  # (B,)
+            lower, upper = draw_bands(logits.float(), actions, self.temperature, self.action_order)
+            self.last_logprob = self.episode_draws.narrow(lower, upper)
+            return actions
+        actions = choose(logits.float(), self.greedy, self.generator, self.temperature)  # (B,)
         if self.greedy:  # a deterministic choice: probability 1
             self.last_logprob = torch.zeros(actions.shape)
-        else:  # (B,) log-probability of each action under the step's distribution (under --sampling episode: the
-            # probability that an episode's draw picks it there)
+        else:  # (B,) log-probability of each action under the step's distribution
             logp = torch.log_softmax(logits.float() / self.temperature, -1)  # (B, A)
             self.last_logprob = logp.gather(-1, actions[:, None])[:, 0]
         return actions
