@@ -190,15 +190,20 @@ def bandit_figures(seeds: list[int], runs: list[dict], labels: list[str], tag: s
     return figures
 
 
+def grid_setting(tag: str, seeds: list[int], first: dict, options: dict | None) -> str:
+    """The setting text of a grid family's figures (``first``: the first seed's eval.json)."""
+    return (f"{tag}{dpt_contexts(options or {})}, {len(first['tasks'])} held-out tasks x {first['seeds']} seeds, "
+            f"{first['episodes']} episodes in context"
+            f"{tempered(first.get('temperature', 1.0), sampling=first.get('sampling', 'step'))}, seeds "
+            f"{', '.join(map(str, seeds))}")
+
+
 def grid_figures(family: str, seeds: list[int], runs: list[dict], labels: list[str], tag: str,
                  options: dict | None = None, headline: bool = False) -> list[dict]:
     """Return / optimal at episodes 1-5 and 36-40 per method (DPT's reference: AD's), and when each reaches 90%;
     with ``headline`` DPT's figure at episodes 36-40 is the capability's headline."""
     first = runs[0]
-    setting = (f"{tag}{dpt_contexts(options or {})}, {len(first['tasks'])} held-out tasks x {first['seeds']} seeds, "
-               f"{first['episodes']} episodes in context"
-               f"{tempered(first.get('temperature', 1.0), sampling=first.get('sampling', 'step'))}, seeds "
-               f"{', '.join(map(str, seeds))}")
+    setting = grid_setting(tag, seeds, first, options)
     figures = []
     for a, b in WINDOWS:
         values = {name: [window(run["policies"][name], a, b) for run in runs]
@@ -222,6 +227,26 @@ def grid_figures(family: str, seeds: list[int], runs: list[dict], labels: list[s
                                  f"= never; {setting})", "episode", float(np.mean(shown)), None, "-",
                                  higher_is_better=False), "per_seed": [{"seed": s, "ours": r}
                                                                       for s, r in zip(seeds, reached)]})
+    return figures
+
+
+def keydoor_outcome_figures(seeds: list[int], runs: list[dict], labels: list[str], setting: str) -> list[dict]:
+    """Where a Key-to-Door policy's return goes, per method: the share of its episodes 36-40 that collect both
+    rewards (the key's and the door's: the optimal return), and the share of its runs (held-out pair x evaluation
+    seed) that collected both in some episode up to the 35th (had found the door)."""
+    figures = []
+    for name in labels:
+        returns = [np.asarray(run["policies"][name]["returns"]) for run in runs]  # (tasks, seeds, episodes) each
+        optimum = [run["optimal_mean_return"] for run in runs]
+        if any(r.ndim != 3 or r.shape[-1] < 40 for r in returns):
+            continue
+        both = [float((r[..., 35:40] >= best - 1e-6).mean()) for r, best in zip(returns, optimum)]
+        found = [float((r[..., :35] >= best - 1e-6).any(-1).mean()) for r, best in zip(returns, optimum)]
+        for text, values in ((f"{name}: share of episodes 36-40 that collect both rewards ({setting})", both),
+                             (f"{name}: share of runs that collected both rewards in an episode up to the 35th "
+                              f"({setting})", found)):
+            figures.append({**figure(text, "share", float(np.mean(values)), None, "-"),
+                            **per_seed(seeds, values, None)})
     return figures
 
 
@@ -255,6 +280,8 @@ def main(args: argparse.Namespace) -> None:
         results = outs[0] / evaluation if resampled else outs[0]
         options = json.loads((results / FINISHED).read_text())
         figures = grid_figures(args.family, seeds, runs, labels, tag, options, headline)
+        if args.family == "keydoor":
+            figures += keydoor_outcome_figures(seeds, runs, labels, grid_setting(tag, seeds, runs[0], options))
     if not resampled:  # sampled another way the demo only evaluated: its timings are not the demo's
         figures += demo_wall_time_figures(outs, seeds, f"ad demo --methods {','.join(methods)}", tag)
     merge_report("in_context_methods", args.quick, tag, figures, tuple(args.supersedes), capability=CAPABILITY,
