@@ -37,13 +37,20 @@ def choose_at_draws(logits: torch.Tensor, draws: torch.Tensor, temperature: floa
     choices makes them agree: where the probabilities mix hypotheses that the order lists one after another (a
     room's goals, row by row), every choice follows the same hypothesis.
     """
+    cum, last = ordered_cdf(logits, temperature, order)
+    below = (cum <= draws[..., None]).sum(-1)  # (...,): actions whose cumulative mass is passed
+    picked = torch.minimum(below, last)  # a draw past the summed mass (its rounding below 1) takes that one
+    return picked if order is None else order[picked]
+
+
+def ordered_cdf(logits: torch.Tensor, temperature: float = 1.0, order: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(cumulative probabilities (..., A) of ``softmax(logits / temperature)`` summed in ``order``, the place in
+    the order (...,) of the last action with any mass): what :func:`choose_at_draws` and :func:`draw_bands` read."""
     probs = torch.softmax(logits.float() / temperature, -1)  # (..., A)
     if order is not None:
         probs = probs[..., order]
-    below = (probs.cumsum(-1) <= draws[..., None]).sum(-1)  # (...,): actions whose cumulative mass is passed
-    last = probs.shape[-1] - 1 - (probs > 0).flip(-1).int().argmax(-1)  # (...,): the last action with any mass
-    picked = torch.minimum(below, last)  # a draw past the summed mass (its rounding below 1) takes that one
-    return picked if order is None else order[picked]
+    return probs.cumsum(-1), probs.shape[-1] - 1 - (probs > 0).flip(-1).int().argmax(-1)
 
 
 def draw_bands(logits: torch.Tensor, actions: torch.Tensor, temperature: float = 1.0,
@@ -52,14 +59,8 @@ def draw_bands(logits: torch.Tensor, actions: torch.Tensor, temperature: float =
     from the same logits (..., A), temperature and order, ``lower <= draw < upper``; computed with the chooser's own
     sums, so every draw that picked an action lies in its band (the last action with mass takes the band up to 1).
     """
-    probs = torch.softmax(logits.float() / temperature, -1)  # (..., A)
-    if order is not None:
-        probs = probs[..., order]
-        position = torch.argsort(order)[actions]  # (...,): each action's place in the order
-    else:
-        position = actions
-    cum = probs.cumsum(-1)  # (..., A)
-    last = probs.shape[-1] - 1 - (probs > 0).flip(-1).int().argmax(-1)  # (...,)
+    cum, last = ordered_cdf(logits, temperature, order)  # (..., A), (...,)
+    position = actions if order is None else torch.argsort(order)[actions]  # (...,): each action's place in the order
     upper = torch.where(position == last, torch.ones_like(cum[..., 0]), cum.gather(-1, position[..., None])[..., 0])
     lower = torch.where(position > 0, cum.gather(-1, (position - 1).clamp(min=0)[..., None])[..., 0],
                         torch.zeros_like(upper))
