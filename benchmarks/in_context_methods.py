@@ -232,8 +232,10 @@ def grid_figures(family: str, seeds: list[int], runs: list[dict], labels: list[s
 
 def keydoor_outcome_figures(seeds: list[int], runs: list[dict], labels: list[str], setting: str) -> list[dict]:
     """Where a Key-to-Door policy's return goes, per method: the share of its episodes 36-40 that collect both
-    rewards (the key's and the door's: the optimal return), and the share of its runs (held-out pair x evaluation
-    seed) that collected both in some episode up to the 35th (had found the door)."""
+    rewards (the key's and the door's: the optimal return), the share of its runs (held-out pair x evaluation seed)
+    that collected both in some episode up to the 35th (had found the door), and over all its episodes how often
+    the next episode repeats an episode with both rewards, or one with the key's only (a return between 0 and the
+    optimum)."""
     figures = []
     for name in labels:
         returns = [np.asarray(run["policies"][name]["returns"]) for run in runs]  # (tasks, seeds, episodes) each
@@ -242,9 +244,17 @@ def keydoor_outcome_figures(seeds: list[int], runs: list[dict], labels: list[str
             continue
         both = [float((r[..., 35:40] >= best - 1e-6).mean()) for r, best in zip(returns, optimum)]
         found = [float((r[..., :35] >= best - 1e-6).any(-1).mean()) for r, best in zip(returns, optimum)]
+        full = [r >= best - 1e-6 for r, best in zip(returns, optimum)]  # (tasks, seeds, episodes) each
+        partial = [(r > 1e-6) & ~f for r, f in zip(returns, full)]
+        kept = [float(f[..., 1:][f[..., :-1]].mean()) for f in full]
+        stuck = [float(p[..., 1:][p[..., :-1]].mean()) for p in partial]
         for text, values in ((f"{name}: share of episodes 36-40 that collect both rewards ({setting})", both),
                              (f"{name}: share of runs that collected both rewards in an episode up to the 35th "
-                              f"({setting})", found)):
+                              f"({setting})", found),
+                             (f"{name}: share of episodes after one with both rewards that collect both again "
+                              f"({setting})", kept),
+                             (f"{name}: share of episodes after one with the key's reward only that again collect "
+                              f"the key's only ({setting})", stuck)):
             figures.append({**figure(text, "share", float(np.mean(values)), None, "-"),
                             **per_seed(seeds, values, None)})
     return figures
