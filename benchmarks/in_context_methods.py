@@ -246,8 +246,8 @@ def keydoor_outcome_figures(seeds: list[int], runs: list[dict], labels: list[str
         found = [float((r[..., :35] >= best - 1e-6).any(-1).mean()) for r, best in zip(returns, optimum)]
         full = [r >= best - 1e-6 for r, best in zip(returns, optimum)]  # (tasks, seeds, episodes) each
         partial = [(r > 1e-6) & ~f for r, f in zip(returns, full)]
-        kept = [float(f[..., 1:][f[..., :-1]].mean()) for f in full]
-        stuck = [float(p[..., 1:][p[..., :-1]].mean()) for p in partial]
+        kept = [repeated(f) for f in full]
+        stuck = [repeated(p) for p in partial]
         for text, values in ((f"{name}: share of episodes 36-40 that collect both rewards ({setting})", both),
                              (f"{name}: share of runs that collected both rewards in an episode up to the 35th "
                               f"({setting})", found),
@@ -255,9 +255,18 @@ def keydoor_outcome_figures(seeds: list[int], runs: list[dict], labels: list[str
                               f"({setting})", kept),
                              (f"{name}: share of episodes after one with the key's reward only that again collect "
                               f"the key's only ({setting})", stuck)):
-            figures.append({**figure(text, "share", float(np.mean(values)), None, "-"),
-                            **per_seed(seeds, values, None)})
+            known = [v for v in values if v is not None]  # a seed without such an episode has no share
+            if known:
+                figures.append({**figure(text, "share", float(np.mean(known)), None, "-"),
+                                **per_seed(seeds, values, None)})
     return figures
+
+
+def repeated(mask: np.ndarray) -> float | None:
+    """Of the episodes marked in ``mask`` (..., episodes) that have a next episode, the share whose next one is
+    marked too (None where none is marked)."""
+    before = mask[..., :-1]
+    return float(mask[..., 1:][before].mean()) if before.any() else None
 
 
 #: the headline-page row of these figures; its headline is DPT's bandit regret over Thompson sampling's
