@@ -242,9 +242,9 @@ def keydoor_outcome_figures(seeds: list[int], runs: list[dict], labels: list[str
         optimum = [run["optimal_mean_return"] for run in runs]
         if any(r.ndim != 3 or r.shape[-1] < 40 for r in returns):
             continue
-        both = [float((r[..., 35:40] >= best - 1e-6).mean()) for r, best in zip(returns, optimum)]
-        found = [float((r[..., :35] >= best - 1e-6).any(-1).mean()) for r, best in zip(returns, optimum)]
         full = [r >= best - 1e-6 for r, best in zip(returns, optimum)]  # (tasks, seeds, episodes) each
+        both = [float(f[..., 35:40].mean()) for f in full]
+        found = [float(f[..., :35].any(-1).mean()) for f in full]
         partial = [(r > 1e-6) & ~f for r, f in zip(returns, full)]
         kept = [repeated(f) for f in full]
         stuck = [repeated(p) for p in partial]
