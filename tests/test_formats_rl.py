@@ -41,6 +41,31 @@ def test_windows_match_reference(lengths, window, stride, seed):
         for key, values in ref.items():
             np.testing.assert_allclose(batch[key][i], values)
     assert batch["mask"].all()
+    # the window at each kept stream's first row, in stream order
+    kept = [s for s in streams if len(s.columns["episode"]) >= window]
+    assert len(source.history_starts) == len(kept) == len(source.streams)
+    for first, stream in zip(source.history_starts, kept):
+        assert source.stream_of_start[first] == source.streams.index((stream.task, stream.run, stream.stream))
+        np.testing.assert_array_equal(batch["states"][first], stream.columns["state"][:window])
+
+
+def test_history_start_share_draws_that_share_of_first_windows():
+    rng = np.random.default_rng(0)
+    streams = [_stream(i, n, rng) for i, n in enumerate([40, 0, 25, 60])]
+    ds = RLTrajectoryDataset(build_window_source(streams, 8))
+    firsts = set(ds.source.history_starts.tolist())
+    alike = len(firsts) / len(ds)  # every window alike: 3 of 103
+    for share in (0.0, 0.3, 1.0):
+        loader = ds.loader(batch_size=100, num_samples=20_000, seed=1, history_start_share=share)
+        assert next(iter(loader))["states"].shape == (100, 8)
+        indices = np.fromiter(iter(loader.sampler), dtype=np.int64)  # the windows the loader draws
+        got = np.isin(indices, list(firsts)).mean()
+        expected = share + (1 - share) * alike
+        assert abs(got - expected) < 0.015, (share, got, expected)
+        # each first window alike within the share
+        if share == 1.0:
+            counts = np.bincount(indices, minlength=len(ds))[sorted(firsts)]
+            assert counts.min() > 0.9 * counts.mean()
 
 
 def test_windows_cross_episode_boundaries():

@@ -82,12 +82,19 @@ def test_expert_only_trains(dataset, tmp_path):
     assert (tmp_path / "expert" / "model" / "model.safetensors").is_file()
 
 
+def test_history_start_share_trains_and_is_recorded(dataset, tmp_path):
+    train(config(dataset, tmp_path / "starts", max_steps=2, history_start_share=0.5))
+    assert "history_start_share: 0.5" in (tmp_path / "starts" / "config.yaml").read_text()
+
+
 @pytest.mark.parametrize("args, message", [
     (["--preset", "nope"], "invalid choice: 'nope'"),
     (["--context", "5000"], "longer than every stream"),
     (["--num-actions", "7"], "does not fit dataset"),
     (["--num-rewards", "1"], "not one of the integers"),
     (["--resume"], "nothing to resume"),
+    (["--history-start-share", "1.5"], "--history-start-share must be between 0 and 1, got 1.5"),
+    (["--history-start-share", "nan"], "--history-start-share (ad train rl options): expected a finite number"),
 ])
 def test_bad_input_exits_2(dataset, tmp_path, capsys, args, message):
     with pytest.raises(SystemExit) as exit_info:

@@ -28,12 +28,14 @@ class RLDataModule(L.LightningDataModule):
         val_batches: held-out batches per validation run.
         num_workers: data-loader worker processes.
         seed: seed of the random window draws.
+        history_start_share: share of training windows drawn from those that begin at a history's first row
+            (:meth:`RLTrajectoryDataset.loader`); held-out windows are drawn alike.
     """
 
     def __init__(self, path: Any, window: int = 80, batch_size: int = 64, subsample: int = 1,
                  expert_only: bool = False, expert_fraction: float = 0.1, stride: int = 1,
                  steps_per_epoch: int = 1000, val_batches: int = 4, num_workers: int = 0, seed: int = 0,
-                 optimal_targets: bool = False) -> None:
+                 optimal_targets: bool = False, history_start_share: float = 0.0) -> None:
         super().__init__()
         self.path = path
         self.window = window
@@ -45,6 +47,7 @@ class RLDataModule(L.LightningDataModule):
         self.val_batches = val_batches
         self.num_workers = num_workers
         self.seed = seed
+        self.history_start_share = history_start_share
         self.reader = HistoryReader(path)
         self.spec = self.reader.spec
         self.metadata = self.reader.metadata
@@ -69,7 +72,8 @@ class RLDataModule(L.LightningDataModule):
     def train_dataloader(self):
         assert self.train_set is not None, "call setup() first"
         return self.train_set.loader(self.batch_size, num_samples=self.steps_per_epoch * self.batch_size,
-                                     seed=self.seed, num_workers=self.num_workers)
+                                     seed=self.seed, num_workers=self.num_workers,
+                                     history_start_share=self.history_start_share)
 
     def val_dataloader(self):
         if self.val_set is None:

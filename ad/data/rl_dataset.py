@@ -52,12 +52,29 @@ class RLTrajectoryDataset(Dataset):
         return to_torch(self.source.gather(np.asarray(indices)))
 
     def loader(self, batch_size: int, num_samples: int | None = None, seed: int = 0,
-               num_workers: int = 0) -> torch.utils.data.DataLoader:
-        """A DataLoader of batches of random windows, drawn with replacement."""
-        sampler = torch.utils.data.RandomSampler(self, replacement=True, num_samples=num_samples or len(self),
-                                                 generator=torch.Generator().manual_seed(seed))
+               num_workers: int = 0, history_start_share: float = 0.0) -> torch.utils.data.DataLoader:
+        """A DataLoader of batches of random windows, drawn with replacement: every window alike, or, with
+        ``history_start_share`` p > 0, a window that begins at a history's first row with probability p (one of them
+        alike) and any window alike otherwise."""
+        generator = torch.Generator().manual_seed(seed)
+        count = num_samples or len(self)
+        if history_start_share > 0:
+            sampler: torch.utils.data.Sampler = torch.utils.data.WeightedRandomSampler(
+                history_start_weights(self.source, history_start_share), count, replacement=True,
+                generator=generator)
+        else:
+            sampler = torch.utils.data.RandomSampler(self, replacement=True, num_samples=count, generator=generator)
         return torch.utils.data.DataLoader(self, batch_size=batch_size, sampler=sampler, collate_fn=collate_batch,
                                            num_workers=num_workers, drop_last=True, persistent_workers=num_workers > 0)
+
+
+def history_start_weights(source: WindowSource, share: float) -> torch.Tensor:
+    """(W,) float64 sampling weights of ``source``'s windows: ``share`` of the mass spread evenly over the windows
+    that begin at a history's (a stream's) first row, the rest over all windows."""
+    weights = torch.full((len(source),), (1.0 - share) / len(source), dtype=torch.float64)
+    firsts = torch.as_tensor(source.history_starts)
+    weights[firsts] += share / len(firsts)
+    return weights
 
 
 def collate_batch(batch: Any) -> dict[str, torch.Tensor]:

@@ -59,6 +59,7 @@ class WindowSource:
         window: window length in transitions.
         stream_of_start: (W,) index into ``streams`` of each window.
         streams: (task, run, stream) of each selected stream.
+        history_starts: (S,) index into ``starts`` of the window that begins at each selected stream's first row.
     """
 
     columns: dict[str, np.ndarray]
@@ -66,6 +67,7 @@ class WindowSource:
     window: int
     stream_of_start: np.ndarray
     streams: list[tuple[str, int, int]]
+    history_starts: np.ndarray
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -88,8 +90,8 @@ def build_window_source(streams: Sequence[Stream], window: int, stride: int = 1,
         raise UserError(f"window ({window}) and stride ({stride}) must be at least 1")
     keys = {**RL_COLUMNS, **({TARGETS: TARGETS} if targets is not None else {})}
     flat: dict[str, list[np.ndarray]] = {key: [] for key in keys}
-    starts, owners, names = [], [], []
-    offset, longest = 0, 0
+    starts, owners, names, firsts = [], [], [], []
+    offset, longest, count = 0, 0, 0
     for stream in streams:
         columns = stream.columns if targets is None else {**stream.columns, TARGETS: targets(stream)}
         cols = select_episodes(columns, every, last_fraction, min_rows=window)  # targets first: they may read
@@ -102,15 +104,17 @@ def build_window_source(streams: Sequence[Stream], window: int, stride: int = 1,
         names.append((stream.task, stream.run, stream.stream))
         for key, column in keys.items():
             flat[key].append(cols[column])
-        local = np.arange(0, n - window + 1, stride, dtype=np.int64)
+        local = np.arange(0, n - window + 1, stride, dtype=np.int64)  # local[0] == 0: the stream's first row
         starts.append(local + offset)
         owners.append(np.full(len(local), index, dtype=np.int64))
-        offset += n
+        firsts.append(count)
+        offset, count = offset + n, count + len(local)
     if not names:
         raise UserError(f"window of {window} transitions is longer than every stream in {where} (longest "
                         f"{longest} after episode selection); use a shorter window or fewer skipped episodes")
     columns = {key: _concat(parts, key) for key, parts in flat.items()}
-    return WindowSource(columns, np.concatenate(starts), window, np.concatenate(owners), names)
+    return WindowSource(columns, np.concatenate(starts), window, np.concatenate(owners), names,
+                        np.asarray(firsts, dtype=np.int64))
 
 
 def _concat(parts: list[np.ndarray], key: str) -> np.ndarray:

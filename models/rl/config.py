@@ -179,6 +179,12 @@ class TrainRLConfig(ADConfig, TrainingOptions, DistributedOptions, run_options("
     expert_only: bool = option(False, "the same as --objective ed (the older spelling, kept for existing configs)")
     subsample: int = option(1, "train on every k-th episode of each stream (the AD paper's subsampling: the distilled "
                                    "history improves k times faster per episode than its source)")
+    history_start_share: float = option(0.0, "share of training windows drawn from those that begin at a history's "
+                                             "first transition (a stream's, after --subsample), whose every position "
+                                             "has the whole history so far in context, as in the evaluation's first "
+                                             "episodes; the rest are drawn from all windows alike. 0: all alike (the "
+                                             "AD paper's sampling), where a window starting mid-history shows the "
+                                             "source acting on episodes the window does not hold")
     init_from: str = option("", "start from the weights of a finished `ad train rl` run (its folder, holding model/) "
                                 "instead of random ones, e.g. to fine-tune DPT on contexts of its own runs; the "
                                 "model's options and the dataset's sizes must be that run's (dropout may differ)")
@@ -196,6 +202,7 @@ class TrainRLConfig(ADConfig, TrainingOptions, DistributedOptions, run_options("
             self.objective = "ed"
         self.expert_only = self.objective == "ed"  # one meaning, recorded consistently in config.yaml
         refuse(self, ("subsample",), lambda v: v < 1, "must be at least 1")
+        refuse(self, ("history_start_share",), lambda v: not 0.0 <= v <= 1.0, "must be between 0 and 1")
         from ad.config.memory import check_memory
 
         check_memory(training_memory_bytes(self), f"training with --batch-size {self.batch_size}, --context "

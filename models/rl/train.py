@@ -166,7 +166,7 @@ def train(config: TrainRLConfig) -> Path:
                                      subsample=config.subsample, expert_only=config.objective == "ed",
                                      optimal_targets=config.objective == "dpt",
                                      val_batches=config.val_batches, num_workers=config.num_workers,
-                                     seed=config.seed)
+                                     seed=config.seed, history_start_share=config.history_start_share)
     datamodule.setup()
     config = dataclasses.replace(config, **resolve_data_sizes(config, datamodule.spec, datamodule.metadata))
     check_values(config, datamodule)
