@@ -108,8 +108,8 @@ def record(run: Path, family: str, out: Path, seeds: int, seed: int, threads: in
     """DPT's first episode on every held-out task, ``seeds`` runs each (``ad eval --record``); read back if done."""
     folder = out / "record"
     if not (folder / "dataset.json").is_file():
-        subprocess.run([sys.executable, "-m", "ad", "eval", "--ckpt", str(run / "dpt"), "--data", str(run / family),
-                        "--episodes", "1", "--seeds", str(seeds), "--seed", str(seed), "--record", str(folder),
+        subprocess.run([sys.executable, "-m", "ad", "eval", "--ckpt", str(run / "dpt"), "--name", "DPT", "--data",
+                        str(run / family), "--episodes", "1", "--seeds", str(seeds), "--seed", str(seed), "--record", str(folder),
                         "--out", str(out / "eval"), "--threads", str(threads), "--progress", "false"], check=True)
     return folder
 
