@@ -19,6 +19,7 @@ its posterior probability); and the share of the phase's steps spent on the room
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import subprocess
 import sys
@@ -58,8 +59,8 @@ def hidden_cell(family: str, task: str) -> tuple[int, int, set[int]]:
     raise AssertionError  # fail exits
 
 
-def hidden_phase(family: str, task: str, columns: dict[str, np.ndarray]) -> tuple[int, list[tuple[int, np.ndarray]]]:
-    """(the hidden cell, [(row, cells it may be before that row's action)]) over the first episode's rows where the
+def hidden_phase(family: str, task: str, columns: dict[str, np.ndarray]) -> list[tuple[int, np.ndarray]]:
+    """[(row, the cells the hidden cell may be before that row's action)] over the first episode's rows where the
     hidden cell is unknown: DarkRoom's goal before it is reached; Key-to-Door's door after the key, before the door.
     The cells it may be: all but those the phase has visited (its current cell included) and, for the door, the
     key."""
@@ -72,7 +73,7 @@ def hidden_phase(family: str, task: str, columns: dict[str, np.ndarray]) -> tupl
     if family == "keydoor":
         rewarded = rows[reward[rows] > 0]
         if not len(rewarded):
-            return hidden, []  # the key was never taken: no door search
+            return []  # the key was never taken: no door search
         start = rewarded[0] + 1  # the first row acted from the key's cell
     cells = np.arange(size * size)
     out, visited = [], set(excluded)
@@ -86,14 +87,26 @@ def hidden_phase(family: str, task: str, columns: dict[str, np.ndarray]) -> tupl
         out.append((int(row), may))
         if reward[row] > 0 and family == "darkroom":
             break
-    return hidden, out
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def shortest_path_table(size: int) -> np.ndarray:
+    """(S, S) int64: ``[target, cell]`` the family's shortest-path action from ``cell`` towards ``target``."""
+    from tasks.grid.room import shortest_path_actions
+
+    return np.stack([shortest_path_actions(size, target) for target in range(size * size)])
+
+
+def on_edge(size: int, cell: int) -> bool:
+    """Whether ``cell`` is on the room's outer rows or columns."""
+    r, c = divmod(int(cell), size)
+    return r in (0, size - 1) or c in (0, size - 1)
 
 
 def action_marginal(size: int, cells: np.ndarray, at: int, num_actions: int) -> np.ndarray:
     """(A,) share of ``cells`` from which the family's shortest-path rule takes each action at cell ``at``."""
-    from tasks.grid.room import shortest_path_actions
-
-    actions = np.array([shortest_path_actions(size, int(c))[at] for c in cells])
+    actions = shortest_path_table(size)[np.asarray(cells, dtype=np.int64), at]
     return np.bincount(actions, minlength=num_actions) / len(cells)
 
 
@@ -109,7 +122,8 @@ def record(run: Path, family: str, out: Path, seeds: int, seed: int, threads: in
     folder = out / "record"
     if not (folder / "dataset.json").is_file():
         subprocess.run([sys.executable, "-m", "ad", "eval", "--ckpt", str(run / "dpt"), "--name", "DPT", "--data",
-                        str(run / family), "--episodes", "1", "--seeds", str(seeds), "--seed", str(seed), "--record", str(folder),
+                        str(run / family), "--episodes", "1", "--seeds", str(seeds), "--seed", str(seed),
+                        "--record", str(folder),
                         "--out", str(out / "eval"), "--threads", str(threads), "--progress", "false"], check=True)
     return folder
 
@@ -126,11 +140,10 @@ def measure(run: Path, recorded: Path, family: str) -> dict[str, Any]:
     model = ADTransformer.from_pretrained(model_dir(run / "dpt")).eval()
     A = model.config.num_actions
     size = int(round(model.config.num_states ** 0.5))
-    edge = np.array([r in (0, size - 1) or c in (0, size - 1) for r, c in map(lambda s: divmod(s, size),
-                                                                             range(size * size))])
-    predicted, posterior, prior, on_edge = [], [], [], []
+    edge = np.array([on_edge(size, cell) for cell in range(size * size)])
+    predicted, posterior, prior, edge_steps = [], [], [], []
     for stream in HistoryReader(recorded).streams():
-        hidden, phase = hidden_phase(family, stream.task, stream.columns)
+        phase = hidden_phase(family, stream.task, stream.columns)
         if not phase:
             continue
         batch = build_window_source([stream], len(stream.columns["episode"])).gather([0])
@@ -144,7 +157,7 @@ def measure(run: Path, recorded: Path, family: str) -> dict[str, Any]:
             predicted.append(probs[row])
             posterior.append(action_marginal(size, cells, at, A))
             prior.append(action_marginal(size, first_cells[first_cells != at], at, A))
-            on_edge.append(edge[at])
+            edge_steps.append(edge[at])
     if not predicted:
         fail(f"no recorded episode of {recorded} reached the hidden-cell phase")
     P, Q, R = np.array(predicted), np.array(posterior), np.array(prior)  # (N, A) each
@@ -157,7 +170,7 @@ def measure(run: Path, recorded: Path, family: str) -> dict[str, Any]:
     return {"positions": len(P), "tv_to_posterior": float(0.5 * np.abs(P - Q).sum(1).mean()),
             "tv_prior_to_posterior": float(0.5 * np.abs(R - Q).sum(1).mean()),
             "tv_to_prior": float(0.5 * np.abs(P - R).sum(1).mean()),
-            "edge_share": float(np.mean(on_edge)), "edge_cells_share": float(edge.mean()),
+            "edge_share": float(np.mean(edge_steps)), "edge_cells_share": float(edge.mean()),
             "calibration": calibration}
 
 
@@ -175,15 +188,10 @@ def by_edge(run: Path, family: str, evaluation: str) -> dict[str, Any]:
     tasks = json.loads((run / family / "dataset.json").read_text())["tasks"]
     optimum = np.array([tasks[task]["optimal_return"] for task in result["tasks"]], dtype=np.float64)  # (tasks,)
     late = returns[:, :, 35:40].mean(axis=(1, 2)) / optimum
-    on_edge = []
-    for task in result["tasks"]:
-        size, hidden, _ = hidden_cell(family, task)
-        r, c = divmod(hidden, size)
-        on_edge.append(r in (0, size - 1) or c in (0, size - 1))
-    on_edge = np.array(on_edge)
-    return {"evaluation": evaluation, "edge_tasks": int(on_edge.sum()), "inside_tasks": int((~on_edge).sum()),
-            "edge_36_40": float(late[on_edge].mean()) if on_edge.any() else None,
-            "inside_36_40": float(late[~on_edge].mean()) if (~on_edge).any() else None}
+    edge = np.array([on_edge(size, hidden) for size, hidden, _ in (hidden_cell(family, t) for t in result["tasks"])])
+    return {"evaluation": evaluation, "edge_tasks": int(edge.sum()), "inside_tasks": int((~edge).sum()),
+            "edge_36_40": float(late[edge].mean()) if edge.any() else None,
+            "inside_36_40": float(late[~edge].mean()) if (~edge).any() else None}
 
 
 def plot(per_seed: dict[int, dict[str, Any]], title: str, path: Path) -> None:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.dpt_calibration_rooms import action_marginal, hidden_phase  # noqa: E402
+from benchmarks.dpt_calibration_rooms import action_marginal, hidden_cell, hidden_phase  # noqa: E402
 
 
 def by_hand(size, target, cell):
@@ -33,17 +33,17 @@ def columns(states, rewards, episodes=None):
 
 def test_keydoor_phase_runs_from_the_key_to_the_door_and_drops_searched_cells():
     # 3x3 room, key (0, 0) = cell 0, door (2, 2) = cell 8: up, left onto the key, then down, down, right, right
-    hidden, phase = hidden_phase("keydoor", "keydoor3-k0-0-d2-2",
-                                 columns([4, 1, 0, 3, 6, 7, 4], [0, 1, 0, 0, 0, 1, 0], [0] * 6 + [1]))
-    assert hidden == 8
+    phase = hidden_phase("keydoor", "keydoor3-k0-0-d2-2",
+                         columns([4, 1, 0, 3, 6, 7, 4], [0, 1, 0, 0, 0, 1, 0], [0] * 6 + [1]))
+    assert hidden_cell("keydoor", "keydoor3-k0-0-d2-2") == (3, 8, {0})
     assert [row for row, _ in phase] == [2, 3, 4, 5]  # acted from the key's cell on; the second episode not read
     assert [set(may.tolist()) for _, may in phase] == [{1, 2, 3, 4, 5, 6, 7, 8}, {1, 2, 4, 5, 6, 7, 8},
                                                       {1, 2, 4, 5, 7, 8}, {1, 2, 4, 5, 8}]
-    assert hidden_phase("keydoor", "keydoor3-k0-0-d2-2", columns([4, 5, 4], [0, 0, 0]))[1] == []  # no key taken
+    assert hidden_phase("keydoor", "keydoor3-k0-0-d2-2", columns([4, 5, 4], [0, 0, 0])) == []  # no key taken
 
 
 def test_darkroom_phase_ends_when_the_goal_is_reached():
-    hidden, phase = hidden_phase("darkroom", "darkroom3-g0-0", columns([4, 1, 0, 0], [0, 1, 1, 1]))
-    assert hidden == 0
+    phase = hidden_phase("darkroom", "darkroom3-g0-0", columns([4, 1, 0, 0], [0, 1, 1, 1]))
+    assert hidden_cell("darkroom", "darkroom3-g0-0") == (3, 0, set())
     assert [(row, set(may.tolist())) for row, may in phase] == [(0, {0, 1, 2, 3, 5, 6, 7, 8}),
                                                                 (1, {0, 2, 3, 5, 6, 7, 8})]
