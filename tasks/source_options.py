@@ -1,5 +1,6 @@
 """The options of the sources every in-context family shares: noise distillation (``--source noise``, its engine
-:mod:`tasks.noise`) and random contexts (``--source random``, :mod:`tasks.random_source`).
+:mod:`tasks.noise`), random contexts (``--source random``, :mod:`tasks.random_source`) and the grid rooms'
+nearest-unvisited explorer (``--source explorer``, :mod:`tasks.grid.explorer`).
 
 Declared here once, and light to import: a family's config takes them with :func:`ad.config.override` and checks
 them with :func:`check_noise_options` / :func:`check_random_options`, without loading either engine.
@@ -106,3 +107,30 @@ def random_config(cfg: Any) -> dict[str, Any]:
 def without_random_options(options: dict[str, Any]) -> dict[str, Any]:
     """``options`` without the random source's (for another source's metadata, unchanged by their addition)."""
     return {k: v for k, v in options.items() if k not in RANDOM_OPTIONS}
+
+
+#: Options of the explorer source (left out of the other sources' dataset metadata, which stays what it was).
+EXPLORER_OPTIONS = ("epsilon", "epsilon_after_goal")
+#: The ``--help`` section of the explorer source's options.
+EXPLORER_GROUP = "explorer source"
+
+
+@dataclass
+class ExplorerOptions:
+    """The grid explorer's options (declared here once; a grid family's config inherits them)."""
+
+    epsilon: float = option(0.1, "probability of a uniformly random action while the cell the explorer looks for "
+                                 "(the goal; Key-to-Door's key, then its door) is unknown", group=EXPLORER_GROUP)
+    epsilon_after_goal: float = option(0.02, "the same once that cell is known", group=EXPLORER_GROUP)
+
+
+def check_explorer_options(cfg: Any) -> None:
+    """UserError for an explorer option out of range (NaN included), naming the options."""
+    if not (0.0 <= cfg.epsilon <= 1.0 and 0.0 <= cfg.epsilon_after_goal <= 1.0):  # also refuses NaN
+        raise UserError(f"--epsilon and --epsilon-after-goal must be in [0, 1], got {cfg.epsilon} and "
+                        f"{cfg.epsilon_after_goal}")
+
+
+def without_explorer_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` without the explorer's (for another source's metadata, unchanged by their addition)."""
+    return {k: v for k, v in options.items() if k not in EXPLORER_OPTIONS}

@@ -38,13 +38,23 @@ def test_tiny_demo_evaluates_ad_ed_source_and_random_on_held_out_pairs(tmp_path)
 
 
 @pytest.mark.parametrize("values", [{"heldout_fraction": 0.0}, {"heldout_fraction": 1.0}, {"tasks": -1},
-                                    {"steps_per_task": 0}, {"context": 0}, {"ent_coef": -0.01},
+                                    {"steps_per_task": -1}, {"subsample": -1}, {"context": 0}, {"ent_coef": -0.01},
                                     {"ent_coef": float("nan")}, {"dropout": 1.0}, {"dropout": -0.1},
                                     {"dropout": float("nan")}])
 def test_bad_demo_options_are_user_errors(values):
     with pytest.raises(UserError):
         config = make_config(KeyDoorDemoConfig, values)
         make_config(registry.get("generate", "keydoor").config_cls, {**config.generate_options(), "out": "x"})
+
+
+def test_source_defaults():
+    """Options left at 0 take the source's default; the explorer's steps hold 60 episodes a stream."""
+    a2c = make_config(KeyDoorDemoConfig, {})
+    assert (a2c.steps_per_task, a2c.subsample) == (120_000, 40) and "source" not in a2c.generate_options()
+    explorer = make_config(KeyDoorDemoConfig, {"source": "explorer", "episode_length": 60})
+    assert (explorer.steps_per_task, explorer.subsample) == (60 * 10 * 60, 1)
+    assert explorer.generate_options()["source"] == "explorer"
+    assert make_config(KeyDoorDemoConfig, {"source": "explorer", "subsample": 3}).subsample == 3
 
 
 def test_ad_demo_task_keydoor_is_registered(capsys):

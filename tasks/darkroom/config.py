@@ -39,8 +39,6 @@ class GenerateConfig(GridOptions):
                "a shortest-path demonstrator made epsilon-greedy, epsilon falling over each history) or random (each "
                "stream acts from its own drawn action distribution, the DPT paper's contexts). Explorer, noise and "
                "random write --num-envs streams of steps-per-goal / (num-envs * episode-length) episodes")
-    epsilon: float = option(0.1, "explorer: probability of a uniformly random action before the goal is found")
-    epsilon_after_goal: float = option(0.02, "explorer: the same after the goal is found")
     gif_goals: int = option(4, "goals shown in the greedy-policy GIF", runtime=True)
 
     def __post_init__(self) -> None:
@@ -50,9 +48,6 @@ class GenerateConfig(GridOptions):
         refuse(self, ("steps_per_goal",), lambda v: v <= 0, "must be positive")
         refuse(self, ("gif_goals",), lambda v: v < 0, "must be >= 0")
         super().__post_init__()
-        if not (0.0 <= self.epsilon <= 1.0 and 0.0 <= self.epsilon_after_goal <= 1.0):  # also refuses NaN
-            raise UserError(f"--epsilon and --epsilon-after-goal must be in [0, 1], got {self.epsilon} and "
-                            f"{self.epsilon_after_goal}")
         if isinstance(self.goals, str):
             self.goals = [self.goals]
         goals = resolve_goals(self.goals, self.size)  # raises UserError for a goal off the grid

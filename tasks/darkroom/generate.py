@@ -1,7 +1,7 @@
 """``ad generate darkroom``: learning histories for every DarkRoom goal, into the history store.
 
 The A2C source (the default) is the grid engine's (:mod:`tasks.grid.generate`) configured by :data:`DARKROOM`;
-``--source explorer`` runs the explorer (:mod:`tasks.darkroom.explorer_generate`), ``--source noise`` the noisy
+``--source explorer`` runs the explorer (:mod:`tasks.grid.explorer_generate`), ``--source noise`` the noisy
 demonstrator and ``--source random`` random contexts (:mod:`tasks.darkroom.noise_generate`), with the same dataset
 layout, task names, split and metadata. Each goal is one unit ``(task, run=seed)``.
 """
@@ -18,11 +18,11 @@ from tasks.darkroom.goals import optimal_return, resolve_goals, task_name
 from tasks.darkroom.vector_env import DarkRoomVectorEnv
 from tasks.grid.family import GridFamily, grid_metadata
 from tasks.grid.room import ACTION_NAMES, NUM_ACTIONS, start_cell
-from tasks.source_options import NOISE_OPTIONS, RANDOM_OPTIONS
+from tasks.source_options import EXPLORER_OPTIONS, NOISE_OPTIONS, RANDOM_OPTIONS
 
 FAMILY = "darkroom"
 #: Options of the explorer, noise and random sources only (left out of an A2C dataset's metadata, which stays what it was before them).
-_EXPLORER_ONLY = ("source", "epsilon", "epsilon_after_goal", *NOISE_OPTIONS, *RANDOM_OPTIONS)
+_EXPLORER_ONLY = ("source", *EXPLORER_OPTIONS, *NOISE_OPTIONS, *RANDOM_OPTIONS)
 
 
 def dataset_metadata(cfg: GenerateConfig, goals: list[tuple[int, int]]) -> dict[str, Any]:
@@ -73,9 +73,10 @@ def generate(cfg: GenerateConfig) -> Path | str:
     """Run the ``cfg.source`` source (A2C, explorer, noise or random) on every goal of ``cfg``, write the learning histories
     to ``cfg.out``; returns the dataset path (a ``Path`` for a local dataset, else the ``--out`` URL)."""
     if cfg.source == "explorer":
-        from tasks.darkroom.explorer_generate import generate_explorer
+        from tasks.darkroom.explorer import DARKROOM_EXPLORER
+        from tasks.grid.explorer_generate import generate_explorer
 
-        return generate_explorer(cfg)
+        return generate_explorer(cfg, DARKROOM, DARKROOM_EXPLORER)
     if cfg.source in ("noise", "random"):
         from tasks.darkroom.noise_generate import generate_darkroom_noise
 

@@ -20,7 +20,8 @@ from ad.errors import UserError
 from ad.config.memory import check_memory
 from ad.config.groups import RunOptions, continue_post_init, dataset_out, run_options
 from tasks.grid.room import NUM_ACTIONS, ROWS_FIRST_ORDER, split_goals
-from tasks.source_options import NoiseOptions, RandomOptions, check_noise_options, check_random_options
+from tasks.source_options import (ExplorerOptions, NoiseOptions, RandomOptions, check_explorer_options,
+                                  check_noise_options, check_random_options)
 
 #: The ``--help`` sections of the A2C options and of how batches run.
 A2C_GROUP = "A2C source"
@@ -30,10 +31,10 @@ MULTICORE = (os.cpu_count() or 1) >= 2
 
 
 @dataclass
-class GridOptions(NoiseOptions, RandomOptions,
+class GridOptions(NoiseOptions, RandomOptions, ExplorerOptions,
                   run_options("out", "seed", "threads", "progress", "tensorboard", "plots")):
-    """Options every grid family's source shares; declared and checked here once (the room, the A2C, the noise and
-    random sources, the running): a family's config inherits them, adds its own and sets its defaults with
+    """Options every grid family's source shares; declared and checked here once (the room, the A2C, the noise,
+    random and explorer sources, the running): a family's config inherits them, adds its own and sets its defaults with
     :func:`ad.config.override` (defaults here are DarkRoom's)."""
 
     out: str = dataset_out("data/darkroom")
@@ -91,6 +92,7 @@ class GridOptions(NoiseOptions, RandomOptions,
         check_a2c_options(self)
         check_noise_options(self)
         check_random_options(self)
+        check_explorer_options(self)
         continue_post_init(GridOptions, self)
 
 

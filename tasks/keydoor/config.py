@@ -28,11 +28,13 @@ class GenerateConfig(GridOptions):
     steps_per_task: int = option(400_000, "env steps per task (over its parallel envs); rounded up to whole updates")
     heldout_fraction: float = override(GridOptions, "heldout_fraction", 0.1)
     episode_length: int = override(GridOptions, "episode_length", 50)
-    source: Literal["a2c", "noise", "random"] = option(
-        "a2c", "source algorithm: a2c (one A2C agent per task), noise (noise distillation: a demonstrator walking a "
-               "shortest path to the key, then the door, made epsilon-greedy, epsilon falling over each history) or "
-               "random (each stream acts from its own drawn action distribution, the DPT paper's contexts). Noise "
-               "and random write --num-envs streams of steps-per-task / (num-envs * episode-length) episodes")
+    source: Literal["a2c", "explorer", "noise", "random"] = option(
+        "a2c", "source algorithm: a2c (one A2C agent per task), explorer (walks to the nearest cell it has not "
+               "searched until it finds the key, then the same for the door, remembering both across episodes), "
+               "noise (noise distillation: a demonstrator walking a shortest path to the key, then the door, made "
+               "epsilon-greedy, epsilon falling over each history) or random (each stream acts from its own drawn "
+               "action distribution, the DPT paper's contexts). Explorer, noise and random write --num-envs streams "
+               "of steps-per-task / (num-envs * episode-length) episodes")
     learning_rate: float = override(GridOptions, "learning_rate", 1e-3)
     tensorboard: bool = override(GridOptions, "tensorboard", False)
 

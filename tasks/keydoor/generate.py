@@ -18,7 +18,7 @@ from tasks.grid.room import ACTION_NAMES, NUM_ACTIONS, start_cell
 from tasks.keydoor.config import GenerateConfig
 from tasks.keydoor.pairs import Pair, optimal_return, task_name
 from tasks.keydoor.vector_env import KeyDoorVectorEnv
-from tasks.source_options import without_noise_options, without_random_options
+from tasks.source_options import without_explorer_options, without_noise_options, without_random_options
 
 FAMILY = "keydoor"
 
@@ -32,7 +32,8 @@ def dataset_metadata(cfg: GenerateConfig, pairs: list[Pair]) -> dict[str, Any]:
                  "num_actions": NUM_ACTIONS, "actions": list(ACTION_NAMES),
                  "observation": "cell index row*size+col (the key-carried flag is not observed)",
                  "rewards": "1 on first reaching the key, 1 on reaching the door with the key (episode ends)"}
-    config = {k: v for k, v in without_random_options(without_noise_options(data_options(cfg))).items()
+    config = {k: v for k, v in without_explorer_options(without_random_options(without_noise_options(
+        data_options(cfg)))).items()
               if k != "source"}  # the A2C's
     # the implementation's name from before the engine moved to tasks.grid: a resumed run must match the dataset's
     source = {"algorithm": "a2c", "implementation": "tasks.keydoor.a2c.KeyDoorA2C",
@@ -66,8 +67,13 @@ KEYDOOR = GridFamily(family=FAMILY, title="Dark Key-to-Door", tasks=_tasks, task
 
 
 def generate(cfg: GenerateConfig) -> Path | str:
-    """Run A2C (or, with ``cfg.source`` noise or random, the grid noise engine) on every task of ``cfg``, write the learning
+    """Run A2C (or, with ``cfg.source`` explorer, the grid explorer; noise or random, the grid noise engine) on every task of ``cfg``, write the learning
     histories to ``cfg.out``; returns the dataset path."""
+    if cfg.source == "explorer":
+        from tasks.grid.explorer_generate import generate_explorer
+        from tasks.keydoor.explorer import KEYDOOR_EXPLORER
+
+        return generate_explorer(cfg, KEYDOOR, KEYDOOR_EXPLORER)
     if cfg.source in ("noise", "random"):
         from tasks.keydoor.noise_generate import generate_keydoor_noise
 
