@@ -120,13 +120,9 @@ def test_generate_writes_the_a2c_layout_split_and_metadata_and_resumes(tmp_path)
 
 
 @pytest.mark.parametrize("values, message", [({"epsilon": 1.5}, "--epsilon"),
-                                             ({"epsilon_after_goal": float("nan")}, "--epsilon-after-goal")])
-def test_bad_explorer_options_are_user_errors(tmp_path, values, message):
+                                             ({"epsilon_after_goal": float("nan")}, "--epsilon-after-goal"),
+                                             ({"backend": "ray"}, "--source explorer runs in this process")])
+def test_bad_options_are_user_errors_before_anything_is_written(tmp_path, values, message):
     with pytest.raises(UserError, match=message):
-        _config(tmp_path / "d", **values)
+        generate(_config(tmp_path / "d", **values))
     assert not (tmp_path / "d").exists()
-
-
-def test_explorer_runs_in_process_only(tmp_path):
-    with pytest.raises(UserError, match="--source explorer runs in this process"):
-        generate(_config(tmp_path / "d", backend="ray"))

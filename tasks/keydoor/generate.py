@@ -67,8 +67,8 @@ KEYDOOR = GridFamily(family=FAMILY, title="Dark Key-to-Door", tasks=_tasks, task
 
 
 def generate(cfg: GenerateConfig) -> Path | str:
-    """Run A2C (or, with ``cfg.source`` explorer, the grid explorer; noise or random, the grid noise engine) on every task of ``cfg``, write the learning
-    histories to ``cfg.out``; returns the dataset path."""
+    """Run A2C (or, with ``cfg.source`` explorer, the grid explorer; noise or random, the grid noise engine) on every
+    task of ``cfg``, write the learning histories to ``cfg.out``; returns the dataset path."""
     if cfg.source == "explorer":
         from tasks.grid.explorer_generate import generate_explorer
         from tasks.keydoor.explorer import KEYDOOR_EXPLORER
