@@ -192,7 +192,7 @@ def measure(run: Path, recorded: Path, family: str, episodes: int = 1) -> dict[s
     size = int(round(model.config.num_states ** 0.5))
     edge = np.array([on_edge(size, cell) for cell in range(size * size)])
     first: dict[str, list] = {"P": [], "Q": [], "R": [], "edge": []}
-    later: dict[str, list] = {"P": [], "Q": [], "E": [], "edge": []}
+    later: dict[str, list] = {"P": [], "Q": [], "E": [], "R": [], "edge": []}
     known = []  # predicted probability of the shortest-path action to the hidden cell, where the window shows it
     for stream in HistoryReader(recorded).streams():
         steps = search_steps(family, stream.task, stream.columns, context, episodes)
@@ -215,6 +215,7 @@ def measure(run: Path, recorded: Path, family: str, episodes: int = 1) -> dict[s
                 else:
                     later["P"].append(p), later["Q"].append(action_marginal(size, step.may, at, A))
                     later["E"].append(action_marginal(size, step.may_in_episode, at, A))
+                    later["R"].append(action_marginal(size, step.prior, at, A))
                     later["edge"].append(edge[at])
     if not first["P"]:
         fail(f"no recorded episode of {recorded} reached the hidden-cell phase")
@@ -229,9 +230,10 @@ def measure(run: Path, recorded: Path, family: str, episodes: int = 1) -> dict[s
            "edge_share": float(np.mean(first["edge"])), "edge_cells_share": float(edge.mean()),
            "calibration": calibration, "episodes": episodes}
     if later["P"]:
-        P, Q, E = (np.array(later[k]) for k in "PQE")
+        P, Q, E, R = (np.array(later[k]) for k in "PQER")
         out.update(later_positions=len(P), later_tv_to_posterior=tv(P, Q), later_tv_to_episode_posterior=tv(P, E),
-                   later_tv_episode_posterior_to_posterior=tv(E, Q), later_edge_share=float(np.mean(later["edge"])))
+                   later_tv_episode_posterior_to_posterior=tv(E, Q), later_tv_to_prior=tv(P, R),
+                   later_tv_prior_to_posterior=tv(R, Q), later_edge_share=float(np.mean(later["edge"])))
     if known:
         out.update(known_positions=len(known), known_optimal_probability=float(np.mean(known)))
     return out
@@ -320,7 +322,9 @@ def main() -> None:
             print(f"   episodes 2-{args.episodes}: {m['later_positions']} steps with the hidden cell unknown in the "
                   f"window; TV(DPT, posterior) {m['later_tv_to_posterior']:.3f}, TV(DPT, the posterior of the step's "
                   f"episode alone) {m['later_tv_to_episode_posterior']:.3f}, TV(that, posterior) "
-                  f"{m['later_tv_episode_posterior_to_posterior']:.3f}; on edge cells {m['later_edge_share']:.3f}")
+                  f"{m['later_tv_episode_posterior_to_posterior']:.3f}, TV(DPT, cell-only prior) "
+                  f"{m['later_tv_to_prior']:.3f}, TV(cell-only prior, posterior) "
+                  f"{m['later_tv_prior_to_posterior']:.3f}; on edge cells {m['later_edge_share']:.3f}")
         if "known_positions" in m:
             print(f"   {m['known_positions']} steps with the hidden cell found in the window: DPT's probability of "
                   f"the shortest-path action to it {m['known_optimal_probability']:.3f}")
