@@ -18,8 +18,10 @@ With ``--episodes N`` the recorded runs go on for N episodes in context, and eac
 context window ``ad eval`` acted from (it keeps the newest half of a full window): over the later episodes' steps
 where the window does not show the hidden cell found, the posterior excludes the cells searched in the phase anywhere
 in the window, earlier episodes included; its distance from DPT's prediction is reported beside DPT's distance from
-the posterior of the step's own episode alone (what a model that reads only its current episode would predict), and
-where the window does show the hidden cell found, DPT's probability of the shortest-path action to it.
+the posterior of the step's own episode alone (what a model that reads only its current episode would predict), from
+the cell-only prior, and from the same rule over the cells already searched in the window (what a model that heads
+back to where it has been would predict); where the window does show the hidden cell found, DPT's probability of
+the shortest-path action to it.
 
     python benchmarks/dpt_calibration_rooms.py --config configs/keydoor/dpt_calibration.yaml
 """
@@ -193,6 +195,7 @@ def measure(run: Path, recorded: Path, family: str, episodes: int = 1) -> dict[s
     edge = np.array([on_edge(size, cell) for cell in range(size * size)])
     first: dict[str, list] = {"P": [], "Q": [], "R": [], "edge": []}
     later: dict[str, list] = {"P": [], "Q": [], "E": [], "R": [], "edge": []}
+    back: dict[str, list] = {"P": [], "S": []}  # later steps with a searched cell besides the step's own
     known = []  # predicted probability of the shortest-path action to the hidden cell, where the window shows it
     for stream in HistoryReader(recorded).streams():
         steps = search_steps(family, stream.task, stream.columns, context, episodes)
@@ -216,6 +219,9 @@ def measure(run: Path, recorded: Path, family: str, episodes: int = 1) -> dict[s
                     later["P"].append(p), later["Q"].append(action_marginal(size, step.may, at, A))
                     later["E"].append(action_marginal(size, step.may_in_episode, at, A))
                     later["R"].append(action_marginal(size, step.prior, at, A))
+                    searched = np.setdiff1d(step.prior, step.may)  # searched in the window, but not here
+                    if len(searched):
+                        back["P"].append(p), back["S"].append(action_marginal(size, searched, at, A))
                     later["edge"].append(edge[at])
     if not first["P"]:
         fail(f"no recorded episode of {recorded} reached the hidden-cell phase")
@@ -234,6 +240,8 @@ def measure(run: Path, recorded: Path, family: str, episodes: int = 1) -> dict[s
         out.update(later_positions=len(P), later_tv_to_posterior=tv(P, Q), later_tv_to_episode_posterior=tv(P, E),
                    later_tv_episode_posterior_to_posterior=tv(E, Q), later_tv_to_prior=tv(P, R),
                    later_tv_prior_to_posterior=tv(R, Q), later_edge_share=float(np.mean(later["edge"])))
+    if back["P"]:
+        out.update(later_tv_to_searched=tv(np.array(back["P"]), np.array(back["S"])))
     if known:
         out.update(known_positions=len(known), known_optimal_probability=float(np.mean(known)))
     return out
@@ -324,7 +332,8 @@ def main() -> None:
                   f"episode alone) {m['later_tv_to_episode_posterior']:.3f}, TV(that, posterior) "
                   f"{m['later_tv_episode_posterior_to_posterior']:.3f}, TV(DPT, cell-only prior) "
                   f"{m['later_tv_to_prior']:.3f}, TV(cell-only prior, posterior) "
-                  f"{m['later_tv_prior_to_posterior']:.3f}; on edge cells {m['later_edge_share']:.3f}")
+                  f"{m['later_tv_prior_to_posterior']:.3f}, TV(DPT, the cells already searched in the window) "
+                  f"{m.get('later_tv_to_searched', float('nan')):.3f}; on edge cells {m['later_edge_share']:.3f}")
         if "known_positions" in m:
             print(f"   {m['known_positions']} steps with the hidden cell found in the window: DPT's probability of "
                   f"the shortest-path action to it {m['known_optimal_probability']:.3f}")
