@@ -3,7 +3,8 @@
 nearest-unvisited explorer (``--source explorer``, :mod:`tasks.grid.explorer`).
 
 Declared here once, and light to import: a family's config takes them with :func:`ad.config.override` and checks
-them with :func:`check_noise_options` / :func:`check_random_options`, without loading either engine.
+them with :func:`check_noise_options`, :func:`check_random_options` and :func:`check_explorer_options`, without
+loading any engine.
 """
 from __future__ import annotations
 

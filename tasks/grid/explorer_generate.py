@@ -32,17 +32,11 @@ class Explorer:
     options: tuple[str, ...]
 
 
-def episodes_per_stream(cfg: Any, grid: GridFamily) -> int:
-    """Episodes of each explorer stream: the family's env steps per task spread over ``num_envs`` streams of whole
-    episodes."""
-    return max(1, grid.steps(cfg) // (cfg.num_envs * cfg.episode_length))
-
-
 def explorer_metadata(cfg: Any, grid: GridFamily, explorer: Explorer, tasks: list[tuple[int, ...]]) -> dict[str, Any]:
     """The family's A2C metadata (task spec, split, tasks) with the explorer as ``source``."""
     metadata = grid.metadata(cfg, tasks)
     config = {name: getattr(cfg, name) for name in explorer.options}
-    config["episodes_per_stream"] = episodes_per_stream(cfg, grid)
+    config["episodes_per_stream"] = grid.episodes_per_stream(cfg)
     metadata["source"] = {"algorithm": "explorer", "implementation": explorer.implementation, "config": config}
     return metadata
 
@@ -63,7 +57,7 @@ def generate_explorer(cfg: Any, grid: GridFamily, explorer: Explorer) -> Path | 
     todo = [t for t in tasks if not writer.is_complete(grid.task_name(cfg.size, t), cfg.seed)]
     if len(todo) < len(tasks):
         print(f"resuming: {len(tasks) - len(todo)} of {len(tasks)} {grid.noun} already in {out}")
-    episodes = episodes_per_stream(cfg, grid)
+    episodes = grid.episodes_per_stream(cfg)
     started = time.time()
     with writer, Progress(len(todo), desc=f"explorer on {grid.title} {grid.noun}", unit="task",
                           show=cfg.progress and bool(todo)) as bar:  # the writer's close records committed units
@@ -98,5 +92,5 @@ def summarize(cfg: Any, grid: GridFamily, location: Location, metadata: dict[str
             "mean_first_ratio": finite_or_none(np.nanmean(first)) if np.isfinite(first).any() else None,
             "criterion": f"mean return over the last {FINAL_FRACTION:.0%} of each stream >= "
                          f"{LEARNED_RATIO:.0%} of the optimum",
-            "final_ratio": final, "seconds": seconds, "episodes_per_stream": episodes_per_stream(cfg, grid),
+            "final_ratio": final, "seconds": seconds, "episodes_per_stream": grid.episodes_per_stream(cfg),
             "split": {k: len(v) for k, v in metadata["split"].items()}}

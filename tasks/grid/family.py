@@ -34,8 +34,8 @@ MULTICORE = (os.cpu_count() or 1) >= 2
 class GridOptions(NoiseOptions, RandomOptions, ExplorerOptions,
                   run_options("out", "seed", "threads", "progress", "tensorboard", "plots")):
     """Options every grid family's source shares; declared and checked here once (the room, the A2C, the noise,
-    random and explorer sources, the running): a family's config inherits them, adds its own and sets its defaults with
-    :func:`ad.config.override` (defaults here are DarkRoom's)."""
+    random and explorer sources, the running): a family's config inherits them, adds its own and sets its defaults
+    with :func:`ad.config.override` (defaults here are DarkRoom's)."""
 
     out: str = dataset_out("data/darkroom")
     seed: int = override(RunOptions, "seed", 0, "the agents' initial weights and actions and the train/held-out "
@@ -195,6 +195,11 @@ class GridFamily:
     def steps(self, cfg: Any) -> int:
         """Env steps per task (over its streams)."""
         return getattr(cfg, self.steps_option)
+
+    def episodes_per_stream(self, cfg: Any) -> int:
+        """Episodes of each stream of a source that writes whole episodes (noise, random, explorer): the task's env
+        steps over ``num_envs`` streams."""
+        return max(1, self.steps(cfg) // (cfg.num_envs * cfg.episode_length))
 
     def stored(self, cfg: Any, columns: Columns) -> Columns:
         """The columns stored for one unit's full-state ``columns``."""

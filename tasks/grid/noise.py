@@ -54,11 +54,6 @@ class Demonstrator:
     mdp: Callable[[Any, list[tuple[int, ...]]], TabularTasks]  #: ``(cfg, tasks)`` -> the tasks' MDPs
 
 
-def episodes_per_stream(cfg: Any, grid: GridFamily) -> int:
-    """Episodes (= noise levels) of each stream: the task's env steps over ``num_envs`` streams of whole episodes."""
-    return max(1, grid.steps(cfg) // (cfg.num_envs * cfg.episode_length))
-
-
 def noise_levels(cfg: Any, grid: GridFamily, demo: Demonstrator, tasks: list[tuple[int, ...]]
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per task: the epsilon floor (T,), the schedule (T, episodes), the exact expected return of each task's best
@@ -67,7 +62,7 @@ def noise_levels(cfg: Any, grid: GridFamily, demo: Demonstrator, tasks: list[tup
     optimum = expected_return(mdp, np.zeros(len(tasks)))
     names = [grid.task_name(cfg.size, t) for t in tasks]
     floor = epsilon_floor(lambda eps: expected_return(mdp, eps), optimum, cfg.max_return_fraction, names)
-    eps = epsilon_schedule(episodes_per_stream(cfg, grid), cfg.noise_start, cfg.noise_end, cfg.noise_decay_fraction,
+    eps = epsilon_schedule(grid.episodes_per_stream(cfg), cfg.noise_start, cfg.noise_end, cfg.noise_decay_fraction,
                            cfg.noise_power, floor)  # (T, N)
     best = expected_return(mdp, eps.min(axis=1))  # the schedule is non-increasing: its lowest level is its best
     return floor, eps, best, optimum
@@ -77,7 +72,7 @@ def source_config(cfg: Any, grid: GridFamily, options: dict[str, Any]) -> dict[s
     """The source config recorded in dataset.json: the room's options, the source's ``options``, the episodes."""
     config = {name: getattr(cfg, name) for name in ("size", "seed", "heldout_fraction", "episode_length",
                                                     "random_start", "num_envs")}
-    config.update(options, episodes_per_stream=episodes_per_stream(cfg, grid),
+    config.update(options, episodes_per_stream=grid.episodes_per_stream(cfg),
                   terminate_on_goal=bool(getattr(cfg, "terminate_on_goal", True)))
     return config
 
@@ -167,7 +162,7 @@ def generate_noise(cfg: Any, grid: GridFamily, demo: Demonstrator) -> Path | str
     random = getattr(cfg, "source", "noise") == "random"
     if random:  # noise 1 throughout, from each stream's own action distribution
         optimum = expected_return(demo.mdp(cfg, tasks), np.zeros(len(tasks)))
-        eps = np.ones((len(tasks), episodes_per_stream(cfg, grid)))
+        eps = np.ones((len(tasks), grid.episodes_per_stream(cfg)))
         behaviour = stream_behaviours(cfg, tasks)
         metadata = random_metadata(cfg, grid, tasks)
     else:
@@ -198,7 +193,7 @@ def generate_noise(cfg: Any, grid: GridFamily, demo: Demonstrator) -> Path | str
                                 {**record, "noise_floor": float(floor[i]), "expected_best_return": float(best[i]),
                                  "expected_best_fraction": float(best[i] / optimum[i]) if optimum[i] > 0 else None})
                 bar.update(1)
-    summary = summarize(cfg, location, time.time() - started, episodes_per_stream(cfg, grid))
+    summary = summarize(cfg, location, time.time() - started, grid.episodes_per_stream(cfg))
     write_json_atomic(run_folder(cfg.out, location, cfg.run_dir) / "summary.json", summary)
     print(noise_line(summary, grid.noun, out) if not random else
           f"random contexts on {summary['tasks']} {grid.noun}: mean return / optimum "

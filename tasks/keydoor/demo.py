@@ -30,8 +30,8 @@ class KeyDoorDemoConfig(ADDemoConfig):
     REPORT_WINDOWS: ClassVar[tuple[tuple[int, int], ...]] = ((36, 40), (46, 50))  # 46-50: the figure its docs quote
 
     out: str = override(ADDemoConfig, "out", "data/demo-keydoor")
-    tasks: int = option(960, "key/door pairs the A2C source trains on, drawn by --seed from the 6480 of a 9x9 room "
-                             "(a held-out fraction is never distilled)")
+    tasks: int = option(960, "key/door pairs the source runs on, drawn by --seed from the 6480 of a 9x9 room (a "
+                             "held-out fraction is never distilled)")
     source: Literal["a2c", "explorer"] = option(
         "a2c", "source algorithm whose histories AD distils: a2c (one A2C agent per pair, the AD paper's source) or "
                "explorer (walks to the nearest cell it has not searched until it finds the key, then the same for "
@@ -52,7 +52,7 @@ class KeyDoorDemoConfig(ADDemoConfig):
                                    "the AD paper's Key-to-Door")
 
     def __post_init__(self) -> None:
-        refuse(self, ("steps_per_task", "subsample"), lambda v: v < 0, "must be positive (0: the source's default)")
+        refuse(self, ("steps_per_task", "subsample"), lambda v: v < 0, "must be >= 0 (0: the source's default)")
         defaults = dict(SOURCE_DEFAULTS.get(self.source, SOURCE_DEFAULTS["a2c"]))
         if "episodes_per_stream" in defaults:
             defaults["steps_per_task"] = defaults.pop("episodes_per_stream") * STREAMS * max(self.episode_length, 1)
