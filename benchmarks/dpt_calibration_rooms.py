@@ -201,14 +201,17 @@ def measure(run: Path, recorded: Path, family: str, episodes: int = 1) -> dict[s
         steps = search_steps(family, stream.task, stream.columns, context, episodes)
         state = np.asarray(stream.columns["state"], dtype=np.int64)
         hidden = hidden_cell(family, stream.task)[1]
-        for lo in sorted({step.window for step in steps}):
+        by_window: dict[int, list[Step]] = {}
+        for step in steps:
+            by_window.setdefault(step.window, []).append(step)
+        for lo, window_steps in sorted(by_window.items()):
             part = Stream(stream.task, stream.run, stream.stream,
                           {k: v[lo:lo + context] for k, v in stream.columns.items()})
             batch = build_window_source([part], len(part)).gather([0])
             with torch.no_grad():
                 logits = model(*(torch.as_tensor(batch[k]) for k in ("states", "actions", "rewards", "timesteps")))
             probs = torch.softmax(logits["action"][0].float(), -1).numpy()  # (T, A) of this window
-            for step in (s for s in steps if s.window == lo):
+            for step in window_steps:
                 at, p = int(state[step.row]), probs[step.row - lo]
                 if step.may is None:
                     known.append(p[shortest_path_table(size)[hidden, at]])
