@@ -23,6 +23,7 @@ import argparse
 import json
 import shutil
 import sys
+import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -331,7 +332,7 @@ def plot(family: str, seeds: list[int], runs: list[dict], labels: list[str], tag
                     ax.plot(np.arange(1, len(curve) + 1), curve, label=name, lw=2 if name in labels else 1.2)
             ax.axhline(LEVEL, color="grey", ls=":", lw=1)
             ax.set(xlabel="in-context episode", ylabel="return / optimal", ylim=(0, 1.05))
-        ax.set_title(f"{tag}, seed {seed}", fontsize=10)
+        ax.set_title(textwrap.fill(f"{tag}, seed {seed}", 60), fontsize=10)  # long tags wrap inside the panel
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     return save_figure(fig, RESULTS / f"in_context_methods_{tag}.png")
