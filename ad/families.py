@@ -52,6 +52,12 @@ class TaskFamily:
     #: (T,) arrays in history order, so a family whose optimum depends on the episode so far, e.g. whether a key
     #: is carried, can read it); the target of objectives that imitate an optimal policy (DPT). None: unknown
     optimal_actions: Callable[[dict, str, dict], Any] | None = None
+    #: ``posterior_action_probs(metadata, batch) -> (B, T, A) float32``: for windows of a dataset (``batch`` maps the
+    #: RL-format keys ``states``, ``actions``, ``rewards``, ``timesteps`` to (B, T) arrays), the probability that each
+    #: action is optimal at each row given the window's rows before it, the task drawn from the family's own task
+    #: distribution: the expectation of ``optimal_actions`` over every task the window allows, so it never reads the
+    #: window's own task (``ad train rl --objective dpt --dpt-target posterior``). None: unknown
+    posterior_action_probs: Callable[[dict, dict], Any] | None = None
     #: the discrete actions in the order in which ``optimal_actions`` lists the tasks (a grid room's, rows first:
     #: up, left, noop, right, down): ``ad eval --sampling episode`` picks each action where one uniform draw per
     #: episode falls in the policy's probabilities summed in this order, so a policy that predicts the optimal action

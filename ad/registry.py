@@ -200,14 +200,29 @@ def action_order(family: str) -> tuple[int, ...] | None:
     return None if found is None or found.action_order is None else tuple(found.action_order)
 
 
+def _family_function(family: str | None, attribute: str, need: str, what: str, instead: str) -> Callable[..., Any]:
+    """A task family's contract function ``attribute``; a UserError naming the families that have one if it has none
+    (``what`` needs ``need``; ``instead`` says what to do)."""
+    if not _found(FAMILIES, family, [family] if family else [], lambda f: getattr(f, attribute) is not None):
+        known = ", ".join(sorted(n for n, f in FAMILIES.items() if getattr(f, attribute) is not None)) or "none"
+        raise UserError(f"{what} needs {need}, which task family {family!r} does not provide (families that do: "
+                        f"{known}); {instead}")
+    return getattr(FAMILIES[family], attribute)
+
+
 def optimal_actions(family: str | None, what: str = "this objective") -> Callable[..., Any]:
     """The optimal-actions function of a task family; a UserError naming the families that have one if it has
     none (``what`` names the option that needs it)."""
-    if not _found(FAMILIES, family, [family] if family else [], lambda f: f.optimal_actions is not None):
-        known = ", ".join(sorted(n for n, f in FAMILIES.items() if f.optimal_actions is not None)) or "none"
-        raise UserError(f"{what} needs the optimal action of every state, which task family {family!r} does not "
-                        f"provide (families that do: {known}); use another objective or a dataset of one of these")
-    return FAMILIES[family].optimal_actions
+    return _family_function(family, "optimal_actions", "the optimal action of every state", what,
+                            "use another objective or a dataset of one of these")
+
+
+def posterior_action_probs(family: str | None, what: str = "this objective") -> Callable[..., Any]:
+    """The posterior-optimal-action function of a task family (:attr:`ad.families.TaskFamily.posterior_action_probs`);
+    a UserError naming the families that have one if it has none (``what`` names the option that needs it)."""
+    return _family_function(family, "posterior_action_probs",
+                            "the probability of each action being optimal under the family's task distribution",
+                            what, "use --dpt-target optimal or a dataset of one of these")
 
 
 def register_policy_loader(name: str, detect: Callable[[Any], bool], load: Callable[..., Any]) -> None:

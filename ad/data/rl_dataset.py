@@ -7,7 +7,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from ad.formats.rl import WindowSource, load_window_source, to_torch
+from ad.formats.rl import TARGET_PROBS, WindowSource, load_window_source, to_torch
 from ad.history.reader import HistoryReader
 
 
@@ -28,11 +28,16 @@ class RLTrajectoryDataset(Dataset):
         expert_fraction: if set, keep only this last fraction of each stream's episodes (expert data).
         optimal_actions: a task family's ``optimal_actions``: items then also hold ``action_targets`` (T,) int64,
             the optimal action at each row (the target of DPT).
+        posterior_targets: ``batch -> (B, T, A)``, a task family's ``posterior_action_probs`` with the dataset's
+            metadata bound: items then also hold ``action_target_probs`` (T, A) float32, each action's probability of
+            being optimal given the window's rows before (DPT's target in expectation over the tasks the window allows).
     """
 
     def __init__(self, source: Any, tasks: Sequence[str] | None = None, window: int = 80, stride: int = 1,
                  subsample: int = 1, expert_fraction: float | None = None,
-                 optimal_actions: Callable[[dict, str, dict], Any] | None = None) -> None:
+                 optimal_actions: Callable[[dict, str, dict], Any] | None = None,
+                 posterior_targets: Callable[[dict], Any] | None = None) -> None:
+        self.posterior_targets = posterior_targets
         if isinstance(source, WindowSource):
             self.source = source
         else:
@@ -45,11 +50,13 @@ class RLTrajectoryDataset(Dataset):
         return len(self.source)
 
     def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
-        batch = self.source.gather([index])
-        return {k: v[0] for k, v in to_torch(batch).items()}
+        return {k: v[0] for k, v in self.__getitems__([index]).items()}
 
     def __getitems__(self, indices: Sequence[int]) -> dict[str, torch.Tensor]:
-        return to_torch(self.source.gather(np.asarray(indices)))
+        batch = self.source.gather(np.asarray(indices))
+        if self.posterior_targets is not None:
+            batch[TARGET_PROBS] = np.asarray(self.posterior_targets(batch), dtype=np.float32)  # (B, T, A)
+        return to_torch(batch)
 
     def loader(self, batch_size: int, num_samples: int | None = None, seed: int = 0,
                num_workers: int = 0, history_start_share: float = 0.0) -> torch.utils.data.DataLoader:

@@ -64,6 +64,10 @@ class MethodsOptions:
                                               "same held-out tasks: ad, ed (expert distillation), dpt "
                                               "(Decision-Pretrained Transformer), e.g. --methods ad,dpt,ed")
     dpt_steps: int = option(0, "optimiser steps for DPT; 0 = the same as AD's")
+    dpt_target: Literal["optimal", "posterior"] = option(
+        "optimal", "DPT's target (`ad train rl --dpt-target`): optimal = the optimal action of the window's own task; "
+                   "posterior = each action's probability of being optimal given the window so far, under the "
+                   "family's task distribution (families that provide it: darkroom)")
     dpt_data: Literal["source", "random", "transitions", "noise"] = option(
         "source", "histories DPT trains on: source = the demo's own (AD's); random = `ad generate <family> --source "
                   "random` contexts on the same tasks and split, each history acting from its own drawn action "
@@ -74,6 +78,12 @@ class MethodsOptions:
                   "noise = `ad generate <family> --source noise` histories on the same tasks and split (the optimal "
                   "demonstrator with epsilon falling from 1 to 0 over each history: mixed-quality rollouts, from "
                   "random walks to the optimum)")
+
+    def check_methods(self, family: str) -> None:
+        """Parse ``--methods`` and refuse, before anything runs, a ``--dpt-target`` that ``family`` cannot give."""
+        self.methods = parse_methods(self.methods)
+        if "dpt" in self.methods and self.dpt_target == "posterior":
+            registry.posterior_action_probs(family, "--dpt-target posterior")
 
 
 #: What ``--temperature`` does in a demo, beside what it does in ``ad eval``.
@@ -282,7 +292,7 @@ class ADDemoConfig(DemoConfig, OverrideOptions, MethodsOptions, SamplingOptions,
     threads: int = override(RunOptions, "threads", 1)
 
     def __post_init__(self) -> None:
-        self.methods = parse_methods(self.methods)
+        self.check_methods(self.FAMILY)
         refuse(self, ("subsample", "context", "ad_steps", "ed_steps", "episodes", "seeds"), lambda v: v <= 0,
                "must be positive")
         if self.threads < 0 or self.dpt_steps < 0:
@@ -307,7 +317,8 @@ class ADDemoConfig(DemoConfig, OverrideOptions, MethodsOptions, SamplingOptions,
         return method_runs(self.methods, {
             "ad": {"max_steps": self.ad_steps, "subsample": self.subsample},
             "ed": {"max_steps": self.ed_steps},
-            "dpt": {"max_steps": self.dpt_steps or self.ad_steps, "subsample": self.subsample}})
+            "dpt": {"max_steps": self.dpt_steps or self.ad_steps, "subsample": self.subsample,
+                    "dpt_target": self.dpt_target}})
 
 
 def stage(name: str, timings: dict[str, float], fn: Callable[..., Any], *args: Any) -> Any:

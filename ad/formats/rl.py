@@ -3,7 +3,8 @@
 A :class:`WindowSource` holds the selected streams concatenated into flat columns plus the offsets where windows may
 start, so a whole batch of windows is one gather (``flat[starts[:, None] + arange(T)]``). With ``optimal_actions``
 (:attr:`ad.families.TaskFamily.optimal_actions`) the windows also carry ``action_targets``, the optimal action at
-each row: the target of an objective that imitates an optimal policy (DPT).
+each row: the target of an objective that imitates an optimal policy (DPT); the posterior form of that target,
+``action_target_probs``, is added per batch by :class:`ad.data.RLTrajectoryDataset`.
 """
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ RL_COLUMNS = {"states": "state", "actions": "action", "rewards": "reward", "logp
               "timesteps": "step"}
 #: RL-format key of the optimal action at each row (windows built with ``optimal_actions`` only)
 TARGETS = "action_targets"
+#: RL-format key of each action's probability of being optimal at each row (B, T, A), given the window's rows before
+#: it (:attr:`ad.families.TaskFamily.posterior_action_probs`; batches of a dataset built with it only)
+TARGET_PROBS = "action_target_probs"
 _READ = ["episode", "step", "state", "action", "reward", "logprob", "terminated", "truncated"]
 
 

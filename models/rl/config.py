@@ -21,6 +21,9 @@ LAYOUTS = ("transition", "separate")
 REWARD_KINDS = ("discrete", "continuous")
 #: Training objectives of ``ad train rl`` (``--objective``): the action head's target.
 OBJECTIVES = ("ad", "ed", "dpt")
+#: DPT's targets (``--dpt-target``): the window's own task's optimal action, or its expectation over the tasks the
+#: window allows.
+DPT_TARGETS = ("optimal", "posterior")
 ACTION_HEADS = ("bins", "gaussian")
 
 
@@ -176,6 +179,12 @@ class TrainRLConfig(ADConfig, TrainingOptions, DistributedOptions, run_options("
               "ed = those of each stream's last episodes only (expert distillation); dpt = the optimal action of "
               "every state given the context before it (Decision-Pretrained Transformer; the task family must "
               "provide optimal actions)")
+    dpt_target: Literal["optimal", "posterior"] = option(
+        "optimal", "DPT's target (--objective dpt only): optimal = the optimal action of the window's own task (the "
+                   "DPT paper's); posterior = each action's probability of being optimal given the window's rows "
+                   "before it, the task drawn from the family's task distribution (the expectation of the optimal "
+                   "target over every task the window allows, so held-out tasks the training tasks leave out keep "
+                   "their share; the task family must provide it)")
     expert_only: bool = option(False, "the same as --objective ed (the older spelling, kept for existing configs)")
     subsample: int = option(1, "train on every k-th episode of each stream (the AD paper's subsampling: the distilled "
                                    "history improves k times faster per episode than its source)")
@@ -195,7 +204,9 @@ class TrainRLConfig(ADConfig, TrainingOptions, DistributedOptions, run_options("
         check_distributed_options(self, self.batch_size)
         if self.preset not in self.PRESETS:
             raise UserError(f"unknown preset {self.preset!r}; choose one of: {', '.join(sorted(self.PRESETS))}")
-        refuse_choice(self, objective=OBJECTIVES)
+        refuse_choice(self, objective=OBJECTIVES, dpt_target=DPT_TARGETS)
+        if self.dpt_target != "optimal" and self.objective != "dpt":
+            raise UserError(f"--dpt-target {self.dpt_target} is DPT's target; pass --objective dpt with it, or drop it")
         if self.expert_only and self.objective == "dpt":
             raise UserError("--expert-only means --objective ed; drop it to train --objective dpt")
         if self.expert_only:

@@ -19,7 +19,8 @@ stands for a_{-1}); their head is a tanh-squashed Gaussian or bins per dimension
 Heads, all on the final hidden states:
 
 * action: predicts a_t from everything before acting in s_t (the hidden state of the s_t token). A batch with
-  ``action_targets`` (B, T) trains it on those instead: the optimal action in s_t (DPT).
+  ``action_targets`` (B, T) trains it on those instead: the optimal action in s_t (DPT); one with
+  ``action_target_probs`` (B, T, A) on those probabilities (cross-entropy with a distribution: DPT's posterior form).
 * outcome heads, teacher-forced on the true a_t: reward r_t, next state s_{t+1} and the behaviour policy's
   logprob of a_t, through one small GELU layer on the a_t token's hidden state (separate layout) or on
   ``h_t + E_out(a_t)`` (transition layout). The next-state target is masked where the next row starts a new
@@ -131,6 +132,16 @@ def masked_classification(logits: torch.Tensor, target: torch.Tensor, mask: torc
     """(mean cross-entropy, mean accuracy) where ``mask`` is True of logits (B, T, K) against class ids (B, T)."""
     ce = F.cross_entropy(logits.flatten(0, 1), target.flatten(), reduction="none").view_as(mask)  # (B, T)
     return masked_mean(ce, mask), masked_mean((logits.argmax(-1) == target).float(), mask)
+
+
+def masked_soft_classification(logits: torch.Tensor, probs: torch.Tensor, mask: torch.Tensor
+                               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(mean cross-entropy, mean target probability of the most likely class) where ``mask`` is True of logits
+    (B, T, K) against target distributions ``probs`` (B, T, K); with one-hot ``probs`` these are
+    :func:`masked_classification`'s."""
+    ce = -(probs * F.log_softmax(logits, dim=-1)).sum(-1)  # (B, T)
+    hit = probs.gather(-1, logits.argmax(-1, keepdim=True)).squeeze(-1)  # (B, T)
+    return masked_mean(ce, mask), masked_mean(hit, mask)
 
 
 class ADTransformer(nn.Module):
@@ -307,6 +318,9 @@ class ADTransformer(nn.Module):
             nll, sq_error = self.box.loss(logits, actions)  # (B, T) each
             metrics["action_nll"] = masked_mean(nll, mask)
             metrics["action_mse"] = masked_mean(sq_error, mask)
+        elif "action_target_probs" in batch:  # (B, T, A): each action's probability of being optimal (DPT)
+            metrics["action_nll"], metrics["action_acc"] = masked_soft_classification(
+                logits, batch["action_target_probs"], mask)
         else:
             target = batch.get("action_targets", actions)  # (B, T): the optimal actions (DPT), else the actions taken
             metrics["action_nll"], metrics["action_acc"] = masked_classification(logits, target, mask)

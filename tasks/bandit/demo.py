@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from ad.config import make_config, option, override, refuse
-from ad.demo import (DEMO_TEMPERATURE, DemoConfig, MethodsOptions, OverrideOptions, method_runs, parse_methods,
+from ad.demo import (DEMO_TEMPERATURE, DemoConfig, MethodsOptions, OverrideOptions, method_runs,
                      run_ad_demo)
 from ad.errors import UserError
 from ad.files import write_json_atomic
@@ -70,7 +70,7 @@ class BanditDemoConfig(DemoConfig, OverrideOptions, MethodsOptions, SamplingOpti
     threads: int = override(RunOptions, "threads", 1)
 
     def __post_init__(self) -> None:
-        self.methods = parse_methods(self.methods)
+        self.check_methods(self.FAMILY)
         self.check_temperature()
         check_arms(self.arms)
         refuse(self, ("instances", "pulls", "ad_steps", "ed_steps", "batch_size", "n_layer", "eval_envs",
@@ -117,7 +117,8 @@ class BanditDemoConfig(DemoConfig, OverrideOptions, MethodsOptions, SamplingOpti
         return method_runs(self.methods, {"ad": {"max_steps": self.ad_steps, **whole},
                                           "ed": {"max_steps": self.ed_steps, "context": self.expert_context,
                                                  "batch_size": 4 * self.batch_size},
-                                          "dpt": {"max_steps": self.dpt_steps or self.ad_steps, **whole}})
+                                          "dpt": {"max_steps": self.dpt_steps or self.ad_steps, **whole,
+                                                  "dpt_target": self.dpt_target}})
 
     def evaluate(self, folders: dict[str, Path]) -> dict[str, Any]:
         """The expected cumulative regret of the trained policies and of the bandit algorithms on the held-out

@@ -14,4 +14,4 @@ GYM_IDS = {"ad/DarkRoom-9x9-v0": (9, 20), "ad/DarkRoom-3x3-v0": (3, 10)}
 register_grid_family("darkroom", "tasks.darkroom", "DarkRoomEnv", GYM_IDS,
                      {"random_start": False, "terminate_on_goal": False},
                      "A2C learning histories on every DarkRoom goal (all goals batched)", GenerateConfig,
-                     DarkRoomDemoConfig, default=True)
+                     DarkRoomDemoConfig, default=True, posterior=True)

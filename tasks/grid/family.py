@@ -98,11 +98,12 @@ class GridOptions(NoiseOptions, RandomOptions, ExplorerOptions,
 
 def register_grid_family(name: str, package: str, env_class: str, gym_ids: dict[str, tuple[int, int]],
                          env_kwargs: dict[str, Any], summary: str, generate_config: type, demo_config: type,
-                         default: bool = False) -> None:
+                         default: bool = False, posterior: bool = False) -> None:
     """Register a grid family of the package ``package`` (``"tasks.darkroom"``): its gymnasium ids (``gym_ids``: id ->
     (size, max_episode_steps), the first used by ``ad eval``; ``<package>.env:<env_class>`` and
     ``<package>.vector_env:make_vector_env`` built with ``env_kwargs``) and its :class:`ad.families.TaskFamily`
-    (``<package>.generate:generate``, optimal actions from ``<package>.optimal``). Imports no torch."""
+    (``<package>.generate:generate``, optimal actions from ``<package>.optimal``, with ``posterior`` its
+    ``posterior_action_probs`` too). Imports no torch."""
     import gymnasium
 
     from ad.families import TaskFamily, register_family
@@ -118,6 +119,7 @@ def register_grid_family(name: str, package: str, env_class: str, gym_ids: dict[
         generate=lazy_function(f"{package}.generate:generate"), gym_id=next(iter(gym_ids)),
         eval_kwargs=lazy_function(f"{package}.vector_env:eval_kwargs"), demo_config=demo_config,
         optimal_actions=lazy_function(f"{package}.optimal:optimal_actions"), action_order=ROWS_FIRST_ORDER,
+        posterior_action_probs=lazy_function(f"{package}.optimal:posterior_action_probs") if posterior else None,
         task_kwargs=("size",), default=default))
 
 
