@@ -155,3 +155,12 @@ def test_a_family_without_posterior_targets_exits_2_before_writing(tmp_path, cap
               "--out", str(tmp_path / "demo")])
     assert exit_info.value.code == 2 and "--dpt-target posterior needs" in capsys.readouterr().err
     assert not (tmp_path / "demo").exists()
+
+
+def test_the_darkroom_demo_passes_the_target_to_dpt_only(tmp_path):
+    command = registry.get_demo("darkroom", "rl")
+    config = make_config(command.config_cls, {"methods": "ad,dpt", "dpt_target": "posterior",
+                                              "out": str(tmp_path / "demo")})
+    runs = {run.label: run.options for run in config.train_runs()}
+    assert runs["DPT"]["objective"] == "dpt" and runs["DPT"]["dpt_target"] == "posterior"
+    assert runs["AD"]["objective"] == "ad" and "dpt_target" not in runs["AD"]
