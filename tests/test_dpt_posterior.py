@@ -111,13 +111,18 @@ def darkroom_data(tmp_path_factory):
 
 
 def test_batches_carry_the_posterior_of_the_dataset_s_room_instead_of_the_task_s_action(darkroom_data):
-    data = RLDataModule(darkroom_data, window=20, batch_size=4, optimal_targets=True, posterior_targets=True)
+    data = RLDataModule(darkroom_data, window=20, batch_size=4, posterior_targets=True)
     data.setup()
     batch = next(iter(data.train_dataloader()))
     assert TARGETS not in batch and batch[TARGET_PROBS].shape == (4, 20, NUM_ACTIONS)
     np.testing.assert_allclose(batch[TARGET_PROBS].sum(-1).numpy(), 1.0, atol=1e-6)
     numpy_batch = {key: batch[key].numpy() for key in ("states", "actions", "rewards")}
     np.testing.assert_allclose(batch[TARGET_PROBS].numpy(), brute_force(3, numpy_batch), atol=1e-6)
+
+
+def test_the_two_dpt_targets_are_asked_for_one_at_a_time(darkroom_data):
+    with pytest.raises(ValueError, match="ask for one"):
+        RLDataModule(darkroom_data, window=20, batch_size=4, optimal_targets=True, posterior_targets=True)
 
 
 def test_ad_train_rl_with_posterior_targets_trains_and_records_them(darkroom_data, tmp_path):

@@ -24,10 +24,10 @@ class RLDataModule(L.LightningDataModule):
         expert_fraction: fraction of episodes that counts as expert data.
         optimal_targets: give every window ``action_targets``, the optimal action at each row from the dataset's task
             family (:func:`ad.registry.optimal_actions`; a UserError if the family has none): DPT's target.
-        posterior_targets: give every window ``action_target_probs`` instead, each action's probability of being
-            optimal at each row given the window's rows before it, under the family's task distribution
-            (:func:`ad.registry.posterior_action_probs`; a UserError if the family has none): DPT's target in
-            expectation over the tasks the window allows.
+        posterior_targets: give every window ``action_target_probs`` (not with ``optimal_targets``), each action's
+            probability of being optimal at each row given the window's rows before it, under the family's task
+            distribution (:func:`ad.registry.posterior_action_probs`; a UserError if the family has none): DPT's
+            target in expectation over the tasks the window allows.
         stride: distance between window starts.
         steps_per_epoch: batches in one "epoch" of random windows.
         val_batches: held-out batches per validation run.
@@ -58,8 +58,10 @@ class RLDataModule(L.LightningDataModule):
         self.spec = self.reader.spec
         self.metadata = self.reader.metadata
         self.train_tasks, self.heldout_tasks = task_split(self.reader)
+        if optimal_targets and posterior_targets:
+            raise ValueError("optimal_targets and posterior_targets are two kinds of DPT target: ask for one")
         self.optimal_actions = (optimal_actions(self.reader.family, f"DPT (optimal-action targets) on dataset {path}")
-                                if optimal_targets and not posterior_targets else None)
+                                if optimal_targets else None)
         self.posterior_targets = (functools.partial(posterior_action_probs(
             self.reader.family, f"DPT with posterior targets on dataset {path}"), self.metadata)
             if posterior_targets else None)

@@ -164,7 +164,7 @@ def train(config: TrainRLConfig) -> Path:
     out, _ = start_run(config)
     datamodule = ShardedRLDataModule(config.data, window=config.context, batch_size=config.batch_size,
                                      subsample=config.subsample, expert_only=config.objective == "ed",
-                                     optimal_targets=config.objective == "dpt",
+                                     optimal_targets=config.objective == "dpt" and config.dpt_target == "optimal",
                                      posterior_targets=config.objective == "dpt" and config.dpt_target == "posterior",
                                      val_batches=config.val_batches, num_workers=config.num_workers,
                                      seed=config.seed, history_start_share=config.history_start_share)
