@@ -30,6 +30,12 @@ _KEPT = ("headline", "short", "vs", "capability", "page", "readme", "rank")
 _config_file: str | None = None  # the --config file parse_args read, recorded by report()
 
 
+def fail(message: str) -> None:
+    """End with one ``error:`` line and exit status 2 (bad input), no traceback."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def parse_args(parser: Any, argv: list[str] | None = None) -> Any:
     """Parse a benchmark's options with two more: ``--config FILE`` (YAML of option values, flags override it) and
     ``--print-config`` (print the resolved options as YAML in the format ``--config`` reads, and exit).

@@ -39,17 +39,11 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import RESULTS, figure, merge_report, parse_args  # noqa: E402
+from benchmarks.common import RESULTS, fail, figure, merge_report, parse_args  # noqa: E402
 from benchmarks.in_context_methods import CAPABILITY  # noqa: E402
 
 #: Posterior-probability bins of the calibration table.
 BINS = (0.0, 0.05, 0.15, 0.3, 0.5, 0.7, 0.85, 1.0001)
-
-
-def fail(message: str) -> None:
-    """End with one ``error:`` line and exit status 2 (bad input), no traceback."""
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
 
 
 def hidden_cell(family: str, task: str) -> tuple[int, int, set[int]]:

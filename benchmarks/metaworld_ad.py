@@ -4,11 +4,17 @@ train AD and ED -> ``ad eval``); a finished run folder is read back, not redone.
 
     python benchmarks/metaworld_ad.py --config configs/metaworld/ad_reach.yaml
     python benchmarks/metaworld_ad.py --quick    # 2 + 2 goals, 6-step episodes, 3 training steps
+
+``--init-from WORK`` trains each seed's AD on from the AD of another finished run of this benchmark (its work folder,
+the same seed): ``ad demo --ad-init-from`` its AD (its weights; the optimiser and schedule start afresh), on that
+run's histories (copied into this run's folder, and checked against this run's generation options like any resumed
+generation); ED is trained from scratch as in every run.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,7 +22,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import RESULTS, figure, merge_report, parse_args  # noqa: E402
+from benchmarks.common import RESULTS, fail, figure, merge_report, parse_args  # noqa: E402
 
 
 def run_seed(options: dict[str, Any], out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -28,12 +34,28 @@ def run_seed(options: dict[str, Any], out: Path) -> tuple[dict[str, Any], dict[s
     if not evaluation.is_file():
         from ad.config import make_config
         from ad.demo import run_ad_demo
+        from ad.errors import UserError
         import tasks.metaworld  # noqa: F401  (registers the family)
         from tasks.metaworld.demo import MetaWorldDemoConfig
 
-        run_ad_demo(make_config(MetaWorldDemoConfig, {**options, "out": str(out)}, source="benchmark options"))
+        try:
+            run_ad_demo(make_config(MetaWorldDemoConfig, {**options, "out": str(out)}, source="benchmark options"))
+        except UserError as error:
+            fail(str(error))
     return (json.loads(evaluation.read_text()),
             json.loads((out / "metaworld" / "_run" / "summary.json").read_text()))
+
+
+def start_from(options: dict[str, Any], base: Path, out: Path) -> dict[str, Any]:
+    """``options`` with AD starting from the trained AD of ``base`` (a finished run folder of this benchmark, the same
+    seed), whose histories are copied into ``out`` where it has none yet."""
+    if not (base / "ad" / "model").is_dir():
+        fail(f"--init-from: {base / 'ad' / 'model'} does not exist; run the benchmark whose work folder that is "
+             "first (its AD must have finished training), or name another folder")
+    if not (out / "metaworld").exists() and (base / "metaworld").is_dir():
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(base / "metaworld", out / "metaworld")
+    return {**options, "ad_init_from": str(base / "ad")}
 
 
 #: ``ad demo --task metaworld`` options of ``--quick``: 2 + 2 goals, 6-step episodes, 3 training steps
@@ -73,6 +95,9 @@ def main() -> None:
     parser.add_argument("--work", default="data/bench-metaworld-ad", help="folder of the runs (seed<N> each)")
     parser.add_argument("--last", type=int, default=3, help="the figure: success over the last N in-context episodes")
     parser.add_argument("--demo", type=json.loads, default={}, help="options of `ad demo --task metaworld` (JSON)")
+    parser.add_argument("--init-from", default="", metavar="WORK",
+                        help="work folder of another finished run of this benchmark: each seed's AD starts from that "
+                             "run's AD of the same seed, on its histories (empty: AD starts from scratch)")
     parser.add_argument("--variant", default="", help="name of these settings in the results, beside the skill and "
                                                       "source (empty: the skill's and source's own figures)")
     args = parse_args(parser)
@@ -83,7 +108,11 @@ def main() -> None:
     skill, kind = options.get("skill", "reach-v3"), options.get("source", "noise")
     figures, per_seed = [], {}
     for seed in args.seeds:
-        evaluation, source = run_seed({**options, "seed": seed}, Path(args.work) / f"seed{seed}")
+        out = Path(args.work) / f"seed{seed}"
+        seed_options = {**options, "seed": seed}
+        if args.init_from:
+            seed_options = start_from(seed_options, Path(args.init_from) / f"seed{seed}", out)
+        evaluation, source = run_seed(seed_options, out)
         episodes = evaluation["episodes"]
         per_seed[seed] = lines = curves(evaluation, source, episodes, kind)
         ad, ed = np.asarray(lines["AD"]), np.asarray(lines["ED"])
@@ -97,7 +126,7 @@ def main() -> None:
         within = bool(len(reached)) and float(ad[-args.last:].mean()) > float(ed[-args.last:].mean())
         fig.update(met="yes" if within else "no", first_episode_at_0_9=int(reached[0]) + 1 if len(reached) else None,
                    success_per_episode={name: [round(float(v), 4) for v in curve] for name, curve in lines.items()},
-                   settings={**options, "seed": seed}, current=not args.quick)
+                   settings=seed_options, current=not args.quick)
         figures.append(fig)
     # the headline: the demo's default skill (reach) and source (the noisy expert)
     if not args.quick and kind == "noise" and not args.variant and skill == "reach-v3":

@@ -21,15 +21,9 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import figure, merge_report, parse_args  # noqa: E402
+from benchmarks.common import fail, figure, merge_report, parse_args  # noqa: E402
 
 CAPABILITY = "Meta-World ML1 in context"
-
-
-def fail(message: str) -> None:
-    """End with one ``error:`` line and exit status 2 (bad input), no traceback."""
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
 
 
 class PromptedPolicy:

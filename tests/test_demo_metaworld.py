@@ -84,3 +84,18 @@ def test_demo_end_to_end_at_tiny_settings(tmp_path, capsys):
     for name in ("AD", "ED", "random"):
         assert len(summary["policies"][name]["success"]) == 2
     assert (out / "report.md").is_file() and (out / "ad" / "model" / "config.json").is_file()
+
+
+def test_demo_ad_init_from_starts_ad_alone_from_a_finished_run(tmp_path, capsys):
+    import yaml
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert run_cli(capsys, "demo", "--task", "metaworld", "--out", str(first), *TINY)[0] == 0
+    assert run_cli(capsys, "demo", "--task", "metaworld", "--out", str(second), *TINY,
+                   "--ad-init-from", str(first / "ad"))[0] == 0
+    assert yaml.safe_load((second / "ad" / "config.yaml").read_text())["init_from"] == str(first / "ad")
+    assert yaml.safe_load((second / "ed" / "config.yaml").read_text())["init_from"] == ""
+    code, err, _ = run_cli(capsys, "demo", "--task", "metaworld", "--out", str(tmp_path / "third"), *TINY,
+                           "--ad-init-from", str(tmp_path / "nowhere"))
+    assert code == 2 and "--ad-init-from" in err and "no trained AD there" in err
+    assert not (tmp_path / "third").exists()  # refused before anything is written

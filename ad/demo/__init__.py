@@ -281,6 +281,9 @@ class ADDemoConfig(DemoConfig, OverrideOptions, MethodsOptions, SamplingOptions,
     context: int = option(80, "transformer context in transitions")
     ad_steps: int = option(5000, "optimiser steps for AD")
     ed_steps: int = option(2000, "optimiser steps for the expert-distillation baseline")
+    ad_init_from: str = option("", "start AD from the weights of a finished `ad train rl` run (its folder, holding "
+                                   "model/; `ad train rl --init-from`) instead of from scratch; ED and DPT start from "
+                                   "scratch")
     model_preset: str = option("demo", "model/training preset of `ad train rl`")
     dropout: float = option(-1.0, "dropout of AD and ED on attention weights and on each block's output (`ad train rl "
                                   "--attn-dropout / --resid-dropout`, replacing the preset's); -1 = the task family's "
@@ -300,6 +303,9 @@ class ADDemoConfig(DemoConfig, OverrideOptions, MethodsOptions, SamplingOptions,
         self.check_temperature()
         if not (0.0 <= self.dropout < 1.0 or self.dropout == -1.0):  # also refuses NaN
             raise UserError(f"--dropout must be in [0, 1), or -1 for the task family's default, got {self.dropout}")
+        if self.ad_init_from and not (Path(self.ad_init_from) / "model" / "config.json").is_file():
+            raise UserError(f"--ad-init-from {self.ad_init_from}: no trained AD there (a finished `ad train rl` run "
+                            "folder holds model/config.json); name such a folder, or drop the option")
 
     def family_dropout(self) -> float:
         """The dropout ``--dropout -1`` stands for (a family overrides it with its measured choice)."""
@@ -315,7 +321,8 @@ class ADDemoConfig(DemoConfig, OverrideOptions, MethodsOptions, SamplingOptions,
         """(label, extra ``ad train rl`` options) of each trained policy of ``methods``: AD (on every
         ``subsample``-th episode), its ED baseline, DPT (AD's windows, the optimal actions as targets)."""
         return method_runs(self.methods, {
-            "ad": {"max_steps": self.ad_steps, "subsample": self.subsample},
+            "ad": {"max_steps": self.ad_steps, "subsample": self.subsample,
+                   **({"init_from": self.ad_init_from} if self.ad_init_from else {})},
             "ed": {"max_steps": self.ed_steps},
             "dpt": {"max_steps": self.dpt_steps or self.ad_steps, "subsample": self.subsample,
                     "dpt_target": self.dpt_target}})

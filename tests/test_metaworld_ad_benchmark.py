@@ -1,0 +1,32 @@
+"""benchmarks/metaworld_ad.py: --init-from, AD trained on from another finished run of the benchmark."""
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import metaworld_ad  # noqa: E402
+
+
+def test_start_from_names_the_base_run_s_ad_and_copies_its_histories(tmp_path):
+    base, out = tmp_path / "base" / "seed1", tmp_path / "work" / "seed1"
+    (base / "ad" / "model").mkdir(parents=True)
+    (base / "metaworld").mkdir()
+    (base / "metaworld" / "dataset.json").write_text("{}")
+    options = metaworld_ad.start_from({"seed": 1, "ad_steps": 5}, base, out)
+    assert options == {"seed": 1, "ad_steps": 5, "ad_init_from": str(base / "ad")}
+    assert (out / "metaworld" / "dataset.json").read_text() == "{}"
+    (base / "metaworld" / "dataset.json").write_text("changed")  # a folder of its own: only copied where missing
+    metaworld_ad.start_from({"seed": 1}, base, out)
+    assert (out / "metaworld" / "dataset.json").read_text() == "{}"
+
+
+def test_an_init_from_without_a_trained_ad_is_one_error_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["metaworld_ad.py", "--init-from", "nowhere", "--seeds", "0"])
+    with pytest.raises(SystemExit) as exit_info:
+        metaworld_ad.main()
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --init-from") and "nowhere/seed0/ad/model" in err[0]
+    assert not (tmp_path / "data").exists()  # nothing written
