@@ -49,9 +49,13 @@ def run_seed(options: dict[str, Any], out: Path) -> tuple[dict[str, Any], dict[s
 def start_from(options: dict[str, Any], base: Path, out: Path) -> dict[str, Any]:
     """``options`` with AD starting from the trained AD of ``base`` (a finished run folder of this benchmark, the same
     seed), whose histories are copied into ``out`` where it has none yet."""
-    if not (base / "ad" / "model").is_dir():
-        fail(f"--init-from: {base / 'ad' / 'model'} does not exist; run the benchmark whose work folder that is "
-             "first (its AD must have finished training), or name another folder")
+    from ad.errors import UserError
+    from models.trainer import require_trained_model
+
+    try:
+        require_trained_model(base / "ad", "--init-from")
+    except UserError as error:
+        fail(f"{error} (run the benchmark whose work folder that is first)")
     if not (out / "metaworld").exists() and (base / "metaworld").is_dir():
         out.mkdir(parents=True, exist_ok=True)
         shutil.copytree(base / "metaworld", out / "metaworld")

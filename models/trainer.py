@@ -33,6 +33,16 @@ COMMON_EXPECTED_WARNINGS = (".*sampler has shuffling enabled.*", ".*dataloader i
                             ".*It is recommended to use `self.log\\('val/.*sync_dist=True.*")
 
 
+def require_trained_model(run: str | Path, option: str) -> None:
+    """Refuse ``run``, the value of ``option``, with a UserError unless it is a finished training run folder: one
+    holding the saved model (``model/config.json`` and ``model/model.safetensors``)."""
+    folder = Path(run) / MODEL_DIR
+    if not ((folder / "config.json").is_file() and (folder / "model.safetensors").is_file()):
+        raise UserError(f"{option} {run}: no trained model there (a finished `ad train` run folder holds "
+                        f"{MODEL_DIR}/config.json and {MODEL_DIR}/model.safetensors); name such a folder, or drop "
+                        "the option")
+
+
 def start_run(config: Any) -> tuple[Path, Any]:
     """(run folder ``--out``, reader of ``--data``) of a training run, after applying ``--threads``, quieting
     Lightning's info lines and refusing an incomplete dataset (unless ``--allow-incomplete``)."""

@@ -97,5 +97,5 @@ def test_demo_ad_init_from_starts_ad_alone_from_a_finished_run(tmp_path, capsys)
     assert yaml.safe_load((second / "ed" / "config.yaml").read_text())["init_from"] == ""
     code, err, _ = run_cli(capsys, "demo", "--task", "metaworld", "--out", str(tmp_path / "third"), *TINY,
                            "--ad-init-from", str(tmp_path / "nowhere"))
-    assert code == 2 and "--ad-init-from" in err and "no trained AD there" in err
+    assert code == 2 and "--ad-init-from" in err and "no trained model there" in err
     assert not (tmp_path / "third").exists()  # refused before anything is written

@@ -11,6 +11,8 @@ from benchmarks import metaworld_ad  # noqa: E402
 def test_start_from_names_the_base_run_s_ad_and_copies_its_histories(tmp_path):
     base, out = tmp_path / "base" / "seed1", tmp_path / "work" / "seed1"
     (base / "ad" / "model").mkdir(parents=True)
+    for name in ("config.json", "model.safetensors"):  # only looked for: the trainer loads them
+        (base / "ad" / "model" / name).write_text("")
     (base / "metaworld").mkdir()
     (base / "metaworld" / "dataset.json").write_text("{}")
     options = metaworld_ad.start_from({"seed": 1, "ad_steps": 5}, base, out)
@@ -28,5 +30,6 @@ def test_an_init_from_without_a_trained_ad_is_one_error_line(tmp_path, capsys, m
         metaworld_ad.main()
     assert exit_info.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: --init-from") and "nowhere/seed0/ad/model" in err[0]
+    assert len(err) == 1 and err[0].startswith("error: --init-from") and "nowhere/seed0/ad:" in err[0]
+    assert "no trained model there" in err[0]
     assert not (tmp_path / "data").exists()  # nothing written

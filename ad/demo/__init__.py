@@ -303,9 +303,10 @@ class ADDemoConfig(DemoConfig, OverrideOptions, MethodsOptions, SamplingOptions,
         self.check_temperature()
         if not (0.0 <= self.dropout < 1.0 or self.dropout == -1.0):  # also refuses NaN
             raise UserError(f"--dropout must be in [0, 1), or -1 for the task family's default, got {self.dropout}")
-        if self.ad_init_from and not (Path(self.ad_init_from) / "model" / "config.json").is_file():
-            raise UserError(f"--ad-init-from {self.ad_init_from}: no trained AD there (a finished `ad train rl` run "
-                            "folder holds model/config.json); name such a folder, or drop the option")
+        if self.ad_init_from:
+            from models.trainer import require_trained_model
+
+            require_trained_model(self.ad_init_from, "--ad-init-from")
 
     def family_dropout(self) -> float:
         """The dropout ``--dropout -1`` stands for (a family overrides it with its measured choice)."""
