@@ -2,8 +2,8 @@
 
 - Run files written whole or not at all (:func:`atomic_path`, :func:`write_text_atomic` ...): a process killed at any
   moment leaves the old file or the new one.
-- Paths a user names (:func:`check_output_folder`, :func:`check_input_file` ...): refused, saying why, where they
-  cannot be used.
+- Paths a user names (:func:`check_output_folder`, :func:`check_input_file`, :func:`require_trained_model` ...):
+  refused, saying why, where they cannot be used.
 - Text files a user hands to a command: read as UTF-8 or refused naming the first byte that is not (:func:`read_utf8`).
 - The local run folder of ``ad generate`` (:func:`run_folder`), beside a dataset that may live at a remote URL.
 
@@ -154,6 +154,20 @@ def read_utf8(path: str | Path, what: str) -> str:
 
 # ---------------------------------------------------------------------------------------------- run folders
 #: File in a run folder outside the dataset naming the ``--out`` it belongs to.
+#: The folder of a training run (``ad train --out``) that holds its final model.
+MODEL_DIR = "model"
+
+
+def require_trained_model(run: str | Path, option: str) -> None:
+    """Refuse ``run``, the value of ``option``, with a UserError unless it is a finished training run folder: one
+    holding the saved model (``model/config.json`` and ``model/model.safetensors``)."""
+    folder = Path(run) / MODEL_DIR
+    if not ((folder / "config.json").is_file() and (folder / "model.safetensors").is_file()):
+        raise UserError(f"{option} {run}: no trained model there (a finished `ad train` run folder holds "
+                        f"{MODEL_DIR}/config.json and {MODEL_DIR}/model.safetensors); name such a folder, or drop "
+                        "the option")
+
+
 OWNER_FILE = "out.txt"
 
 

@@ -50,7 +50,7 @@ def start_from(options: dict[str, Any], base: Path, out: Path) -> dict[str, Any]
     """``options`` with AD starting from the trained AD of ``base`` (a finished run folder of this benchmark, the same
     seed), whose histories are copied into ``out`` where it has none yet."""
     from ad.errors import UserError
-    from models.trainer import require_trained_model
+    from ad.files import require_trained_model
 
     try:
         require_trained_model(base / "ad", "--init-from")

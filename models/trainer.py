@@ -22,7 +22,6 @@ from ad.errors import UserError
 CHECKPOINT_DIR = "checkpoints"
 LAST_CHECKPOINT = "last.ckpt"
 CONFIG_FILE = "config.yaml"
-MODEL_DIR = "model"
 #: Lightning warnings that never apply to these runs: windows are drawn at random with replacement (a resumed
 #: run need not replay the interrupted epoch), a resumed run reuses its checkpoint folder on purpose, and a run
 #: folder may have been moved before it resumes (older step files are removed at the end); validation batches are
@@ -31,16 +30,6 @@ COMMON_EXPECTED_WARNINGS = (".*sampler has shuffling enabled.*", ".*dataloader i
                             ".*Checkpoint directory .* exists and is not empty.*", ".*LeafSpec.*",
                             ".*does not have many workers.*", ".*The dirpath has changed from.*",
                             ".*It is recommended to use `self.log\\('val/.*sync_dist=True.*")
-
-
-def require_trained_model(run: str | Path, option: str) -> None:
-    """Refuse ``run``, the value of ``option``, with a UserError unless it is a finished training run folder: one
-    holding the saved model (``model/config.json`` and ``model/model.safetensors``)."""
-    folder = Path(run) / MODEL_DIR
-    if not ((folder / "config.json").is_file() and (folder / "model.safetensors").is_file()):
-        raise UserError(f"{option} {run}: no trained model there (a finished `ad train` run folder holds "
-                        f"{MODEL_DIR}/config.json and {MODEL_DIR}/model.safetensors); name such a folder, or drop "
-                        "the option")
 
 
 def start_run(config: Any) -> tuple[Path, Any]:

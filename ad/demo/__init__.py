@@ -304,7 +304,7 @@ class ADDemoConfig(DemoConfig, OverrideOptions, MethodsOptions, SamplingOptions,
         if not (0.0 <= self.dropout < 1.0 or self.dropout == -1.0):  # also refuses NaN
             raise UserError(f"--dropout must be in [0, 1), or -1 for the task family's default, got {self.dropout}")
         if self.ad_init_from:
-            from models.trainer import require_trained_model
+            from ad.files import require_trained_model
 
             require_trained_model(self.ad_init_from, "--ad-init-from")
 

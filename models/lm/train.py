@@ -11,9 +11,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ad.files import write_json_atomic
 from ad.distributed.options import first_local_process
-from models.trainer import MODEL_DIR
+from ad.files import MODEL_DIR, write_json_atomic
 from models.lm.config import RESUMABLE_CHANGES, SCRATCH, TrainLMConfig
 from models.lm.loader import MODEL_TYPE, WEIGHTS_DIR
 _EXPECTED_WARNINGS = (".*is_gradient_checkpointing.*",

@@ -14,7 +14,7 @@ from typing import Any
 
 from ad.distributed.options import first_local_process
 from ad.errors import UserError
-from models.trainer import MODEL_DIR
+from ad.files import MODEL_DIR
 
 from models.rl.config import RESUMABLE_CHANGES, ADConfig, TrainRLConfig, model_config_of
 from models.rl.loader import TRAINING_DATA_FILE
