@@ -153,7 +153,6 @@ def read_utf8(path: str | Path, what: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- run folders
-#: File in a run folder outside the dataset naming the ``--out`` it belongs to.
 #: The folder of a training run (``ad train --out``) that holds its final model.
 MODEL_DIR = "model"
 
@@ -168,6 +167,7 @@ def require_trained_model(run: str | Path, option: str) -> None:
                         "the option")
 
 
+#: File in a run folder outside the dataset naming the ``--out`` it belongs to.
 OWNER_FILE = "out.txt"
 
 
