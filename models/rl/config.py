@@ -196,7 +196,9 @@ class TrainRLConfig(ADConfig, TrainingOptions, DistributedOptions, run_options("
                                              "source acting on episodes the window does not hold")
     init_from: str = option("", "start from the weights of a finished `ad train rl` run (its folder, holding model/) "
                                 "instead of random ones, e.g. to fine-tune DPT on contexts of its own runs; the "
-                                "model's options and the dataset's sizes must be that run's (dropout may differ)")
+                                "model's options and the dataset's sizes must be that run's (dropout may differ); only "
+                                "the weights carry over: the warm-up and learning-rate decay start afresh over "
+                                "max_steps")
     compile: bool = option(False, "torch.compile the model (slow start, faster steps on some machines)", runtime=True)
 
     def __post_init__(self) -> None:
