@@ -31,6 +31,7 @@ def test_demo_options_reach_the_generator_and_the_trainer(tmp_path):
                            {**demo.generate_options(), "out": str(tmp_path / "d")})
     assert (generate.skill, generate.source, generate.train_goals, generate.heldout_goals, generate.episodes,
             generate.episode_length) == ("push-v3", "noise", "0-3", "5", 20, 70)
+    assert generate.progress  # the demo's longest stage on a CPU shows its progress like every family's
     train = demo.train_options()
     assert train["reward_kind"] == "continuous" and train["reward_weight"] == 0.0 and train["context"] == 320
     assert [label for label, _ in demo.runs()] == ["AD", "ED"]

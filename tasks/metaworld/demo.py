@@ -61,7 +61,7 @@ class MetaWorldDemoConfig(ADDemoConfig):
                 "train_goals": self.train_goals,
                 "heldout_goals": self.heldout_goals, "episodes": self.history_episodes,
                 "episode_length": self.episode_length, "noise_max": self.noise_max, "noise_min": self.noise_min,
-                "seed": self.seed, "progress": False}
+                "seed": self.seed}
 
     def train_options(self) -> dict[str, Any]:
         """The pipeline's ``ad train rl`` options plus the batch size; rewards (0-10 a step) are continuous inputs
