@@ -55,6 +55,13 @@ class ADConfig:
                                       "log-std), trained by the log-likelihood of the recorded action")
     action_bins: int = option(11, "bins per Box action dimension, evenly spaced from the lower to the upper bound "
                                   "(with --action-head bins)")
+    normalize_states: bool = option(False, "standardise vector states before embedding them: subtract the training "
+                                           "windows' per-dimension mean, divide by their std (the statistics are "
+                                           "stored with the model, so evaluation applies the same)")
+    state_mean: list[float] = option([], "per-dimension mean of the vector states, with --normalize-states (empty: "
+                                         "from the training windows)")
+    state_std: list[float] = option([], "per-dimension std of the vector states, with --normalize-states (empty: "
+                                        "from the training windows; a constant dimension gets 1)")
     episode_length: int = option(0, "longest episode: in-episode time steps 0..episode_length-1 are embedded "
                                      "(0: take it from the dataset)")
     grid_size: int = option(0, "discrete states that are cells of a square grid of this side: embed state s as "
@@ -91,6 +98,7 @@ class ADConfig:
         if self.num_states and self.state_dim:
             raise UserError("set --num-states (discrete states) or --state-dim (vector states), not both")
         _check_box_actions(self)
+        _check_state_statistics(self)
         if self.reward_kind == "discrete" and self.num_rewards < 1:
             raise UserError(f"--num-rewards must be at least 1 for discrete rewards, got {self.num_rewards}")
         weights = [self.action_weight, self.state_weight, self.reward_weight, self.logprob_weight]
@@ -109,6 +117,9 @@ class ADConfig:
             raise UserError("the model config needs action_low and action_high (the bounds of the Box actions)")
         if not self.episode_length:
             raise UserError("the model config needs episode_length")
+        if self.normalize_states and self.state_dim and len(self.state_mean) != self.state_dim:
+            raise UserError("the model config needs state_mean and state_std (one per state dimension) with "
+                            "normalize_states")
 
     @property
     def tokens_per_transition(self) -> int:
@@ -119,6 +130,20 @@ class ADConfig:
     def max_tokens(self) -> int:
         """Most tokens the model ever attends over (a full window)."""
         return self.context * self.tokens_per_transition
+
+
+def _check_state_statistics(config: ADConfig) -> None:
+    """UserError unless --state-mean / --state-std agree (as long as each other and --state-dim, finite, std > 0)."""
+    import math
+
+    mean, std = list(config.state_mean), list(config.state_std)
+    if not mean and not std:
+        return
+    if len(mean) != len(std) or (config.state_dim and len(mean) != config.state_dim):
+        raise UserError(f"--state-mean and --state-std need one value per state dimension (--state-dim "
+                        f"{config.state_dim}), got {len(mean)} and {len(std)}")
+    if not all(math.isfinite(v) for v in mean + std) or not all(v > 0 for v in std):
+        raise UserError(f"--state-mean and --state-std must be finite with every std > 0, got mean {mean}, std {std}")
 
 
 def _check_box_actions(config: ADConfig) -> None:

@@ -163,6 +163,10 @@ class ADTransformer(nn.Module):
             self.state_emb = nn.Embedding(config.num_states, C)
         else:
             self.state_emb = nn.Linear(config.state_dim, C)
+        self.normalize_states = bool(config.normalize_states and config.state_dim)
+        if self.normalize_states:  # the training windows' statistics, from the config (not weights: not saved twice)
+            self.register_buffer("state_mean", torch.tensor(config.state_mean, dtype=torch.float32), persistent=False)
+            self.register_buffer("state_std", torch.tensor(config.state_std, dtype=torch.float32), persistent=False)
         self.pos_emb = nn.Embedding(config.context, C) if config.position_embedding else None
         self.continuous_actions = config.action_dim > 0
         if self.continuous_actions:  # Box actions: a projection of the [-1, 1]-scaled vector; START is a vector
@@ -213,6 +217,8 @@ class ADTransformer(nn.Module):
             return self.row_emb(states // self.grid) + self.col_emb(states % self.grid)  # (B, T, C)
         if self.discrete_states:
             return self.state_emb(states)  # (B, T, C)
+        if self.normalize_states:
+            states = (states.float() - self.state_mean) / self.state_std  # (B, T, D)
         return self.state_emb(states.to(self.state_emb.weight.dtype))  # (B, T, C)
 
     def _embed_actions(self, actions: torch.Tensor, table: nn.Module) -> torch.Tensor:

@@ -131,6 +131,24 @@ def check_values(config: TrainRLConfig, datamodule: Any) -> None:
                                 "--num-rewards")
 
 
+def state_statistics(config: TrainRLConfig, train_set: Any) -> dict[str, list[float]]:
+    """With ``--normalize-states``: state_mean / state_std, per dimension, of the training windows' vector states
+    (``--state-mean`` / ``--state-std`` where given; a dimension that never changes gets std 1); otherwise nothing."""
+    import numpy as np
+
+    if not config.normalize_states:
+        return {}
+    if not config.state_dim:
+        raise UserError(f"--normalize-states standardises vector states; dataset {config.data} has discrete states: "
+                        "drop --normalize-states")
+    if config.state_mean:
+        return {}
+    states = np.asarray(train_set.source.columns["states"], dtype=np.float64).reshape(-1, config.state_dim)
+    mean, std = states.mean(0), states.std(0)  # (D,), (D,)
+    std = np.where(std > 1e-6 * np.maximum(1.0, np.abs(mean)), std, 1.0)
+    return {"state_mean": mean.tolist(), "state_std": std.tolist()}
+
+
 def _check_checkpoint(path: Path, config: TrainRLConfig) -> None:
     """UserError unless ``path`` is a readable Lightning checkpoint of a model with this config."""
     import dataclasses
@@ -171,6 +189,7 @@ def train(config: TrainRLConfig) -> Path:
     datamodule.setup()
     config = dataclasses.replace(config, **resolve_data_sizes(config, datamodule.spec, datamodule.metadata))
     check_values(config, datamodule)
+    config = dataclasses.replace(config, **state_statistics(config, datamodule.train_set))
     resume_from = check_resume(config, out, RESUMABLE_CHANGES, lambda path: _check_checkpoint(path, config))
     # --init-from's weights, checked before anything is written (a resumed run has its own in the checkpoint)
     initial = initial_weights(config) if config.init_from and resume_from is None else None
