@@ -24,3 +24,18 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
         lines = [line for line in err.splitlines() if line.strip() and not line.startswith(_NOTES)]
         assert len(lines) == 1 and lines[0].startswith("error:"), err
     return code, err, out
+
+
+def script_error(capsys, monkeypatch, main, script: str, *argv: str) -> str:
+    """The one ``error:`` line with which a benchmark script's ``main`` (run as ``script argv``) ends, with exit code
+    2 (asserted)."""
+    import sys
+
+    monkeypatch.setattr(sys, "argv", [script, *argv])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:"), err
+    return err[0]

@@ -58,11 +58,7 @@ def test_miss_summary_reads_only_the_failed_episodes():
 ])
 def test_bad_options_end_with_one_error_line(argv, message, tmp_path, capsys, monkeypatch):
     from benchmarks import metaworld_misses
+    from cli_run import script_error
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "argv", ["metaworld_misses.py", *argv])
-    with pytest.raises(SystemExit) as exit_info:
-        metaworld_misses.main()
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error:") and message in err[0]
+    assert message in script_error(capsys, monkeypatch, metaworld_misses.main, "metaworld_misses.py", *argv)

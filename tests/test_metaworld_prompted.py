@@ -110,11 +110,7 @@ def test_with_an_empty_prompt_the_diagnostic_is_the_plain_evaluation(tmp_path):
 ])
 def test_bad_options_end_with_one_error_line(argv, message, tmp_path, capsys, monkeypatch):
     from benchmarks import metaworld_prompted
+    from cli_run import script_error
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "argv", ["metaworld_prompted.py", *argv])
-    with pytest.raises(SystemExit) as exit_info:
-        metaworld_prompted.main()
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error:") and message in err[0]
+    assert message in script_error(capsys, monkeypatch, metaworld_prompted.main, "metaworld_prompted.py", *argv)
