@@ -169,6 +169,33 @@ def test_search_finds_a_goal_from_the_reward_alone_and_keeps_it():
     assert _search_success(goals[0], 3, 80, 0) == _search_success(goals[0], 3, 80, 0)  # a seed gives one history
 
 
+def _best_distance(memory: str, goal: np.ndarray, seed: int) -> float:
+    """Distance (m) from the search's kept position to ``goal`` after 6 episodes of a point hand rewarded as reach
+    is: 10 within 5 cm of the goal, less outside (saturated inside the ball)."""
+    search = RunAndTumble([np.random.default_rng(seed)], centre=np.array([0.0, 0.85, 0.175]), sigma=0.1,
+                          memory=memory)
+    for _ in range(6):
+        hand = np.array([[0.0, 0.6, 0.2]])
+        search.start_episode()
+        for _ in range(80):
+            action, _, _ = search.act(hand)
+            hand = hand + 0.01 * action[:, :3]
+            distance = np.linalg.norm(hand[0] - goal)
+            search.observe(np.array([10.0 if distance <= 0.05 else 10.0 - distance]), hand)
+    return float(np.linalg.norm(search.best[0] - goal))
+
+
+def test_search_memory_mean_keeps_a_position_inside_the_saturated_ball():
+    goals = np.random.default_rng(3).uniform([-0.1, 0.8, 0.05], [0.1, 0.9, 0.3], size=(12, 3))
+    first = np.array([_best_distance("first", g, i) for i, g in enumerate(goals)])
+    mean = np.array([_best_distance("mean", g, i) for i, g in enumerate(goals)])
+    assert (first <= 0.05 + 1e-9).all() and (mean <= 0.05 + 1e-9).all()  # both found the ball (a convex set)
+    assert np.median(first) > 0.04  # the first best-rewarded position: near the ball's edge
+    assert np.median(mean) < 0.75 * np.median(first)  # the mean of them: well inside
+    with pytest.raises(ValueError, match="memory"):
+        RunAndTumble([np.random.default_rng(0)], centre=np.zeros(3), sigma=0.1, memory="last")
+
+
 def test_generate_search_never_reads_the_goal_and_resumes_identically(tmp_path, capsys, monkeypatch):
     out = tmp_path / "mw"
     argv = ["generate", "metaworld", "--source", "search", "--out", str(out), "--train-goals", "0", "--heldout-goals",

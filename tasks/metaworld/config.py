@@ -27,6 +27,11 @@ class GenerateConfig(run_options("out", "seed", "progress")):
                                                          "falling from --noise-max to --noise-min over each history; "
                                                          "search = a run-and-tumble search from the best-rewarded "
                                                          "hand position so far, never reading the goal (reach skills)")
+    search_memory: Literal["first", "mean"] = option("first", "search source: which best-rewarded hand position it "
+                                                              "returns to each episode: first = the first that "
+                                                              "earned the highest reward so far; mean = the mean of "
+                                                              "all that earned it (inside the ball where the reach "
+                                                              "reward saturates, rather than at its edge)")
     train_goals: str = option("0-49", "indices of ML1's 50 training goals to record (e.g. 0-49, 0-9, 0,3,7); the "
                                       "transformers train on these")
     heldout_goals: str = option("0-49", "indices of ML1's 50 test goals to record (the held-out tasks; empty: "

@@ -31,6 +31,9 @@ class MetaWorldDemoConfig(ADDemoConfig):
                                                          "--source`): noise = the scripted expert with falling "
                                                          "noise; search = a goal-blind run-and-tumble search (reach "
                                                          "skills; use --subsample 1: it remembers its best position)")
+    search_memory: Literal["first", "mean"] = option("first", "the search source's best position (`ad generate "
+                                                              "metaworld --search-memory`): first = the first "
+                                                              "best-rewarded, mean = the mean of all best-rewarded")
     history_runs: int = option(1, "histories per goal (`ad generate metaworld --runs`)")
     history_episodes: int = option(40, "episodes per recorded history (the source's noise falls once per episode)")
     episode_length: int = option(80, "steps per episode (the reach expert needs at most 78, median 48; "
@@ -57,7 +60,8 @@ class MetaWorldDemoConfig(ADDemoConfig):
 
     def generate_options(self) -> dict[str, Any]:
         """Options of ``ad generate metaworld``."""
-        return {"skill": self.skill, "source": self.source, "runs": self.history_runs,
+        return {"skill": self.skill, "source": self.source, "search_memory": self.search_memory,
+                "runs": self.history_runs,
                 "train_goals": self.train_goals,
                 "heldout_goals": self.heldout_goals, "episodes": self.history_episodes,
                 "episode_length": self.episode_length, "noise_max": self.noise_max, "noise_min": self.noise_min,

@@ -110,6 +110,7 @@ def dataset_metadata(cfg: GenerateConfig, env: MetaWorldVectorEnv, expert: dict[
                                    "episodes"} if cfg.source == "noise" else
                       {"search": "run-and-tumble from the best-rewarded hand position so far; never reads the goal "
                                  "(the expert only gives each task's optimal_return)",
+                       "memory": cfg.search_memory,
                        "prior": [round(float(x), 6) for x in goal_space_centre(env)]}),
                    "implementation": "tasks.metaworld.generate.unit_histories", "config": data_options(cfg)},
         "seeds": {"seed": cfg.seed, "ml1_seed": cfg.ml1_seed, "runs": cfg.runs},
@@ -146,7 +147,7 @@ def unit_histories(cfg: GenerateConfig, env: MetaWorldVectorEnv, units: list[tup
         from tasks.metaworld.search import RunAndTumble
 
         sigmas = np.full(E, cfg.noise_min)
-        search = RunAndTumble(rngs, goal_space_centre(env), cfg.noise_min)
+        search = RunAndTumble(rngs, goal_space_centre(env), cfg.noise_min, cfg.search_memory)
     else:
         sigmas = noise_schedule(cfg.episodes, cfg.noise_max, cfg.noise_min)
     obs, _ = env.reset()

@@ -5,7 +5,12 @@ The noise source (:mod:`tasks.metaworld.noise`) steers Meta-World's scripted exp
 noisy actions point at the goal and a transformer trained on them learns to read the goal off the actions in its
 context, a cue its own actions never carry on a held-out goal. This source never sees the goal. It moves the hand
 and keeps, over its whole history, the position whose step earned the highest reward (reach skills reward the
-fingertips' distance to the goal, and nothing else, so that is the closest position visited):
+fingertips' distance to the goal, and nothing else, so that is the closest position visited). Reach rewards
+saturate: every position within 5 cm of the goal earns the same maximum. With ``memory="first"`` the source keeps
+the first position that earned the highest reward (near the edge of that ball when the reward saturates); with
+``memory="mean"`` it keeps the mean of every position that earned exactly the highest reward so far, which lies
+inside the ball (a mean of points of a convex set) and moves towards its centre as the search explores it (without
+ties the two are the same):
 
 - each episode starts by steering the hand to that best position (the first episode: to the centre of the skill's
   goal space, the task distribution's prior), with actions ``clip(gain * (target - hand), -1, 1)``;
@@ -28,6 +33,8 @@ from ad.errors import UserError
 SEARCH_SKILLS = ("reach-v3", "reach-wall-v3")
 #: Distance (m) to the target at which the approach ends and the run-and-tumble search starts.
 ARRIVED = 0.02
+#: What ``--search-memory`` takes: which best-rewarded position the source keeps.
+MEMORIES = ("first", "mean")
 #: Gain of the approach: a full action moves the hand about 1 cm a step, reached 2 cm from the target.
 GAIN = 50.0
 
@@ -45,14 +52,18 @@ class RunAndTumble:
     does not depend on which units run beside it.
 
     ``centre`` (3,) is where the first episode's approach goes (the goal space's centre), ``sigma`` the action
-    noise's std.
+    noise's std, ``memory`` which best-rewarded position is kept (:data:`MEMORIES`, see the module's docstring).
     """
 
-    def __init__(self, rngs: list[np.random.Generator], centre: np.ndarray, sigma: float):
+    def __init__(self, rngs: list[np.random.Generator], centre: np.ndarray, sigma: float, memory: str = "first"):
+        if memory not in MEMORIES:
+            raise ValueError(f"memory must be one of {MEMORIES}, got {memory!r}")
         n = len(rngs)
-        self.rngs, self.sigma = rngs, float(sigma)
+        self.rngs, self.sigma, self.memory = rngs, float(sigma), memory
         self.best = np.tile(np.asarray(centre, dtype=np.float64), (n, 1))  # (N, 3) best position so far
         self.best_reward = np.full(n, -np.inf)  # (N,)
+        self.best_sum = np.zeros((n, 3))  # (N, 3) sum of the positions that earned best_reward ("mean")
+        self.best_count = np.zeros(n)  # (N,) how many they are
         self.target = self.best.copy()  # (N, 3) this episode's approach target
         self.approaching = np.ones(n, dtype=bool)  # (N,)
         self.direction = np.zeros((n, 3))  # (N, 3) unit vectors of the run
@@ -83,7 +94,16 @@ class RunAndTumble:
         """The step's reward (N,) and the hand position it was earned at (N, 3): keep the best position; a search
         step whose reward did not rise turns the unit to a new random direction."""
         better = reward > self.best_reward
-        self.best[better], self.best_reward[better] = hand_after[better], reward[better]
+        self.best_reward[better] = reward[better]
+        if self.memory == "first":
+            self.best[better] = hand_after[better]
+        else:
+            tie = ~better & (reward == self.best_reward)
+            self.best_sum[better], self.best_count[better] = hand_after[better], 1.0
+            self.best_sum[tie] += hand_after[tie]
+            self.best_count[tie] += 1.0
+            kept = better | tie
+            self.best[kept] = self.best_sum[kept] / self.best_count[kept, None]
         searching = ~self.approaching
         for i in np.flatnonzero(searching & (reward <= self.last_reward)):
             self.direction[i] = self._random_direction(i)
