@@ -65,6 +65,11 @@ def test_bad_statistics_are_user_errors(bad, match):
         tiny(normalize_states=True, **bad)
 
 
+def test_statistics_without_normalisation_are_refused():
+    with pytest.raises(UserError, match="only with --normalize-states"):
+        tiny(state_mean=[0.0, 0.0, 0.0], state_std=[1.0, 1.0, 1.0])
+
+
 def test_a_normalised_model_config_without_statistics_cannot_build():
     with pytest.raises(UserError, match="state_mean and state_std"):
         ADTransformer(tiny(normalize_states=True))

@@ -133,36 +133,47 @@ class ADConfig:
 
 
 def _check_state_statistics(config: ADConfig) -> None:
-    """UserError unless --state-mean / --state-std agree (as long as each other and --state-dim, finite, std > 0)."""
-    import math
-
-    mean, std = list(config.state_mean), list(config.state_std)
-    if not mean and not std:
+    """UserError unless --state-mean / --state-std come with --normalize-states and agree (as long as each other and
+    --state-dim, finite, std > 0)."""
+    pair = _paired_lists(config, "state_mean", "state_std", config.state_dim, "value per state dimension "
+                         "(--state-dim")
+    if pair is None:
         return
-    if len(mean) != len(std) or (config.state_dim and len(mean) != config.state_dim):
-        raise UserError(f"--state-mean and --state-std need one value per state dimension (--state-dim "
-                        f"{config.state_dim}), got {len(mean)} and {len(std)}")
-    if not all(math.isfinite(v) for v in mean + std) or not all(v > 0 for v in std):
+    if not config.normalize_states:
+        raise UserError("--state-mean and --state-std are used only with --normalize-states; add "
+                        "--normalize-states, or leave them out")
+    mean, std = pair
+    if not all(v > 0 for v in std):
         raise UserError(f"--state-mean and --state-std must be finite with every std > 0, got mean {mean}, std {std}")
 
 
 def _check_box_actions(config: ADConfig) -> None:
     """UserError unless the Box-action options agree with each other (finite bounds, low < high, one per dim)."""
-    import math
-
     refuse_choice(config, action_head=ACTION_HEADS)
     refuse(config, ("action_bins",), lambda v: v < 2, "must be at least 2")
     refuse(config, ("action_dim",), lambda v: v < 0, "must be >= 0")
     if config.num_actions and config.action_dim:
         raise UserError("set --num-actions (discrete actions) or --action-dim (Box actions), not both")
-    low, high = list(config.action_low), list(config.action_high)
-    if not low and not high:
-        return
-    if len(low) != len(high) or (config.action_dim and len(low) != config.action_dim):
-        raise UserError(f"--action-low and --action-high need one bound per action dimension (--action-dim "
-                        f"{config.action_dim}), got {len(low)} and {len(high)}")
-    if not all(math.isfinite(v) for v in low + high) or not all(lo < hi for lo, hi in zip(low, high)):
-        raise UserError(f"Box action bounds must be finite with low < high, got low {low}, high {high}")
+    pair = _paired_lists(config, "action_low", "action_high", config.action_dim, "bound per action dimension "
+                         "(--action-dim")
+    if pair is not None and not all(lo < hi for lo, hi in zip(*pair)):
+        raise UserError(f"Box action bounds must be finite with low < high, got low {pair[0]}, high {pair[1]}")
+
+
+def _paired_lists(config: ADConfig, first: str, second: str, dim: int, each: str) -> tuple[list, list] | None:
+    """The two list options ``first`` and ``second`` (None if both are empty); UserError unless they are as long as
+    each other and as ``dim`` (when set) and every value is finite. ``each`` names one entry for the message."""
+    import math
+
+    a, b = list(getattr(config, first)), list(getattr(config, second))
+    if not a and not b:
+        return None
+    flags = f"--{first.replace('_', '-')} and --{second.replace('_', '-')}"
+    if len(a) != len(b) or (dim and len(a) != dim):
+        raise UserError(f"{flags} need one {each} {dim}), got {len(a)} and {len(b)}")
+    if not all(math.isfinite(v) for v in a + b):
+        raise UserError(f"{flags} must be finite, got {a} and {b}")
+    return a, b
 
 
 def model_config_of(config: Any, **overrides: Any) -> ADConfig:
