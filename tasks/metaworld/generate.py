@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -130,11 +130,12 @@ def unit_seed(cfg: GenerateConfig, split: str, goal: int, run: int) -> list[int]
 
 
 def unit_histories(cfg: GenerateConfig, env: MetaWorldVectorEnv, units: list[tuple[str, int, int]],
-                   policy: Any) -> list[dict[str, np.ndarray]]:
+                   policy: Any, record: Callable[[Any], None] | None = None) -> list[dict[str, np.ndarray]]:
     """The histories of ``units`` ((split, goal, run) each; sub-env i of ``env`` plays unit i's goal) by
     ``cfg.source``: the history columns of each, in unit order. ``noise``: the scripted expert ``policy`` with
     noise falling over the history; ``search``: :class:`tasks.metaworld.search.RunAndTumble`, which never reads the
-    goal."""
+    goal; ``record`` (search source, optional), e.g. a diagnostic's, is called with its state at the start of every
+    episode, after the reset and before it heads for its kept position."""
     rngs = [np.random.default_rng(unit_seed(cfg, *u)) for u in units]
     N, L, E = len(units), cfg.episode_length, cfg.episodes
     T = E * L
@@ -154,6 +155,8 @@ def unit_histories(cfg: GenerateConfig, env: MetaWorldVectorEnv, units: list[tup
     for e in range(E):
         sigma = np.full(N, sigmas[e])
         if cfg.source == "search":
+            if record is not None:
+                record(search)
             search.start_episode()
         for t in range(L):
             k = e * L + t
