@@ -44,9 +44,9 @@ def kept_distances(memory: str, seed: int, goals: str, episodes: int, episode_le
     def record(search: Any) -> None:
         # the observation's hand (end effector) sits about 4.5 cm above the fingertips' centre Meta-World measures
         # success from; the offset, taken now, moves by a fraction of a millimetre as the arm moves
-        hand = np.stack([sub.mw_env._get_obs()[:3] for sub in env.envs])  # noqa: SLF001  (N, 3)
+        full = np.asarray(env.expert_observations())  # (N, 39): the last observation, the goal visible
+        hand, goal = full[:, :3], full[:, -3:]  # (N, 3) each
         tcp = np.stack([sub.mw_env.tcp_center for sub in env.envs])  # (N, 3)
-        goal = np.asarray(env.expert_observations())[:, -3:]  # (N, 3)
         distances.append(np.linalg.norm(search.best - (hand - tcp) - goal, axis=1))
 
     try:
