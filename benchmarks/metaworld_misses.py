@@ -4,7 +4,9 @@ goals exactly as ``ad eval`` does (the same seed, sampled actions, one env a goa
 fingertips' closest approach to the goal.
 
 If AD's failed episodes end far from the goal, AD searched in the wrong place; if most come within a few
-centimetres of the 5 cm radius, it went back to the right place and missed it by a little.
+centimetres of the 5 cm radius, it went back to the right place and missed it by a little. Each failed episode is
+also split by whether AD had succeeded on that goal in an earlier episode: a failure after a success is a failed
+return to a place AD had found; one without is a goal AD had not found yet.
 
     python benchmarks/metaworld_misses.py --config configs/metaworld/misses_search_gaussian_36k_history_starts_16_runs.yaml
 """
@@ -68,12 +70,23 @@ def run_folder(folder: Path, episodes: int, seed: int) -> dict[str, Any]:
     return {"tasks": len(tasks), "success": success, "closest": record.closest, "agree": agree}
 
 
-def miss_summary(closest: np.ndarray, success: np.ndarray) -> dict[str, float]:
-    """Failed episodes among ``closest`` / ``success`` (same shape): how many, the share within :data:`NEAR` of the
-    goal, and the median closest approach (cm)."""
-    missed = closest[~success]
-    return {"failed": int(missed.size), "near_share": float(np.mean(missed <= NEAR)) if missed.size else 0.0,
-            "median_cm": float(np.median(missed) * 100) if missed.size else 0.0}
+def found_before(success: np.ndarray) -> np.ndarray:
+    """(goals, episodes) bool: whether AD succeeded on the goal in any episode before this one."""
+    earlier = np.zeros_like(success, dtype=bool)  # (G, episodes)
+    earlier[:, 1:] = np.logical_or.accumulate(success[:, :-1], axis=1)
+    return earlier
+
+
+def miss_summary(closest: np.ndarray, success: np.ndarray, earlier: np.ndarray) -> dict[str, float]:
+    """Failed episodes among ``closest`` / ``success`` / ``earlier`` (same shape; ``earlier``: AD had succeeded on
+    the goal in an earlier episode): how many, the share within :data:`NEAR` of the goal, the median closest approach
+    (cm), and the share that came after an earlier success on their goal."""
+    failed = ~success
+    missed = closest[failed]
+    if not missed.size:
+        return {"failed": 0, "near_share": 0.0, "median_cm": 0.0, "after_success_share": 0.0}
+    return {"failed": int(missed.size), "near_share": float(np.mean(missed <= NEAR)),
+            "median_cm": float(np.median(missed) * 100), "after_success_share": float(np.mean(earlier[failed]))}
 
 
 def plot(per_seed: dict[int, dict[str, Any]], last: int, path: Path) -> None:
@@ -117,18 +130,23 @@ def main() -> None:
     per_seed = {seed: run_folder(Path(args.work) / f"seed{seed}", args.episodes, seed) for seed in args.seeds}
     figures = []
     for seed, run in per_seed.items():
+        earlier = found_before(run["success"])[:, -args.last:]
         success, closest = run["success"][:, -args.last:], run["closest"][:, -args.last:]
-        misses = miss_summary(closest, success)
+        misses = miss_summary(closest, success, earlier)
+        never = int((~run["success"].any(axis=1)).sum())
         print(f"seed {seed}: AD succeeds in {success.mean():.2f} of episodes {args.episodes - args.last + 1}-"
               f"{args.episodes} ({run['agree']:.3f} of all its episodes agree with closest approach <= 5 cm); of its "
               f"{misses['failed']} failed ones {misses['near_share']:.2f} came within {NEAR * 100:.1f} cm, median "
-              f"closest approach {misses['median_cm']:.1f} cm", flush=True)
+              f"closest approach {misses['median_cm']:.1f} cm, {misses['after_success_share']:.2f} after an earlier "
+              f"success on their goal; {never} of {run['tasks']} goals never reached in {args.episodes} episodes",
+              flush=True)
         fig = figure(f"Meta-World ML1 reach ({args.variant}), seed {seed}: share of AD's failed episodes "
                      f"{args.episodes - args.last + 1}-{args.episodes} on {run['tasks']} held-out goals whose closest "
                      f"approach to the goal is within {NEAR * 100:.1f} cm (the success radius is 5 cm)",
                      "share of failed episodes", misses["near_share"], None, "diagnostic (no goal)")
         fig.update(seed=seed, variant=args.variant, failed_episodes=misses["failed"],
                    median_closest_cm=misses["median_cm"], success=float(success.mean()),
+                   failed_after_success_share=misses["after_success_share"], goals_never_reached=never,
                    success_agrees_with_distance=run["agree"])
         figures.append(fig)
     plot(per_seed, args.last, Path(__file__).resolve().parent / "results" / f"metaworld_misses_{args.variant}.png")

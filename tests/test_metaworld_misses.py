@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.metaworld_misses import SUCCESS_RADIUS, ClosestApproach, miss_summary  # noqa: E402
+from benchmarks.metaworld_misses import SUCCESS_RADIUS, ClosestApproach, found_before, miss_summary  # noqa: E402
 
 
 class Steer:
@@ -47,9 +47,16 @@ def test_closest_approach_decides_success_as_meta_world_does():
 def test_miss_summary_reads_only_the_failed_episodes():
     closest = np.array([[0.01, 0.06], [0.20, 0.07]])
     success = closest <= SUCCESS_RADIUS
-    got = miss_summary(closest, success)
+    got = miss_summary(closest, success, found_before(success))
     assert got["failed"] == 3 and got["near_share"] == pytest.approx(2 / 3) and got["median_cm"] == pytest.approx(7.0)
-    assert miss_summary(closest[:1, :1], success[:1, :1])["failed"] == 0
+    assert got["after_success_share"] == pytest.approx(1 / 3)  # goal 0 failed after its success; goal 1 never found
+    assert miss_summary(closest[:1, :1], success[:1, :1], found_before(success[:1, :1]))["failed"] == 0
+
+
+def test_found_before_marks_the_episodes_after_a_goals_first_success():
+    success = np.array([[False, True, False, False], [False, False, False, True], [True, False, True, False]])
+    np.testing.assert_array_equal(found_before(success), [[False, False, True, True], [False, False, False, False],
+                                                          [False, True, True, True]])
 
 
 @pytest.mark.parametrize("argv, message", [
