@@ -176,7 +176,7 @@ def make_trainer(config: Any, out: Path, validate: bool, strategy: Any = None) -
         return L.Trainer(
             max_steps=config.max_steps, accelerator=config.accelerator, devices=config.devices,
             num_nodes=config.num_nodes, strategy=strategy or config.strategy, use_distributed_sampler=False,
-            gradient_clip_val=config.grad_clip or None,
+            gradient_clip_val=config.grad_clip or None, precision=config.precision,
             logger=TensorBoardLogger(str(out), name="tb", version="", default_hp_metric=False),
             callbacks=callbacks, log_every_n_steps=config.log_every,
             val_check_interval=config.val_every if validate else None, check_val_every_n_epoch=None,

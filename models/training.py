@@ -94,8 +94,10 @@ class StepModule(L.LightningModule):
         self.log_dict({f"val/{k}": v for k, v in metrics.items()}, batch_size=self.batch_size(batch))
 
     def configure_optimizers(self):
+        # Lightning's mixed-precision gradient clipping refuses a fused optimiser (it would unscale the gradients)
+        fast = fast_adamw_kwargs() if self.trainer.precision == "32-true" else {"foreach": True}
         optimizer = torch.optim.AdamW(self.parameter_groups(), lr=self.optim.learning_rate, betas=(self.optim.beta1,
-                                      self.optim.beta2), weight_decay=self.optim.weight_decay, **fast_adamw_kwargs())
+                                      self.optim.beta2), weight_decay=self.optim.weight_decay, **fast)
         schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_multiplier(step, self.optim))
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 

@@ -140,3 +140,24 @@ def test_grid_embedding_shares_rows_and_columns():
     torch.testing.assert_close(emb[0] + emb[3], emb[1] + emb[2])  # row + column decomposition
     with pytest.raises(UserError, match="--grid-size 4 needs --num-states = 16"):
         tiny(grid_size=4)
+
+
+def test_bf16_autocast_runs_attention_in_float32_on_cpu(monkeypatch):
+    import models.rl.model as model_module
+
+    seen = []
+    sdpa = model_module.F.scaled_dot_product_attention
+
+    def recording(q, k, v, **kw):
+        seen.append(q.dtype)
+        return sdpa(q, k, v, **kw)
+
+    model = ADTransformer(tiny()).eval()
+    states, actions, rewards, timesteps = window()
+    full = model(states, actions, rewards, timesteps)["action"]
+    monkeypatch.setattr(model_module.F, "scaled_dot_product_attention", recording)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        mixed = model(states, actions, rewards, timesteps)["action"]
+        assert model.blocks[0].attn.qkv(torch.zeros(1, 32)).dtype == torch.bfloat16  # the linear layers: bfloat16
+    assert seen == [torch.float32] * 2  # both blocks' attention: float32
+    torch.testing.assert_close(mixed.float(), full, atol=0.1, rtol=0.05)  # bfloat16 rounding, no more

@@ -87,6 +87,32 @@ def test_history_start_share_trains_and_is_recorded(dataset, tmp_path):
     assert "history_start_share: 0.5" in (tmp_path / "starts" / "config.yaml").read_text()
 
 
+def test_bf16_mixed_trains_float32_weights_and_resumes_in_float32(dataset, tmp_path):
+    out = tmp_path / "bf16"
+    train(config(dataset, out, max_steps=4, precision="bf16-mixed"))
+    ckpt = read_ckpt(out)
+    assert ckpt["global_step"] == 4
+    assert all(v.dtype == torch.float32 and torch.isfinite(v).all() for v in ckpt["state_dict"].values()
+               if v.is_floating_point())  # the weights stay float32; only the products ran in bfloat16
+    assert "precision: bf16-mixed" in (out / "config.yaml").read_text()
+    train(config(dataset, out, max_steps=6, resume=True))  # precision is not part of the run: it may change on resume
+    assert read_ckpt(out)["global_step"] == 6
+    assert ADTransformer.from_pretrained(out / "model").config.num_states == 9
+
+
+def test_bf16_mixed_warns_where_the_cpu_emulates_bfloat16(dataset, tmp_path, monkeypatch, capsys):
+    import ad.config.groups
+
+    monkeypatch.setattr(ad.config.groups, "cpu_has_fast_bfloat16", lambda: False)
+    monkeypatch.setattr(ad.config.groups, "bfloat16_slowdown", lambda: 6.5)
+    monkeypatch.setattr(ad.config.groups, "_cuda_available", lambda: False)
+    config(dataset, tmp_path / "r", precision="bf16-mixed")
+    assert "--precision bf16-mixed on a CPU without AMX or AVX512-BF16" in capsys.readouterr().err
+    monkeypatch.setattr(ad.config.groups, "cpu_has_fast_bfloat16", lambda: True)
+    config(dataset, tmp_path / "r", precision="bf16-mixed")
+    assert capsys.readouterr().err == ""
+
+
 @pytest.mark.parametrize("args, message", [
     (["--preset", "nope"], "invalid choice: 'nope'"),
     (["--context", "5000"], "longer than every stream"),
@@ -95,6 +121,7 @@ def test_history_start_share_trains_and_is_recorded(dataset, tmp_path):
     (["--resume"], "nothing to resume"),
     (["--history-start-share", "1.5"], "--history-start-share must be between 0 and 1, got 1.5"),
     (["--history-start-share", "nan"], "--history-start-share (ad train rl options): expected a finite number"),
+    (["--precision", "16-true"], "invalid choice: '16-true'"),
 ])
 def test_bad_input_exits_2(dataset, tmp_path, capsys, args, message):
     with pytest.raises(SystemExit) as exit_info:

@@ -146,6 +146,8 @@ def peft_lora_config(lora: dict) -> Any:
                       target_modules="all-linear" if targets == ["all-linear"] else targets, task_type="CAUSAL_LM")
 
 
+#: The training precisions :class:`TrainingOptions` accepts (Lightning's names).
+TRAINING_PRECISIONS = ("32-true", "bf16-mixed")
 #: The precisions :class:`WeightsDtypeOptions` accepts.
 WEIGHT_DTYPES = ("float32", "bfloat16")
 _CPUINFO = "/proc/cpuinfo"
@@ -239,6 +241,11 @@ class TrainingOptions:
     num_workers: int = option(0, "data-loader worker processes", runtime=True, group=TRAINING_GROUP)
     allow_incomplete: bool = option(False, "train on a dataset whose generation did not finish (fewer tasks than its "
                                            "command planned; refused without it)", runtime=True, group=TRAINING_GROUP)
+    precision: Literal["32-true", "bf16-mixed"] = option(
+        "32-true", "arithmetic of training (Lightning's Trainer precision): 32-true = float32 throughout; bf16-mixed "
+                   "= float32 weights and optimiser, the layers' matrix products in bfloat16 (torch.autocast): faster "
+                   "on GPUs and on CPUs with AMX / AVX512-BF16, emulated and slower elsewhere (with a warning); the "
+                   "loss then carries bfloat16 rounding", runtime=True, group=TRAINING_GROUP)
 
     def __post_init__(self) -> None:
         refuse(self, ("max_steps", "batch_size", "log_every", "checkpoint_every", "val_batches"), lambda v: v < 1,
@@ -251,4 +258,9 @@ class TrainingOptions:
             raise UserError(f"--beta1 and --beta2 must be in [0, 1), got {self.beta1}, {self.beta2}")
         if self.weight_decay < 0 or self.grad_clip < 0:
             raise UserError("--weight-decay and --grad-clip must be >= 0")
+        refuse_choice(self, precision=TRAINING_PRECISIONS)
+        if self.precision == "bf16-mixed" and cpu_has_fast_bfloat16() is False and not _cuda_available():
+            print("warning: --precision bf16-mixed on a CPU without AMX or AVX512-BF16: torch emulates bfloat16 "
+                  f"matrix products here (one measured {bfloat16_slowdown():.1f}x slower than in float32 just now); "
+                  "--precision 32-true is the faster choice on this machine", file=sys.stderr)
         continue_post_init(TrainingOptions, self)

@@ -90,15 +90,28 @@ class CausalSelfAttention(nn.Module):
         if cache is not None:
             k, v = cache.update(self.layer, k, v)  # (B, nh, past + T, hs)
         dropout = self.attn_dropout if self.training else 0.0
-        if past == 0:  # a fresh sequence: plain causal attention
-            y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=True)
-        elif T == 1:  # one new token sees every cached token
-            y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout)
-        else:  # new token i (absolute position past + i) sees keys 0 .. past + i
-            allowed = torch.ones(T, past + T, dtype=torch.bool, device=x.device).tril(diagonal=past)  # (T, past+T)
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=dropout)
+        if x.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
+            # under --precision bf16-mixed: torch's CPU attention kernels are slower in bfloat16 than in float32 at
+            # these head widths, where the linear layers around them are much faster in bfloat16
+            with torch.autocast("cpu", enabled=False):
+                y = self.attend(q.float(), k.float(), v.float(), past, dropout)
+        else:
+            y = self.attend(q, k, v, past, dropout)
         y = y.transpose(1, 2).reshape(B, T, C)  # (B, T, C)
         return self.resid_dropout(self.proj(y))
+
+    @staticmethod
+    def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, past: int, dropout: float) -> torch.Tensor:
+        """Causal attention of queries (B, nh, T, hs) at absolute positions past .. past+T-1 over keys and values
+        (B, nh, past+T, hs); returns (B, nh, T, hs)."""
+        T = q.shape[2]
+        if past == 0:  # a fresh sequence: plain causal attention
+            return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=True)
+        if T == 1:  # one new token sees every cached token
+            return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout)
+        # new token i (absolute position past + i) sees keys 0 .. past + i
+        allowed = torch.ones(T, past + T, dtype=torch.bool, device=q.device).tril(diagonal=past)  # (T, past+T)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=dropout)
 
 
 class Block(nn.Module):
