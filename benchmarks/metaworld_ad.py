@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import RESULTS, fail, figure, merge_report, parse_args  # noqa: E402
+from benchmarks.common import RESULTS, earlier_seed_figures, fail, figure, merge_report, parse_args  # noqa: E402
 
 
 def run_seed(options: dict[str, Any], out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -132,11 +132,17 @@ def main() -> None:
                    success_per_episode={name: [round(float(v), 4) for v in curve] for name, curve in lines.items()},
                    settings=seed_options, current=not args.quick)
         figures.append(fig)
+    tag = f"{skill}-{kind}" + (f"-{args.variant}" if args.variant else "")
+    for fig in earlier_seed_figures("metaworld_ad", args.quick, tag, args.seeds):  # seeds run before, on their own
+        fig.pop("headline", None)
+        per_seed[fig["settings"]["seed"]] = fig["success_per_episode"]
+        figures.append(fig)
+    figures.sort(key=lambda fig: fig["settings"]["seed"])
+    per_seed = dict(sorted(per_seed.items()))
     # the headline: the demo's default skill (reach) and source (the noisy expert)
     if not args.quick and kind == "noise" and not args.variant and skill == "reach-v3":
         figures[0].update(headline=True, vs="ED",
                           short=f"AD in context on Meta-World ML1 {skill} held-out goals: success rate")
-    tag = f"{skill}-{kind}" + (f"-{args.variant}" if args.variant else "")
     png = RESULTS / f"metaworld_ad{'' if tag == 'reach-v3-noise' else '_' + tag}{'_quick' if args.quick else ''}.png"
     plot(per_seed, skill, png)
     merge_report("metaworld_ad", args.quick, tag, figures, capability="Meta-World ML1 in context", page="metaworld")

@@ -33,3 +33,19 @@ def test_an_init_from_without_a_trained_ad_is_one_error_line(tmp_path, capsys, m
     assert len(err) == 1 and err[0].startswith("error: --init-from") and "nowhere/seed0/ad:" in err[0]
     assert "no trained model there" in err[0]
     assert not (tmp_path / "data").exists()  # nothing written
+
+
+def test_a_run_of_one_seed_keeps_the_other_seeds_figures_with_their_own_command(tmp_path, monkeypatch):
+    import json
+
+    from benchmarks import common
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    old = [{"family": "reach-v3-search-x", "settings": {"seed": 0}, "command": "python a --seeds 0", "date": "d0"},
+           {"family": "reach-v3-search-x", "settings": {"seed": 1}, "command": "python a --seeds 1", "date": "d1"},
+           {"family": "reach-v3-search-y", "settings": {"seed": 0}, "command": "python b", "date": "d2"}]
+    (tmp_path / "metaworld_ad.json").write_text(json.dumps(old))
+    kept = common.earlier_seed_figures("metaworld_ad", False, "reach-v3-search-x", [1])
+    assert [f["settings"]["seed"] for f in kept] == [0]  # seed 1 is being run again; the other family is not ours
+    assert kept[0]["measured_with"] == {"command": "python a --seeds 0", "date": "d0"}
+    assert common.earlier_seed_figures("metaworld_ad", True, "reach-v3-search-x", [1]) == []  # no quick file
