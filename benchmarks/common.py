@@ -224,14 +224,16 @@ def earlier_seed_rows(bench: str, quick: bool, family_tag: str, seeds: list[int]
             and f["details"]["seed"] not in seeds]
 
 
-def earlier_seed_figures(bench: str, quick: bool, family_tag: str, seeds: list[int]) -> list[dict[str, Any]]:
-    """The figures of ``family_tag`` in ``<bench>.json`` (``_quick`` with ``quick``) whose ``settings`` name a seed
-    other than ``seeds``: a run of some seeds keeps those of the others (run one seed at a time, each adds its own).
-    Each keeps the command and date that measured it in ``measured_with`` (:func:`report` stamps the current ones)."""
+def earlier_seed_figures(bench: str, quick: bool, family_tag: str, seeds: list[int],
+                         seed_of: Callable[[dict[str, Any]], Any] = lambda f: f.get("settings", {}).get("seed")
+                         ) -> list[dict[str, Any]]:
+    """The figures of ``family_tag`` in ``<bench>.json`` (``_quick`` with ``quick``) whose seed (``seed_of``: by
+    default the one their ``settings`` name) is not one of ``seeds``: a run of some seeds keeps those of the others
+    (run one seed at a time, each adds its own). Each keeps the command and date that measured it in
+    ``measured_with`` (:func:`report` stamps the current ones)."""
     path = RESULTS / f"{bench}{'_quick' if quick else ''}.json"
     old = json.loads(path.read_text()) if path.is_file() else []
-    kept = [f for f in old if f.get("family") == family_tag and f.get("settings", {}).get("seed") is not None
-            and f["settings"]["seed"] not in seeds]
+    kept = [f for f in old if f.get("family") == family_tag and seed_of(f) is not None and seed_of(f) not in seeds]
     for f in kept:
         f.setdefault("measured_with", {"command": f.get("command"), "date": f.get("date")})
     return kept

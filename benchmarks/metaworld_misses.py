@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import fail, figure, merge_report, parse_args  # noqa: E402
+from benchmarks.common import earlier_seed_figures, fail, figure, merge_report, parse_args  # noqa: E402
 
 CAPABILITY = "Meta-World ML1 in context"
 #: Meta-World's reach success radius (m): success is the hand within this distance of the goal.
@@ -147,8 +147,15 @@ def main() -> None:
         fig.update(seed=seed, variant=args.variant, failed_episodes=misses["failed"],
                    median_closest_cm=misses["median_cm"], success=float(success.mean()),
                    failed_after_success_share=misses["after_success_share"], goals_never_reached=never,
-                   success_agrees_with_distance=run["agree"])
+                   success_agrees_with_distance=run["agree"],
+                   closest_m=[[round(float(v), 4) for v in row] for row in run["closest"]])  # (goals, episodes)
         figures.append(fig)
+    kept = earlier_seed_figures("metaworld_misses", False, args.variant, args.seeds, seed_of=lambda f: f.get("seed"))
+    for fig in kept:  # seeds run before, on their own, stay (in the plot too, where their distances were kept)
+        if "closest_m" in fig:
+            per_seed[fig["seed"]] = {"closest": np.asarray(fig["closest_m"])}
+    figures = sorted(figures + kept, key=lambda f: f["seed"])
+    per_seed = dict(sorted(per_seed.items()))
     plot(per_seed, args.last, Path(__file__).resolve().parent / "results" / f"metaworld_misses_{args.variant}.png")
     merge_report("metaworld_misses", False, args.variant, figures, page="metaworld", capability=CAPABILITY)
 
