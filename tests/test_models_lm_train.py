@@ -121,6 +121,10 @@ def test_resume_continues_from_the_checkpoint(tiny_dir, darkroom3, tmp_path):
         assert len(match) == 1 and torch.equal(match[0], value), key
     folder = train(_config(darkroom3, out, tiny_dir, max_steps=9, resume=True))
     assert json.loads((folder / "lm.json").read_text())["steps"] == 9
+    folder = train(_config(darkroom3, out, tiny_dir, max_steps=11, resume=True, precision="bf16-mixed"))
+    assert json.loads((folder / "lm.json").read_text())["steps"] == 11  # on in bfloat16 mixed precision
+    saved = torch.load(out / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)["state_dict"]
+    assert all(v.dtype == torch.float32 and torch.isfinite(v).all() for v in saved.values())
 
 
 def test_windows_lose_oldest_whole_transitions_like_acting():
