@@ -82,13 +82,13 @@ class Trainee:
 
         from models.rl.config import model_config_of
         from models.rl.model import ADTransformer
-        from models.training import fast_adamw_kwargs
+        from models.training import adamw_kwargs_for
 
         torch.manual_seed(0)
         self.model, self.bf16, self.clip = ADTransformer(model_config_of(config)), bf16, config.grad_clip
-        fast = {"foreach": True} if bf16 else fast_adamw_kwargs()  # as `ad train rl` picks them
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate,
-                                           betas=(config.beta1, config.beta2), **fast)
+                                           betas=(config.beta1, config.beta2),
+                                           **adamw_kwargs_for("bf16-mixed" if bf16 else "32-true"))
         self.seconds, self.steps = 0.0, 0
 
     def autocast(self) -> Any:

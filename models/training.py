@@ -51,6 +51,13 @@ def lr_multiplier(step: int, optim: OptimConfig) -> float:
     return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
+def adamw_kwargs_for(precision: str) -> dict:
+    """The AdamW kernel of a run at Lightning ``precision``: :func:`fast_adamw_kwargs` in float32; the multi-tensor
+    one in mixed precision, whose gradient clipping Lightning refuses with a fused optimiser (it would unscale the
+    gradients)."""
+    return fast_adamw_kwargs() if precision == "32-true" else {"foreach": True}
+
+
 def fast_adamw_kwargs() -> dict:
     """The fused AdamW kernel where this torch has it on CPU, else the multi-tensor one."""
     try:
@@ -94,10 +101,9 @@ class StepModule(L.LightningModule):
         self.log_dict({f"val/{k}": v for k, v in metrics.items()}, batch_size=self.batch_size(batch))
 
     def configure_optimizers(self):
-        # Lightning's mixed-precision gradient clipping refuses a fused optimiser (it would unscale the gradients)
-        fast = fast_adamw_kwargs() if self.trainer.precision == "32-true" else {"foreach": True}
         optimizer = torch.optim.AdamW(self.parameter_groups(), lr=self.optim.learning_rate, betas=(self.optim.beta1,
-                                      self.optim.beta2), weight_decay=self.optim.weight_decay, **fast)
+                                      self.optim.beta2), weight_decay=self.optim.weight_decay,
+                                      **adamw_kwargs_for(self.trainer.precision))
         schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_multiplier(step, self.optim))
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 

@@ -185,6 +185,15 @@ def bfloat16_slowdown(size: int = 256, width: int = 576, repeats: int = 3) -> fl
     return fastest(torch.bfloat16) / max(fastest(torch.float32), 1e-9)
 
 
+def warn_if_bfloat16_is_emulated(chosen: str, faster: str) -> None:
+    """A warning on stderr that ``chosen`` (e.g. ``--dtype bfloat16``) is slow here, naming ``faster``, where there
+    is no GPU and the CPU lacks bfloat16 hardware (the slowdown measured now)."""
+    if cpu_has_fast_bfloat16() is False and not _cuda_available():
+        print(f"warning: {chosen} on a CPU without AMX or AVX512-BF16: torch emulates bfloat16 matrix products here "
+              f"(one measured {bfloat16_slowdown():.1f}x slower than in float32 just now); {faster} is the faster "
+              "choice on this machine", file=sys.stderr)
+
+
 def _cuda_available() -> bool:
     """Whether torch sees a GPU (imports torch: call it only when the answer matters)."""
     import torch
@@ -203,10 +212,8 @@ class WeightsDtypeOptions:
 
     def __post_init__(self) -> None:
         refuse_choice(self, dtype=WEIGHT_DTYPES)
-        if self.dtype == "bfloat16" and cpu_has_fast_bfloat16() is False and not _cuda_available():
-            print("warning: --dtype bfloat16 on a CPU without AMX or AVX512-BF16: torch emulates bfloat16 matrix "
-                  f"products here (one measured {bfloat16_slowdown():.1f}x slower than in float32 just now); "
-                  "--dtype float32 is the faster choice on this machine", file=sys.stderr)
+        if self.dtype == "bfloat16":
+            warn_if_bfloat16_is_emulated("--dtype bfloat16", "--dtype float32")
         continue_post_init(WeightsDtypeOptions, self)
 
 
@@ -259,8 +266,6 @@ class TrainingOptions:
         if self.weight_decay < 0 or self.grad_clip < 0:
             raise UserError("--weight-decay and --grad-clip must be >= 0")
         refuse_choice(self, precision=TRAINING_PRECISIONS)
-        if self.precision == "bf16-mixed" and cpu_has_fast_bfloat16() is False and not _cuda_available():
-            print("warning: --precision bf16-mixed on a CPU without AMX or AVX512-BF16: torch emulates bfloat16 "
-                  f"matrix products here (one measured {bfloat16_slowdown():.1f}x slower than in float32 just now); "
-                  "--precision 32-true is the faster choice on this machine", file=sys.stderr)
+        if self.precision == "bf16-mixed":
+            warn_if_bfloat16_is_emulated("--precision bf16-mixed", "--precision 32-true")
         continue_post_init(TrainingOptions, self)
