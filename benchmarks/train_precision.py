@@ -19,7 +19,6 @@ import argparse
 import dataclasses
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -74,49 +73,20 @@ def windows(data: Path) -> tuple[Any, Any]:
 NLL_TOLERANCE = 0.05
 
 
-class Trainee:
-    """A model, its optimiser, whether it trains under bfloat16 autocast, and the seconds its steps took."""
+def trainee(name: str, config: Any, bf16: bool) -> Any:
+    """The demo's AD from seed 0 with its AdamW (the kernel ``ad train rl`` picks for the precision)."""
+    import torch
 
-    def __init__(self, config: Any, bf16: bool):
-        import torch
+    from benchmarks.helpers.trainee import Trainee
+    from models.rl.config import model_config_of
+    from models.rl.model import ADTransformer
+    from models.training import adamw_kwargs_for
 
-        from models.rl.config import model_config_of
-        from models.rl.model import ADTransformer
-        from models.training import adamw_kwargs_for
-
-        torch.manual_seed(0)
-        self.model, self.bf16, self.clip = ADTransformer(model_config_of(config)), bf16, config.grad_clip
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate,
-                                           betas=(config.beta1, config.beta2),
-                                           **adamw_kwargs_for("bf16-mixed" if bf16 else "32-true"))
-        self.seconds, self.steps = 0.0, 0
-
-    def autocast(self) -> Any:
-        import torch
-
-        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16)
-
-    def run(self, batches: list[dict]) -> None:
-        import torch
-
-        self.model.train()
-        start = time.perf_counter()
-        for batch in batches:
-            with self.autocast():
-                loss, _ = self.model.compute_loss(batch)
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
-            self.optimizer.step()
-        self.seconds += time.perf_counter() - start
-        self.steps += len(batches)
-
-    def nll(self, batches: list[dict]) -> float:
-        import torch
-
-        self.model.eval()
-        with torch.no_grad(), self.autocast():
-            return sum(float(self.model.compute_loss(b)[1]["action_nll"]) for b in batches) / len(batches)
+    torch.manual_seed(0)
+    model = ADTransformer(model_config_of(config))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, betas=(config.beta1, config.beta2),
+                                  **adamw_kwargs_for(name))
+    return Trainee(name, model, optimizer, config.grad_clip, bf16=bf16)
 
 
 def main(args: argparse.Namespace) -> None:
@@ -132,10 +102,10 @@ def main(args: argparse.Namespace) -> None:
         loader = iter(datamodule.train_dataloader())
         batches = [next(loader) for _ in range(steps + 2)]
         fresh = [next(loader) for _ in range(4 if args.quick else 16)]
-    trainees = {"bf16-mixed": Trainee(config, bf16=True), "32-true": Trainee(config, bf16=False)}
+    trainees = {name: trainee(name, config, bf16=name == "bf16-mixed") for name in ("bf16-mixed", "32-true")}
     for t in trainees.values():  # warm-up (allocator, kernels) outside the timing
         t.run(batches[:2])
-        t.seconds, t.steps = 0.0, 0
+        t.reset_clock()
     done = 0
     while done < steps:
         part = batches[2 + done:2 + min(done + chunk, steps)]

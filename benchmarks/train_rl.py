@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -44,6 +43,7 @@ from ad.config import make_config  # noqa: E402
 from models.rl.config import TrainRLConfig, model_config_of  # noqa: E402
 from models.rl.model import ADTransformer  # noqa: E402
 from models.training import fast_adamw_kwargs  # noqa: E402
+from benchmarks.helpers.trainee import Trainee  # noqa: E402
 from benchmarks.helpers.synthetic_goals import synthetic_batches, write_synthetic_dataset  # noqa: E402
 
 
@@ -86,32 +86,6 @@ def model_config(preset: str, **overrides):
     model = model_config_of(cfg, num_states=NUM_STATES, num_actions=NUM_ACTIONS, episode_length=EPISODE_LENGTH,
                             state_weight=0.0, reward_weight=0.0, logprob_weight=0.0)  # action loss, as the reference
     return cfg, model
-
-
-class Trainee:
-    """A model, its optimiser and the seconds it spent in optimiser steps."""
-
-    def __init__(self, name, model, optimizer, clip):
-        self.name, self.model, self.optimizer, self.clip = name, model, optimizer, clip
-        self.seconds, self.steps = 0.0, 0
-
-    def run(self, batches):
-        self.model.train()
-        start = time.perf_counter()
-        for batch in batches:
-            loss, _ = self.model.compute_loss(batch)
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if self.clip:
-                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
-            self.optimizer.step()
-        self.seconds += time.perf_counter() - start
-        self.steps += len(batches)
-
-    @torch.no_grad()
-    def nll(self, batches):
-        self.model.eval()
-        return sum(float(self.model.compute_loss(b)[1]["action_nll"]) for b in batches) / len(batches)
 
 
 def compare(preset: str, steps: int, chunk: int, pool: int, eval_batches: int = 4) -> list[dict]:
@@ -181,7 +155,7 @@ def lightning_steps(steps: int, threads: int) -> list[dict]:
                         cfg.grad_clip)
         batches = synthetic_batches(8, cfg.batch_size, cfg.context, NUM_STATES, NUM_ACTIONS, EPISODE_LENGTH)
         plain.run(batches[:2])
-        plain.seconds, plain.steps = 0.0, 0
+        plain.reset_clock()
         plain.run([batches[i % 8] for i in range(steps // 2)])
         train(cfg)
         plain.run([batches[i % 8] for i in range(steps // 2)])
