@@ -68,6 +68,23 @@ QUICK = dict(train_goals="0-1", heldout_goals="0-1", history_episodes=10, episod
 
 SOURCE_LABELS = {"noise": "source (noisy expert)", "search": "source (search)"}
 
+#: The success rate AD must hold over the last in-context episodes.
+GOAL = 0.9
+
+
+def goal_text(episodes: int, last: int) -> str:
+    """The goal as the results state it: the success rate held over the last ``last`` of ``episodes`` episodes."""
+    return f">= {GOAL} over in-context episodes {episodes - last + 1}-{episodes}, ED below AD"
+
+
+def goal_met(ad: np.ndarray, ed: np.ndarray, last: int) -> bool:
+    """Whether AD's success rate over its last ``last`` episodes is at least :data:`GOAL` and above ED's there.
+
+    A single episode at 0.9 does not count: at 50 goals an episode's rate varies by about 0.04 between runs, so the
+    goal is a rate AD holds, not one it touches once.
+    """
+    return float(ad[-last:].mean()) >= GOAL - 1e-9 and float(ad[-last:].mean()) > float(ed[-last:].mean())
+
 
 def curves(evaluation: dict[str, Any], source: dict[str, Any], episodes: int, kind: str) -> dict[str, list[float]]:
     """Success rate per episode: AD, ED, random (in context on the held-out goals) and the source's (``kind``) own
@@ -87,7 +104,7 @@ def plot(per_seed: dict[int, dict[str, list[float]]], skill: str, path: Path) ->
         for name, curve in lines.items():
             ax.plot(np.arange(1, len(curve) + 1), curve, marker="o", ms=3, label=name,
                     lw=2 if name == "AD" else 1.2, ls="--" if name.startswith("source") else "-")
-        ax.axhline(0.9, color="grey", lw=0.8, ls=":")
+        ax.axhline(GOAL, color="grey", lw=0.8, ls=":")
         finish_rate_panel(ax, "episode in context (held-out goals)", "success rate", f"ML1 {skill}, seed {seed}")
     save_figure(fig, path)
 
@@ -120,15 +137,14 @@ def main() -> None:
         episodes = evaluation["episodes"]
         per_seed[seed] = lines = curves(evaluation, source, episodes, kind)
         ad, ed = np.asarray(lines["AD"]), np.asarray(lines["ED"])
-        reached = np.flatnonzero(ad >= 0.9)
+        reached = np.flatnonzero(ad >= GOAL)
         setting = ", ".join(([] if kind == "noise" else [f"{kind} source"]) + ([args.variant] if args.variant else []))
         name = f"Meta-World ML1 {skill}" + (f" ({setting})" if setting else "")
         fig = figure(f"{name}, seed {seed}: AD's success rate over in-context episodes "
                      f"{episodes - args.last + 1}-{episodes} on {len(evaluation['tasks'])} held-out goals, vs ED's",
                      "success rate", float(ad[-args.last:].mean()), float(ed[-args.last:].mean()),
-                     f">= 0.9 within {episodes} episodes, ED below AD")
-        within = bool(len(reached)) and float(ad[-args.last:].mean()) > float(ed[-args.last:].mean())
-        fig.update(met="yes" if within else "no", first_episode_at_0_9=int(reached[0]) + 1 if len(reached) else None,
+                     goal_text(episodes, args.last))
+        fig.update(met="yes" if goal_met(ad, ed, args.last) else "no", first_episode_at_0_9=int(reached[0]) + 1 if len(reached) else None,
                    success_per_episode={name: [round(float(v), 4) for v in curve] for name, curve in lines.items()},
                    settings=seed_options, current=not args.quick)
         figures.append(fig)

@@ -53,3 +53,15 @@ def test_a_run_of_one_seed_keeps_the_other_seeds_figures_with_their_own_command(
     (tmp_path / "metaworld_misses.json").write_text(json.dumps(misses))
     kept = common.earlier_seed_figures("metaworld_misses", False, "v", [0], seed_of=lambda f: f.get("seed"))
     assert [f["seed"] for f in kept] == [1] and kept[0]["measured_with"] == {"command": None, "date": None}
+
+
+def test_the_goal_is_a_rate_held_over_the_last_episodes_not_one_touched_once():
+    import numpy as np
+
+    ed = np.full(10, 0.2)
+    touched_once = np.array([0.4, 0.6, 0.7, 0.8, 0.8, 0.9, 0.92, 0.84, 0.86, 0.85])
+    assert not metaworld_ad.goal_met(touched_once, ed, last=3)
+    held = np.array([0.4, 0.6, 0.7, 0.8, 0.8, 0.9, 0.88, 0.9, 0.92, 0.9])
+    assert metaworld_ad.goal_met(held, ed, last=3)
+    assert not metaworld_ad.goal_met(held, np.full(10, 0.95), last=3)  # ED above AD
+    assert metaworld_ad.goal_text(10, 3) == ">= 0.9 over in-context episodes 8-10, ED below AD"
