@@ -1,13 +1,17 @@
-"""Generate BENCHMARKS.md (and the README's results block) from benchmarks/results/*.json.
+"""Generate BENCHMARKS.md (the README's results block, the experiment pages' per-seed tables) from
+benchmarks/results/*.json.
 
-    python benchmarks/make_table.py           # rewrite BENCHMARKS.md and the README block
+    python benchmarks/make_table.py           # rewrite BENCHMARKS.md, the README block, the per-seed tables
     python benchmarks/make_table.py --check   # exit 1, with a diff, where either differs from the JSON
 
 The page has one row per capability: its headline figure (``headline: true``, which must be ``current``), what it
 is compared with, the goal and whether it is met (computed where the goal is a comparison the figure can be checked
 against, else the figure's ``met`` field), the hardware, the date, the config that reproduces it and its experiment
 page. The README's block, between ``<!-- results:begin -->`` and ``<!-- results:end -->``, lists the figures marked
-``readme: true`` in the same order. :func:`problems` lists what is wrong with the figures themselves.
+``readme: true`` in the same order. An experiment page may hold the figures of one results file side by side by seed:
+between ``<!-- figures:NAME begin -->`` and ``<!-- figures:NAME end -->`` (NAME: the file's name without ``.json``)
+the script writes one row per setting (a figure's ``family``) with each seed's figure, their mean and range, and the
+setting's config. :func:`problems` lists what is wrong with the figures themselves.
 """
 from __future__ import annotations
 
@@ -25,7 +29,9 @@ from benchmarks.common import PAGES, RESULTS  # noqa: E402
 
 PAGE = ROOT / "BENCHMARKS.md"
 README = ROOT / "README.md"
+EXPERIMENTS = ROOT / "docs" / "experiments"
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+SEED_BLOCK = re.compile(r"(<!-- figures:(?P<name>[\w-]+) begin -->\n).*?(<!-- figures:(?P=name) end -->)", re.S)
 # The order of the rows: the demos and families first, the machinery after.
 ORDER = ("darkroom", "language-format", "bandit", "keydoor", "gridworld", "rlhf", "textworld", "math",
          "history-store", "models-and-evaluation", "scale-out", "reliability", "usability")
@@ -172,6 +178,48 @@ def with_readme_block(readme: str, block: str) -> str:
     return f"{head}{BEGIN}\n{block}{END}{tail}"
 
 
+def seed_of(fig: dict[str, Any]) -> int | None:
+    """The seed a figure was measured on: its ``seed``, else its ``settings``' (None where it names none)."""
+    seed = fig.get("seed", (fig.get("settings") or {}).get("seed"))
+    return seed if isinstance(seed, int) else None
+
+
+def render_seed_table(figures: list[dict[str, Any]], name: str) -> str:
+    """The figures of ``benchmarks/results/NAME.json`` that name a seed, one row per setting (``family``, in the
+    file's order): each seed's figure and reference, the mean and range over the seeds, met per seed, the config."""
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for fig in figures:
+        if fig.get("_file") == f"{name}.json" and seed_of(fig) is not None:
+            rows.setdefault(str(fig.get("family") or fig["figure"]), []).append(fig)
+    if not rows:
+        return f"(no figure of benchmarks/results/{name}.json names a seed)\n"
+    seeds = sorted({seed_of(f) for figs in rows.values() for f in figs})
+    by_seed = " / ".join(f"seed {s}" for s in seeds)
+    first = next(iter(rows.values()))[0]
+    values = [f.get(key) for figs in rows.values() for f in figs for key in ("ours", "reference")]
+    rates = all(isinstance(v, (int, float)) and 0 <= v <= 1 for v in values if v is not None)
+    number = (lambda v: "-" if v is None else f"{v:.2f}") if rates else fmt  # noqa: E731  (rates: two decimals)
+    lines = [f"| setting | {_unit(first)}, {by_seed} | mean (range) | {first.get('vs') or 'reference'}, {by_seed} "
+             f"| met, {by_seed} | date | config |", "|---|---|---|---|---|---|---|"]
+    for family, figs in rows.items():
+        of = {seed_of(f): f for f in figs}
+        ours = [of[s]["ours"] for s in seeds if s in of and isinstance(of[s].get("ours"), (int, float))]
+        spread = f"{number(sum(ours) / len(ours))} ({number(min(ours))}-{number(max(ours))})" if len(ours) > 1 else \
+            (f"{number(ours[0])} (one seed)" if ours else "-")
+        cell = lambda key: " / ".join(number(of[s].get(key)) if s in of else "-" for s in seeds)  # noqa: E731
+        dates = sorted({str(f.get("date")) for f in figs})
+        config = figs[0].get("config")
+        lines.append(f"| {family} | {cell('ours')} | {spread} | {cell('reference')} | "
+                     f"{' / '.join(str(of[s].get('met') or '-') if s in of else '-' for s in seeds)} | "
+                     f"{', '.join(dates)} | {f'`{config}`' if config else '-'} |")
+    return "\n".join(lines) + "\n"
+
+
+def with_seed_tables(text: str, figures: list[dict[str, Any]]) -> str:
+    """``text`` with every ``figures:NAME`` block rewritten from the figures (unchanged without blocks)."""
+    return SEED_BLOCK.sub(lambda m: f"{m[1]}{render_seed_table(figures, m['name'])}{m[3]}", text)
+
+
 def problems(figures: list[dict[str, Any]], root: Path = ROOT) -> list[str]:
     """What is wrong with the figures: missing fields, unknown pages, headlines that are not current, capabilities
     with no or several headlines, configs that do not exist, headlines whose goal cannot be judged, lines too long."""
@@ -213,17 +261,22 @@ def problems(figures: list[dict[str, Any]], root: Path = ROOT) -> list[str]:
 
 
 def expected(figures: list[dict[str, Any]]) -> dict[Path, str]:
-    """The files the JSON gives: BENCHMARKS.md, and the README where it has the markers."""
+    """The files the JSON gives: BENCHMARKS.md, the README where it has the markers, and the experiment pages that
+    hold per-seed blocks."""
     out = {PAGE: render_page(figures)}
     if README.exists():
         readme = README.read_text()
         if BEGIN in readme and END in readme:
             out[README] = with_readme_block(readme, render_readme_block(figures))
+    for page in sorted(EXPERIMENTS.glob("*.md")):
+        text = page.read_text()
+        if SEED_BLOCK.search(text):
+            out[page] = with_seed_tables(text, figures)
     return out
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Rewrite BENCHMARKS.md and the README block, or with ``--check`` exit 1 where they differ from the JSON."""
+    """Rewrite BENCHMARKS.md, the README block and the per-seed tables, or with ``--check`` exit 1 where they differ from the JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 where a file differs from the JSON")
     args = parser.parse_args(argv)

@@ -195,3 +195,23 @@ def test_report_writes_non_finite_figures_as_null(tmp_path, monkeypatch):
     written = json.loads(out.read_text())[0]  # json.loads would accept NaN; the check below does not
     assert written["ours"] is None and written["per_task"] == {"t0": None, "t1": 3.0}
     assert "NaN" not in out.read_text() and "Infinity" not in out.read_text()
+
+
+def test_a_per_seed_block_lists_each_setting_by_seed_with_mean_and_range():
+    figs = [{"_file": "x.json", "family": "a", "settings": {"seed": 1}, "ours": 0.8, "reference": 0.2, "met": "no",
+             "unit": "success rate", "vs": "ED", "date": "d2", "config": "configs/a.yaml", "figure": "f"},
+            {"_file": "x.json", "family": "a", "settings": {"seed": 0}, "ours": 0.9, "reference": 0.1, "met": "yes",
+             "unit": "success rate", "date": "d1", "config": "configs/a.yaml", "figure": "f"},
+            {"_file": "x.json", "family": "b", "seed": 0, "ours": 0.5, "reference": None, "met": "no", "figure": "g"},
+            {"_file": "x.json", "family": "c", "ours": 0.1, "figure": "no seed: left out"},
+            {"_file": "x_quick.json", "family": "a", "settings": {"seed": 0}, "ours": 0.0, "figure": "quick"}]
+    table = make_table.render_seed_table(figs, "x").splitlines()
+    assert table[0].startswith("| setting | success rate, seed 0 / seed 1 | mean (range) | ED, seed 0 / seed 1 |")
+    assert table[2] == "| a | 0.90 / 0.80 | 0.85 (0.80-0.90) | 0.10 / 0.20 | yes / no | d1, d2 | `configs/a.yaml` |"
+    assert table[3] == "| b | 0.50 / - | 0.50 (one seed) | - / - | no / - | None | - |"
+    assert len(table) == 4
+    page = "text\n<!-- figures:x begin -->\nstale\n<!-- figures:x end -->\nmore\n"
+    rewritten = make_table.with_seed_tables(page, figs)
+    assert rewritten.startswith("text\n<!-- figures:x begin -->\n| setting |") and rewritten.endswith(
+        "| b | 0.50 / - | 0.50 (one seed) | - / - | no / - | None | - |\n<!-- figures:x end -->\nmore\n")
+    assert make_table.with_seed_tables(rewritten, figs) == rewritten
