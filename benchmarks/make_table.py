@@ -276,7 +276,8 @@ def expected(figures: list[dict[str, Any]]) -> dict[Path, str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Rewrite BENCHMARKS.md, the README block and the per-seed tables, or with ``--check`` exit 1 where they differ from the JSON."""
+    """Rewrite BENCHMARKS.md, the README block and the per-seed tables, or with ``--check`` exit 1 where they differ
+    from the JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 where a file differs from the JSON")
     args = parser.parse_args(argv)

@@ -144,7 +144,8 @@ def main() -> None:
                      f"{episodes - args.last + 1}-{episodes} on {len(evaluation['tasks'])} held-out goals, vs ED's",
                      "success rate", float(ad[-args.last:].mean()), float(ed[-args.last:].mean()),
                      goal_text(episodes, args.last))
-        fig.update(met="yes" if goal_met(ad, ed, args.last) else "no", first_episode_at_0_9=int(reached[0]) + 1 if len(reached) else None,
+        fig.update(met="yes" if goal_met(ad, ed, args.last) else "no",
+                   first_episode_at_0_9=int(reached[0]) + 1 if len(reached) else None,
                    success_per_episode={name: [round(float(v), 4) for v in curve] for name, curve in lines.items()},
                    settings=seed_options, current=not args.quick)
         figures.append(fig)
