@@ -106,9 +106,9 @@ def compare(preset: str, steps: int, chunk: int, pool: int, eval_batches: int = 
     ref = GPT2AD(transition)
     trainees.append(Trainee("reference", ref, torch.optim.AdamW(ref.parameters(), lr=cfg.learning_rate, betas=betas),
                             cfg.grad_clip))
-    for t in trainees:  # warm-up (allocator, kernels) outside the timing, then reset the clocks
+    for t in trainees:  # warm-up (allocator, kernels) outside the timing and the step count
         t.run(batches[:2])
-        t.seconds = 0.0
+        t.reset_clock()
     done = 2
     while done < steps:
         n = min(chunk, steps - done)
