@@ -224,16 +224,21 @@ def earlier_seed_rows(bench: str, quick: bool, family_tag: str, seeds: list[int]
             and f["details"]["seed"] not in seeds]
 
 
-def earlier_seed_figures(bench: str, quick: bool, family_tag: str, seeds: list[int],
-                         seed_of: Callable[[dict[str, Any]], Any] = lambda f: f.get("settings", {}).get("seed")
-                         ) -> list[dict[str, Any]]:
-    """The figures of ``family_tag`` in ``<bench>.json`` (``_quick`` with ``quick``) whose seed (``seed_of``: by
-    default the one their ``settings`` name) is not one of ``seeds``: a run of some seeds keeps those of the others
+def figure_seed(fig: dict[str, Any]) -> int | None:
+    """The seed a figure was measured on: its ``seed``, else the one its ``settings`` name (None where neither)."""
+    seed = fig.get("seed", (fig.get("settings") or {}).get("seed"))
+    return seed if isinstance(seed, int) else None
+
+
+def earlier_seed_figures(bench: str, quick: bool, family_tag: str, seeds: list[int]) -> list[dict[str, Any]]:
+    """The figures of ``family_tag`` in ``<bench>.json`` (``_quick`` with ``quick``) whose seed
+    (:func:`figure_seed`) is not one of ``seeds``: a run of some seeds keeps those of the others
     (run one seed at a time, each adds its own). Each keeps the command and date that measured it in
     ``measured_with`` (:func:`report` stamps the current ones)."""
     path = RESULTS / f"{bench}{'_quick' if quick else ''}.json"
     old = json.loads(path.read_text()) if path.is_file() else []
-    kept = [f for f in old if f.get("family") == family_tag and seed_of(f) is not None and seed_of(f) not in seeds]
+    kept = [f for f in old if f.get("family") == family_tag and figure_seed(f) is not None
+            and figure_seed(f) not in seeds]
     for f in kept:
         f.setdefault("measured_with", {"command": f.get("command"), "date": f.get("date")})
     return kept

@@ -25,7 +25,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from benchmarks.common import PAGES, RESULTS  # noqa: E402
+from benchmarks.common import PAGES, RESULTS, figure_seed  # noqa: E402
 
 PAGE = ROOT / "BENCHMARKS.md"
 README = ROOT / "README.md"
@@ -178,22 +178,16 @@ def with_readme_block(readme: str, block: str) -> str:
     return f"{head}{BEGIN}\n{block}{END}{tail}"
 
 
-def seed_of(fig: dict[str, Any]) -> int | None:
-    """The seed a figure was measured on: its ``seed``, else its ``settings``' (None where it names none)."""
-    seed = fig.get("seed", (fig.get("settings") or {}).get("seed"))
-    return seed if isinstance(seed, int) else None
-
-
 def render_seed_table(figures: list[dict[str, Any]], name: str) -> str:
     """The figures of ``benchmarks/results/NAME.json`` that name a seed, one row per setting (``family``, in the
     file's order): each seed's figure and reference, the mean and range over the seeds, met per seed, the config."""
     rows: dict[str, list[dict[str, Any]]] = {}
     for fig in figures:
-        if fig.get("_file") == f"{name}.json" and seed_of(fig) is not None:
+        if fig.get("_file") == f"{name}.json" and figure_seed(fig) is not None:
             rows.setdefault(str(fig.get("family") or fig["figure"]), []).append(fig)
     if not rows:
         return f"(no figure of benchmarks/results/{name}.json names a seed)\n"
-    seeds = sorted({seed_of(f) for figs in rows.values() for f in figs})
+    seeds = sorted({figure_seed(f) for figs in rows.values() for f in figs})
     by_seed = " / ".join(f"seed {s}" for s in seeds)
     first = next(iter(rows.values()))[0]
     values = [f.get(key) for figs in rows.values() for f in figs for key in ("ours", "reference")]
@@ -202,7 +196,7 @@ def render_seed_table(figures: list[dict[str, Any]], name: str) -> str:
     lines = [f"| setting | {_unit(first)}, {by_seed} | mean (range) | {first.get('vs') or 'reference'}, {by_seed} "
              f"| met, {by_seed} | date | config |", "|---|---|---|---|---|---|---|"]
     for family, figs in rows.items():
-        of = {seed_of(f): f for f in figs}
+        of = {figure_seed(f): f for f in figs}
         ours = [of[s]["ours"] for s in seeds if s in of and isinstance(of[s].get("ours"), (int, float))]
         spread = f"{number(sum(ours) / len(ours))} ({number(min(ours))}-{number(max(ours))})" if len(ours) > 1 else \
             (f"{number(ours[0])} (one seed)" if ours else "-")

@@ -150,7 +150,7 @@ def main() -> None:
                    success_agrees_with_distance=run["agree"],
                    closest_m=[[round(float(v), 4) for v in row] for row in run["closest"]])  # (goals, episodes)
         figures.append(fig)
-    kept = earlier_seed_figures("metaworld_misses", False, args.variant, args.seeds, seed_of=lambda f: f.get("seed"))
+    kept = earlier_seed_figures("metaworld_misses", False, args.variant, args.seeds)
     for fig in kept:  # seeds run before, on their own, stay (in the plot too, where their distances were kept)
         if "closest_m" in fig:
             per_seed[fig["seed"]] = {"closest": np.asarray(fig["closest_m"])}

@@ -51,7 +51,7 @@ def test_a_run_of_one_seed_keeps_the_other_seeds_figures_with_their_own_command(
     assert common.earlier_seed_figures("metaworld_ad", True, "reach-v3-search-x", [1]) == []  # no quick file
     misses = [{"family": "v", "seed": 0, "command": "c0", "date": "d0"}, {"family": "v", "seed": 1}]
     (tmp_path / "metaworld_misses.json").write_text(json.dumps(misses))
-    kept = common.earlier_seed_figures("metaworld_misses", False, "v", [0], seed_of=lambda f: f.get("seed"))
+    kept = common.earlier_seed_figures("metaworld_misses", False, "v", [0])
     assert [f["seed"] for f in kept] == [1] and kept[0]["measured_with"] == {"command": None, "date": None}
 
 
