@@ -95,8 +95,9 @@ def curves(evaluation: dict[str, Any], source: dict[str, Any], episodes: int, ki
     return out
 
 
-def plot(per_seed: dict[int, dict[str, list[float]]], skill: str, path: Path) -> None:
-    """Success rate per in-context episode, one panel per seed."""
+def plot(per_seed: dict[int, dict[str, list[float]]], skill: str, setting: str, path: Path) -> None:
+    """Success rate per in-context episode, one panel per seed; ``setting`` (source and variant, may be empty) heads
+    the figure."""
     from ad.plots import finish_rate_panel, pyplot, save_figure
 
     plt = pyplot()
@@ -107,6 +108,8 @@ def plot(per_seed: dict[int, dict[str, list[float]]], skill: str, path: Path) ->
                     lw=2 if name == "AD" else 1.2, ls="--" if name.startswith("source") else "-")
         ax.axhline(GOAL, color="grey", lw=0.8, ls=":")
         finish_rate_panel(ax, "episode in context (held-out goals)", "success rate", f"ML1 {skill}, seed {seed}")
+    if setting:
+        fig.suptitle(setting, fontsize=9)
     save_figure(fig, path)
 
 
@@ -122,12 +125,16 @@ def main() -> None:
                              "run's AD of the same seed, on its histories (empty: AD starts from scratch)")
     parser.add_argument("--variant", default="", help="name of these settings in the results, beside the skill and "
                                                       "source (empty: the skill's and source's own figures)")
+    parser.add_argument("--headline", action="store_true",
+                        help="this setting's seed-0 figure is the headline of Meta-World in context on the benchmarks "
+                             "page, in place of the one before")
     args = parse_args(parser)
     options = dict(args.demo)
     if args.quick:
         options.update(QUICK)
         args.work, args.seeds = str(Path(args.work) / "quick"), args.seeds[:1]
     skill, kind = options.get("skill", "reach-v3"), options.get("source", "noise")
+    setting = ", ".join(([] if kind == "noise" else [f"{kind} source"]) + ([args.variant] if args.variant else []))
     figures, per_seed = [], {}
     for seed in args.seeds:
         out = Path(args.work) / f"seed{seed}"
@@ -139,7 +146,6 @@ def main() -> None:
         per_seed[seed] = lines = curves(evaluation, source, episodes, kind)
         ad, ed = np.asarray(lines["AD"]), np.asarray(lines["ED"])
         reached = np.flatnonzero(ad >= GOAL)
-        setting = ", ".join(([] if kind == "noise" else [f"{kind} source"]) + ([args.variant] if args.variant else []))
         name = f"Meta-World ML1 {skill}" + (f" ({setting})" if setting else "")
         fig = figure(f"{name}, seed {seed}: AD's success rate over in-context episodes "
                      f"{episodes - args.last + 1}-{episodes} on {len(evaluation['tasks'])} held-out goals, vs ED's",
@@ -157,12 +163,12 @@ def main() -> None:
         figures.append(fig)
     figures.sort(key=lambda fig: fig["settings"]["seed"])
     per_seed = dict(sorted(per_seed.items()))
-    # the headline: the demo's default skill (reach) and source (the noisy expert)
-    if not args.quick and kind == "noise" and not args.variant and skill == "reach-v3":
+    if args.headline and not args.quick:
+        source = "" if kind == "noise" else f" ({kind} source)"
         figures[0].update(headline=True, vs="ED",
-                          short=f"AD in context on Meta-World ML1 {skill} held-out goals: success rate")
+                          short=f"AD on Meta-World ML1 {skill} held-out goals{source}: success rate")
     png = RESULTS / f"metaworld_ad{'' if tag == 'reach-v3-noise' else '_' + tag}{'_quick' if args.quick else ''}.png"
-    plot(per_seed, skill, png)
+    plot(per_seed, skill, setting, png)
     merge_report("metaworld_ad", args.quick, tag, figures, capability="Meta-World ML1 in context", page="metaworld")
 
 

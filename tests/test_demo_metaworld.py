@@ -26,11 +26,11 @@ TINY = ["--train-goals", "0-1", "--heldout-goals", "0-1", "--history-episodes", 
 def test_demo_options_reach_the_generator_and_the_trainer(tmp_path):
     assert registry.get_demo("metaworld", "rl").config_cls is MetaWorldDemoConfig
     demo = make_config(MetaWorldDemoConfig, {"skill": "push-v3", "train_goals": "0-3", "heldout_goals": "5",
-                                             "history_episodes": 20, "episode_length": 70})
+                                             "history_episodes": 20, "episode_length": 70, "ml1_seed": 3})
     generate = make_config(registry.get("generate", "metaworld").config_cls,
                            {**demo.generate_options(), "out": str(tmp_path / "d")})
     assert (generate.skill, generate.source, generate.train_goals, generate.heldout_goals, generate.episodes,
-            generate.episode_length) == ("push-v3", "noise", "0-3", "5", 20, 70)
+            generate.episode_length, generate.ml1_seed) == ("push-v3", "noise", "0-3", "5", 20, 70, 3)
     assert generate.progress  # the demo's longest stage on a CPU shows its progress like every family's
     train = demo.train_options()
     assert train["reward_kind"] == "continuous" and train["reward_weight"] == 0.0 and train["context"] == 320

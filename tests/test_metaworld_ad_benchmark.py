@@ -65,3 +65,23 @@ def test_the_goal_is_a_rate_held_over_the_last_episodes_not_one_touched_once():
     assert metaworld_ad.goal_met(held, ed, last=3)
     assert not metaworld_ad.goal_met(held, np.full(10, 0.95), last=3)  # ED above AD
     assert metaworld_ad.goal_text(10, 3) == ">= 0.9 over in-context episodes 8-10, ED below AD"
+
+
+def test_plot_names_the_setting(tmp_path, monkeypatch):
+    """The in-context plot is headed by its setting (source and variant); the default setting has no heading."""
+    import ad.plots
+
+    written = {}
+    real_save = ad.plots.save_figure
+
+    def keep_title(fig, path, *args, **kwargs):
+        written[Path(path).name] = fig.get_suptitle()
+        return real_save(fig, path, *args, **kwargs)
+
+    monkeypatch.setattr(ad.plots, "save_figure", keep_title)
+    curve = {"AD": [0.2, 0.5, 0.9], "ED": [0.1, 0.1, 0.2], "source (search)": [0.3, 0.8, 1.0]}
+    curves = {0: curve, 1: curve}
+    metaworld_ad.plot(curves, "reach-v3", "search source, mean-72k", tmp_path / "named.png")
+    metaworld_ad.plot(curves, "reach-v3", "", tmp_path / "default.png")
+    assert written == {"named.png": "search source, mean-72k", "default.png": ""}
+    assert (tmp_path / "named.png").stat().st_size > 0 and (tmp_path / "default.png").stat().st_size > 0

@@ -27,6 +27,8 @@ class MetaWorldDemoConfig(ADDemoConfig):
     skill: str = option("reach-v3", "Meta-World ML1 skill (reach-v3, push-v3, pick-place-v3 ...)")
     train_goals: str = option("0-14", "ML1 training goals whose histories AD and ED learn from (e.g. 0-49)")
     heldout_goals: str = option("0-49", "ML1 test goals of the in-context evaluation (e.g. 0-49, 0-9)")
+    ml1_seed: int = option(0, "seed of Meta-World's ML1 goal positions (`ad generate metaworld --ml1-seed`): another "
+                              "seed draws another 50 training and 50 held-out goals")
     source: Literal["noise", "search"] = option("noise", "source of the histories (`ad generate metaworld "
                                                          "--source`): noise = the scripted expert with falling "
                                                          "noise; search = a goal-blind run-and-tumble search (reach "
@@ -65,7 +67,7 @@ class MetaWorldDemoConfig(ADDemoConfig):
                 "train_goals": self.train_goals,
                 "heldout_goals": self.heldout_goals, "episodes": self.history_episodes,
                 "episode_length": self.episode_length, "noise_max": self.noise_max, "noise_min": self.noise_min,
-                "seed": self.seed}
+                "ml1_seed": self.ml1_seed, "seed": self.seed}
 
     def train_options(self) -> dict[str, Any]:
         """The pipeline's ``ad train rl`` options plus the batch size; rewards (0-10 a step) are continuous inputs
