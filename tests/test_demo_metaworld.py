@@ -45,6 +45,7 @@ def test_demo_options_reach_the_generator_and_the_trainer(tmp_path):
     (["--heldout-goals", ""], "--heldout-goals"),
     (["--skill", "reach-v9"], "reach-v3"),
     (["--history-runs", "0"], "--history-runs"),
+    (["--ml1-seed", "-1"], "--ml1-seed"),
     (["--source", "search", "--skill", "push-v3"], "reach-v3"),
 ])
 def test_bad_demo_options_are_one_error_line(argv, message, tmp_path, capsys):

@@ -62,6 +62,8 @@ class GenerateConfig(run_options("out", "seed", "progress")):
         if not 0.0 < self.noise_min <= self.noise_max:
             raise UserError(f"--noise-min must be positive and at most --noise-max ({self.noise_max}), "
                             f"got {self.noise_min}")
+        if not 0 <= self.ml1_seed < 2**32:
+            raise UserError(f"--ml1-seed must be in 0..{2**32 - 1} (a seed of metaworld.ML1), got {self.ml1_seed}")
         check_skill(self.skill, need_expert=True)  # the expert gives every task's optimal_return
         if self.source == "search":
             from tasks.metaworld.search import check_search_skill
